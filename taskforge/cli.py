@@ -1,0 +1,215 @@
+"""The `taskforge` command: a thin layer over the library API."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from taskforge.errors import TaskforgeError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Turn tested Python repositories into verifiable feature-reimplementation tasks.")
+image_app = typer.Typer(no_args_is_help=True, help="Manage sandbox images.")
+app.add_typer(image_app, name="image")
+
+
+def _fail(exc: TaskforgeError) -> None:
+    typer.echo(f"error: {exc.message}", err=True)
+    raise typer.Exit(exc.exit_code)
+
+
+class _RichProgress:
+    """Progress on stderr with rich; silent when stderr is not a terminal and --quiet."""
+
+    def __init__(self, quiet: bool):
+        from rich.console import Console
+
+        self.console = Console(stderr=True)
+        self.quiet = quiet
+        self.bar = None
+        self.task = None
+
+    def stage(self, text: str) -> None:
+        if not self.quiet:
+            self.console.log(text)
+
+    def start(self, total: int) -> None:
+        if self.quiet:
+            return
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.bar = Progress(TextColumn("validating"), BarColumn(), MofNCompleteColumn(),
+                            TimeElapsedColumn(), TextColumn("{task.description}"),
+                            console=self.console, transient=True)
+        self.bar.start()
+        self.task = self.bar.add_task("", total=total)
+
+    def advance(self, text: str) -> None:
+        if self.bar is not None:
+            self.bar.update(self.task, advance=1, description=text[:70])
+
+    def done(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+            self.bar = None
+
+
+@app.command(epilog="""Examples:
+
+  taskforge generate fixtures/repos-git/textkit --out tasks/
+
+  taskforge generate https://github.com/org/lib.git --ref v1.2.0 --out tasks/ --max-tasks 20 --json
+""")
+def generate(
+    repo: str = typer.Argument(..., help="Git URL or local git repository."),
+    out: Path = typer.Option(..., "--out", "-o", help="Directory to write tasks and report.json to."),
+    ref: Optional[str] = typer.Option(None, help="Commit, tag or branch (default: HEAD)."),
+    max_tasks: Optional[int] = typer.Option(None, "--max-tasks", min=1, help="Stop after this many tasks."),
+    jobs: int = typer.Option(max(1, min(os.cpu_count() or 1, 4)), "--jobs", "-j", min=1,
+                             help="Parallel validation sandboxes."),
+    timeout: float = typer.Option(600.0, help="Seconds allowed for one test run."),
+    max_share: float = typer.Option(0.25, help="Largest share of the suite one feature may hide."),
+    as_json: bool = typer.Option(False, "--json", help="Print report.json to stdout."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress output."),
+) -> None:
+    """Generate feature-reimplementation tasks from REPO into OUT."""
+    from taskforge.pipeline import Options, generate as run
+
+    prog = _RichProgress(quiet or as_json)
+    try:
+        report = run(repo, out, Options(ref=ref, max_tasks=max_tasks, jobs=jobs, timeout=timeout,
+                                        max_share=max_share),
+                     progress=prog, log=prog.stage)
+    except TaskforgeError as exc:
+        prog.done()
+        _fail(exc)
+    except KeyboardInterrupt:
+        prog.done()
+        typer.echo("error: interrupted", err=True)
+        raise typer.Exit(130)
+    if as_json:
+        typer.echo(report.model_dump_json(indent=2))
+    else:
+        typer.echo(f"{report.repo} @ {report.source_commit[:12]}: {len(report.tasks)} task(s) in {out}")
+        typer.echo(f"baseline: {report.baseline_passing} passing, {report.baseline_failing} failing, "
+                   f"{report.flaky_excluded} flaky excluded")
+        for st in report.funnel:
+            typer.echo(f"  {st.name:<24} {st.count}")
+        reasons: dict[str, int] = {}
+        for d in report.drops:
+            key = f"{d.stage}: {d.reason.split(':')[0]}"
+            reasons[key] = reasons.get(key, 0) + 1
+        if reasons:
+            typer.echo("drops:")
+            for k, n in sorted(reasons.items(), key=lambda kv: -kv[1]):
+                typer.echo(f"  {n:>4}  {k}")
+        typer.echo(f"time: {report.timings.get('total', 0):.1f}s "
+                   f"(test runs {report.timings.get('test_seconds_all', 0):.1f}s)")
+    raise typer.Exit(0 if report.tasks else 1)
+
+
+@app.command(epilog="""Examples:
+
+  taskforge verify tasks/textkit__textkit.cases.to_snake-1a2b3c4d --gold
+
+  taskforge verify TASK --patch solution.diff --json
+
+  taskforge verify TASK --solution ./agent-workspace
+""")
+def verify(
+    task: Path = typer.Argument(..., help="A task directory written by generate."),
+    gold: bool = typer.Option(False, "--gold", help="Grade the gold patch (expect reward 1)."),
+    empty: bool = typer.Option(False, "--empty", help="Grade the untouched workspace (expect 0)."),
+    patch: Optional[Path] = typer.Option(None, "--patch", help="A unified diff against workspace/."),
+    solution: Optional[Path] = typer.Option(None, "--solution", help="A solved copy of workspace/."),
+    timeout: float = typer.Option(900.0, help="Seconds allowed for the test run."),
+    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+) -> None:
+    """Grade a solution for TASK in a fresh sandbox; exit 0 resolved, 1 not, 2+ error."""
+    from taskforge.verify import Solution, verify as run
+
+    chosen = [x for x in (gold, empty, patch is not None, solution is not None) if x]
+    if len(chosen) != 1:
+        typer.echo("error: give exactly one of --gold, --empty, --patch FILE, --solution DIR", err=True)
+        raise typer.Exit(2)
+    try:
+        if gold:
+            sol = Solution.gold()
+        elif empty:
+            sol = Solution.empty()
+        elif patch is not None:
+            if not patch.is_file():
+                typer.echo(f"error: no such patch file: {patch}", err=True)
+                raise typer.Exit(2)
+            sol = Solution.from_patch(patch.read_text(encoding="utf-8", errors="replace"))
+        else:
+            sol = Solution.from_dir(solution)
+        result = run(task, sol, timeout=timeout)
+    except TaskforgeError as exc:
+        _fail(exc)
+    if as_json:
+        typer.echo(result.model_dump_json(indent=2))
+    else:
+        if result.error:
+            typer.echo(f"error: {result.error}", err=True)
+        typer.echo(f"reward: {result.reward}")
+        typer.echo(f"FAIL_TO_PASS: {result.f2p_passed}/{result.f2p_total} passed")
+        typer.echo(f"PASS_TO_PASS: {result.p2p_passed}/{result.p2p_total} passed, "
+                   f"{len(result.p2p_regressions)} regression(s)")
+        for t in result.f2p_failures[:10]:
+            typer.echo(f"  not passing: {t}")
+        for t in result.p2p_regressions[:10]:
+            typer.echo(f"  regression:  {t}")
+        for t in result.tampering:
+            typer.echo(f"  tampering:   {t}")
+        typer.echo(f"time: {result.wall_seconds:.1f}s (tests {result.test_seconds:.1f}s)")
+    if result.error:
+        raise typer.Exit(3)
+    raise typer.Exit(0 if result.resolved else 1)
+
+
+@image_app.command("build", epilog="""Examples:
+
+  taskforge image build                      # FROM python:3.11-slim (needs a registry)
+
+  taskforge image build --base taskforge/debian-python:bookworm
+""")
+def image_build(
+    base: Optional[str] = typer.Option(None, help="Base image (default: $TASKFORGE_BASE_IMAGE "
+                                                   "or python:3.11-slim)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the image name as JSON."),
+) -> None:
+    """Build the sandbox base image from the top-level Dockerfile."""
+    from taskforge.images import ensure_base_image
+
+    try:
+        if base:
+            os.environ["TASKFORGE_BASE_IMAGE"] = base
+        name = ensure_base_image(base, log=lambda s: typer.echo(s, err=True))
+    except TaskforgeError as exc:
+        _fail(exc)
+    typer.echo(json.dumps({"image": name}) if as_json else name)
+
+
+@app.command(epilog="Example:\n\n  taskforge cleanup")
+def cleanup(as_json: bool = typer.Option(False, "--json")) -> None:
+    """Remove every container taskforge started that is still around."""
+    from taskforge.sandbox.docker import remove_leftovers
+
+    try:
+        n = remove_leftovers()
+    except TaskforgeError as exc:
+        _fail(exc)
+    typer.echo(json.dumps({"removed": n}) if as_json else f"removed {n} container(s)")
+
+
+def main() -> None:  # pragma: no cover
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(app())

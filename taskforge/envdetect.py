@@ -1,0 +1,101 @@
+"""How to install a repository and its test dependencies, without per-repo config.
+
+Reads the packaging metadata the project already has: PEP 621 optional
+dependencies (and setup.cfg extras) under the usual test names, and test
+requirement files. The result is a shell script run inside the build container.
+"""
+from __future__ import annotations
+
+import configparser
+import re
+import shlex
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+TEST_EXTRAS = ("test", "tests", "testing", "dev")
+REQ_FILES = ("requirements.txt", "requirements-test.txt", "requirements_test.txt",
+             "requirements-tests.txt", "requirements-testing.txt", "test-requirements.txt",
+             "test_requirements.txt", "requirements-dev.txt", "requirements/test.txt",
+             "requirements/tests.txt", "requirements/testing.txt", "tests/requirements.txt")
+
+
+@dataclass
+class InstallPlan:
+    installable: bool
+    extras: list[str] = field(default_factory=list)
+    requirement_files: list[str] = field(default_factory=list)
+    tried: list[str] = field(default_factory=list)
+
+    def script(self) -> str:
+        """Shell script for the build container (cwd /workspace, network on)."""
+        lines = ["set -e", "cd /workspace", "pip --version"]
+        for req in self.requirement_files:
+            lines.append(f"pip install -r {shlex.quote(req)} || echo 'taskforge: {req} failed'")
+        if self.installable:
+            target = "." + (f"[{','.join(self.extras)}]" if self.extras else "")
+            lines.append(f"pip install -e {shlex.quote(target)}")
+        # The repository may pin its own pytest: keep the tooling taskforge reads with.
+        lines.append('pip install "pytest-reportlog>=0.4" "pytest-cov>=4.1" "coverage>=7.4"')
+        return "\n".join(lines) + "\n"
+
+    def describe(self) -> str:
+        return "; ".join(self.tried) or "nothing found"
+
+
+def _pyproject_extras(root: Path) -> set[str]:
+    path = root / "pyproject.toml"
+    if not path.is_file():
+        return set()
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return set()
+    extras = set((data.get("project") or {}).get("optional-dependencies") or {})
+    poetry = ((data.get("tool") or {}).get("poetry") or {})
+    extras |= set(poetry.get("extras") or {})
+    return extras
+
+
+def _setup_cfg_extras(root: Path) -> set[str]:
+    path = root / "setup.cfg"
+    if not path.is_file():
+        return set()
+    cfg = configparser.ConfigParser(interpolation=None)
+    try:
+        cfg.read(path, encoding="utf-8")
+    except (configparser.Error, UnicodeDecodeError):
+        return set()
+    if cfg.has_section("options.extras_require"):
+        return set(cfg.options("options.extras_require"))
+    return set()
+
+
+def _setup_py_extras(root: Path) -> set[str]:
+    path = root / "setup.py"
+    if not path.is_file():
+        return set()
+    text = path.read_text(encoding="utf-8", errors="replace")
+    m = re.search(r"extras_require\s*=\s*\{(.*?)\}", text, re.S)
+    return set(re.findall(r"['\"]([\w.-]+)['\"]\s*:", m.group(1))) if m else set()
+
+
+def detect(root: Path) -> InstallPlan:
+    installable = any((root / f).is_file() for f in ("pyproject.toml", "setup.py", "setup.cfg"))
+    if (root / "pyproject.toml").is_file() and not (root / "setup.py").is_file():
+        try:
+            data = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+            data = {}
+        # A pyproject with only tool settings (no build system, no project) is not installable.
+        if "build-system" not in data and "project" not in data:
+            installable = False
+    plan = InstallPlan(installable=installable)
+    plan.tried.append("pyproject.toml/setup.py/setup.cfg: "
+                      + ("installable" if installable else "none installable"))
+    found = _pyproject_extras(root) | _setup_cfg_extras(root) | _setup_py_extras(root)
+    plan.extras = [e for e in TEST_EXTRAS if e in found]
+    plan.tried.append(f"test extras: {plan.extras or 'none'}")
+    plan.requirement_files = [r for r in REQ_FILES if (root / r).is_file()]
+    plan.tried.append(f"requirement files: {plan.requirement_files or 'none'}")
+    return plan

@@ -1,0 +1,198 @@
+"""Propose features: a symbol (with the private helpers only it uses) that a
+specific subset of the passing tests exercises.
+
+Everything here is static and cheap: hopeless candidates (used by other code,
+covered by no test, covering too much of the suite) are rejected before any
+test runs, each with its reason.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from taskforge.coverage_map import CoverageMap
+from taskforge.removal import exported_bindings
+from taskforge.symbols import ModuleInfo, RepoIndex, Symbol
+from taskforge.testindex import TestModule, split_nodeid
+
+
+@dataclass
+class Candidate:
+    name: str                       # root symbol qualname
+    kind: str
+    root: Symbol
+    symbols: list[Symbol]           # root + private helpers
+    hidden: set[str] = field(default_factory=set)          # test ids to hide (P and others)
+    hidden_files: set[str] = field(default_factory=set)    # test files hidden whole
+
+
+@dataclass
+class Proposal:
+    candidates: list[Candidate]
+    considered: int
+    drops: list[tuple[str, str]]    # (symbol, reason)
+
+
+def _users(index: RepoIndex, sym: Symbol, exclude: set[str]) -> list[str]:
+    """Code outside `exclude` that references `sym` (lexically, conservatively)."""
+    users = []
+    for mod in index.modules.values():
+        for other in mod.all_symbols():
+            if other.qualname in exclude or any(other.qualname.startswith(e + ".") for e in exclude):
+                continue
+            if other.kind == "class":
+                continue  # its methods are checked one by one; class-level code below
+            if _references(mod, other.name_refs, other.attr_refs, sym):
+                users.append(other.qualname)
+        if _references(mod, mod.toplevel_name_refs, mod.toplevel_attr_refs, sym):
+            users.append(f"{mod.module} (module level)")
+        for cls in mod.symbols:
+            if cls.kind == "class" and cls.qualname not in exclude:
+                class_level_names = cls.name_refs - {m.name for m in cls.methods}
+                for m in cls.methods:
+                    class_level_names -= m.name_refs
+                if sym.kind != "method" and sym.name in class_level_names:
+                    if not any(cls.qualname == e for e in exclude):
+                        users.append(cls.qualname)
+    return sorted(set(users))
+
+
+def _references(mod: ModuleInfo, names: set[str], attrs: set[str], sym: Symbol) -> bool:
+    if sym.kind == "method":
+        return sym.name in attrs or (sym.name in names and mod.module == sym.module and False)
+    if sym.name in names and (mod.module == sym.module or any(
+            b.local == sym.name and b.name for b in mod.bindings) or mod.star_imports):
+        return True
+    module_aliases = {b.local for b in mod.bindings}
+    return sym.name in attrs and bool(module_aliases & names)
+
+
+def helpers_of(index: RepoIndex, root: Symbol) -> list[Symbol]:
+    """Private helpers (same module, or same class for methods) used only by the feature."""
+    mod = index.modules[root.module]
+    if root.kind == "class":
+        pool = [s for s in mod.symbols if s.kind == "function"]
+    elif root.kind == "method":
+        cls = next(s for s in mod.symbols if s.kind == "class" and s.name == root.cls)
+        pool = [m for m in cls.methods] + [s for s in mod.symbols if s.kind == "function"]
+    else:
+        pool = [s for s in mod.symbols if s.kind == "function"]
+    pool = [s for s in pool if s.name.startswith("_") and not s.dunder and s is not root]
+    feature = [root]
+    changed = True
+    while changed:
+        changed = False
+        names = {f.qualname for f in feature}
+        for h in pool:
+            if h.qualname in names:
+                continue
+            used_by_feature = any(_uses(f, h) for f in _expand(feature))
+            if not used_by_feature:
+                continue
+            if not _users(index, h, names | {h.qualname}):
+                feature.append(h)
+                changed = True
+    return feature[1:]
+
+
+def _expand(symbols):
+    for s in symbols:
+        yield s
+        yield from s.methods
+
+
+def _uses(user: Symbol, h: Symbol) -> bool:
+    return h.name in (user.attr_refs if h.kind == "method" else user.name_refs)
+
+
+def lexical_tests(tests: dict[str, TestModule], exported: set[tuple[str, str]],
+                  module_names: set[str], removed_names: set[str]) -> tuple[set[str], set[str]]:
+    """Tests (as (file, path) keys) and whole files that name removed top-level symbols."""
+    hits: set[str] = set()
+    files: set[str] = set()
+    for rel, tm in tests.items():
+        bound = {b.local for b in tm.bindings if b.name and (b.module, b.name) in exported}
+        aliases = {b.local for b in tm.bindings if (b.name is None and b.module.split(".")[0] in
+                   {m.split(".")[0] for m in module_names}) or
+                   (b.name and f"{b.module}.{b.name}" in module_names)}
+        if not bound and not aliases:
+            continue
+        if bound & tm.toplevel_name_refs or (removed_names & tm.toplevel_attr_refs
+                                             and aliases & tm.toplevel_name_refs):
+            files.add(rel)
+            continue
+        for d in tm.defs:
+            if bound & d.name_refs or (removed_names & d.attr_refs and aliases & d.name_refs):
+                hits.add(rel + "::" + "::".join(d.path))
+    return hits, files
+
+
+def propose(index: RepoIndex, cov: CoverageMap, passing: set[str], all_ids: set[str],
+            tests: dict[str, TestModule], max_share: float = 0.25) -> Proposal:
+    drops: list[tuple[str, str]] = []
+    cands: list[Candidate] = []
+    considered = 0
+    cap = max(1, int(max_share * len(passing)))
+    module_names = set(index.modules)
+    by_key: dict[str, set[str]] = {}
+    for nid in all_ids:
+        f, path = split_nodeid(nid)
+        for i in range(1, len(path) + 1):
+            by_key.setdefault(f + "::" + "::".join(path[:i]), set()).add(nid)
+        by_key.setdefault(f, set()).add(nid)
+    for sym in index.symbols():
+        if sym.dunder or not sym.public:
+            continue
+        if sym.kind == "method" and sym.cls and sym.cls.startswith("_"):
+            continue
+        considered += 1
+        if not cov.measured(sym.path):
+            drops.append((sym.qualname, "module never imported by the tests"))
+            continue
+        helpers = helpers_of(index, sym)
+        feature = [sym, *helpers]
+        names = {s.qualname for s in feature}
+        users = _users(index, sym, names)
+        if users:
+            drops.append((sym.qualname, f"used by other code: {', '.join(users[:3])}"))
+            continue
+        lines: set[int] = set()
+        covered: set[str] = set()
+        for s in feature:
+            covered |= cov.tests_for(s.path, s.body_lines)
+        top = [s for s in feature if s.kind in ("function", "class")]
+        exported = exported_bindings(index, top) if top else set()
+        keys, files = lexical_tests(tests, exported, module_names, {s.name for s in top})
+        hidden = set(covered)
+        for k in keys:
+            hidden |= by_key.get(k, set())
+        for f in files:
+            hidden |= by_key.get(f, set())
+        hidden &= all_ids
+        n_pass = len(hidden & passing)
+        if n_pass == 0:
+            drops.append((sym.qualname, "no passing test exercises it"))
+            continue
+        if n_pass > cap:
+            drops.append((sym.qualname, f"too central: {n_pass} of {len(passing)} passing tests "
+                                        f"depend on it (cap {cap})"))
+            continue
+        del lines
+        cands.append(Candidate(name=sym.qualname, kind=sym.kind, root=sym, symbols=feature,
+                               hidden=hidden, hidden_files=files))
+    return Proposal(candidates=order(cands), considered=considered, drops=drops)
+
+
+def order(cands: list[Candidate]) -> list[Candidate]:
+    """Functions first, then methods, then classes; modules interleaved for variety."""
+    rank = {"function": 0, "method": 1, "class": 2}
+    groups: dict[tuple[int, str], list[Candidate]] = {}
+    for c in sorted(cands, key=lambda c: (rank[c.kind], c.root.path, c.root.start)):
+        groups.setdefault((rank[c.kind], c.root.path), []).append(c)
+    out: list[Candidate] = []
+    for r in sorted({k[0] for k in groups}):
+        lists = [v for k, v in sorted(groups.items()) if k[0] == r]
+        i = 0
+        while any(i < len(v) for v in lists):
+            out += [v[i] for v in lists if i < len(v)]
+            i += 1
+    return out

@@ -1,0 +1,183 @@
+"""Sandbox images: the base image (top-level Dockerfile) and one environment
+image per repository and commit.
+
+The environment image is made by running the install in a container with the
+repository bind-mounted at /workspace and committing that container: the
+dependencies land in the image, the repository is installed editable from
+/workspace, and its code never enters an image layer (a copy there would let
+an agent recover the removed feature).
+"""
+from __future__ import annotations
+
+import configparser
+import hashlib
+import io
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from taskforge.errors import InfraError, UserError
+
+DEFAULT_BASE = "python:3.11-slim"
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+HOST_CA = "/etc/ssl/certs/ca-certificates.crt"
+
+
+def base_arg() -> str:
+    return os.environ.get("TASKFORGE_BASE_IMAGE", DEFAULT_BASE)
+
+
+def _dockerfile() -> Path:
+    for cand in (PROJECT_ROOT / "Dockerfile", Path(__file__).parent / "data" / "Dockerfile"):
+        if cand.is_file():
+            return cand
+    raise InfraError("the sandbox Dockerfile is missing from this installation")
+
+
+def _runner() -> Path:
+    return Path(__file__).parent / "data" / "tfrun.py"
+
+
+def base_image_name(base: str | None = None) -> str:
+    h = hashlib.sha256()
+    h.update(_dockerfile().read_bytes())
+    h.update(_runner().read_bytes())
+    h.update((base or base_arg()).encode())
+    return f"taskforge/base:{h.hexdigest()[:12]}"
+
+
+def host_pip_conf() -> str | None:
+    """The host's pip index settings as a pip.conf for the build (file:// indexes dropped)."""
+    keys: dict[str, str] = {}
+    try:
+        out = subprocess.run(["pip", "config", "list"], capture_output=True, text=True,
+                             timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        out = ""
+    for line in out.splitlines():
+        m = re.match(r"^(?::env:|global|install)\.([\w-]+)='(.*)'$", line.strip())
+        if m:
+            keys[m.group(1)] = m.group(2)
+    for env, key in (("PIP_INDEX_URL", "index-url"), ("PIP_EXTRA_INDEX_URL", "extra-index-url"),
+                     ("PIP_TRUSTED_HOST", "trusted-host")):
+        if os.environ.get(env):
+            keys[key] = os.environ[env]
+    cfg = configparser.ConfigParser()
+    cfg["global"] = {}
+    for key in ("index-url", "extra-index-url", "trusted-host"):
+        if key in keys:
+            vals = [v for v in keys[key].split() if not v.startswith("file:")]
+            if vals:
+                cfg["global"][key] = " ".join(vals)
+    if Path(HOST_CA).is_file():
+        cfg["global"]["cert"] = "/opt/tf/build/ca-bundle.crt"
+    if not cfg["global"]:
+        return None
+    buf = io.StringIO()
+    cfg.write(buf)
+    return buf.getvalue()
+
+
+def image_exists(name: str) -> bool:
+    import docker.errors
+
+    from taskforge.sandbox.docker import client
+
+    try:
+        client().images.get(name)
+        return True
+    except docker.errors.ImageNotFound:
+        return False
+
+
+def ensure_base_image(base: str | None = None, log=print) -> str:
+    """Build the base image unless it exists; returns its name."""
+    name = base_image_name(base)
+    if image_exists(name):
+        return name
+    base = base or base_arg()
+    log(f"building sandbox base image {name} from {base}")
+    with tempfile.TemporaryDirectory(prefix="tf-ctx-") as ctx:
+        ctxp = Path(ctx)
+        shutil.copy(_dockerfile(), ctxp / "Dockerfile")
+        (ctxp / "taskforge" / "data").mkdir(parents=True)
+        shutil.copy(_runner(), ctxp / "taskforge" / "data" / "tfrun.py")
+        conf = host_pip_conf()
+        if conf:
+            (ctxp / "pip.conf").write_text(conf)
+        if Path(HOST_CA).is_file():
+            shutil.copy(HOST_CA, ctxp / "ca-bundle.crt")
+        from taskforge.sandbox.docker import client
+
+        import docker.errors
+
+        try:
+            client().images.build(path=ctx, tag=name, buildargs={"BASE": base},
+                                  network_mode="host", rm=True, forcerm=True, pull=False)
+        except docker.errors.BuildError as exc:
+            tail = " | ".join(str(x.get("stream", x.get("error", ""))).strip()
+                              for x in list(exc.build_log)[-4:])
+            raise InfraError(f"building the base image from {base} failed: {tail}") from None
+        except docker.errors.APIError as exc:
+            raise InfraError(f"building the base image from {base} failed: {exc.explanation}") from None
+    return name
+
+
+def env_image_name(repo_name: str, commit: str, base_image: str) -> str:
+    slug = re.sub(r"[^a-z0-9_.-]+", "-", repo_name.lower()).strip("-.") or "repo"
+    return f"taskforge/env-{slug}:{commit[:12]}-{base_image.rsplit(':', 1)[-1][:8]}"
+
+
+def ensure_env_image(tree: Path, repo_name: str, commit: str, base_image: str,
+                     script: str, timeout: float = 1800, log=print) -> tuple[str, float]:
+    """Build (or reuse) the environment image; returns (name, seconds spent)."""
+    name = env_image_name(repo_name, commit, base_image)
+    if image_exists(name):
+        return name, 0.0
+    from taskforge.sandbox.docker import LABEL, client
+
+    import docker.errors
+
+    log(f"building environment image {name}")
+    t0 = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="tf-envbuild-") as tmp:
+        work = Path(tmp) / "workspace"
+        shutil.copytree(tree, work, ignore=shutil.ignore_patterns(".git"), symlinks=True)
+        container = None
+        try:
+            container = client().containers.create(
+                base_image, command=["sh", "-c", script], user="0", working_dir="/workspace",
+                network_mode="host", labels={LABEL: "1", "taskforge.role": "env-build"},
+                volumes={str(work): {"bind": "/workspace", "mode": "rw"}},
+                environment={"PIP_NO_CACHE_DIR": "1", "HOME": "/tmp"})
+            container.start()
+            try:
+                status = container.wait(timeout=timeout)
+            except Exception:
+                raise InfraError(f"installing the repository timed out after {timeout:.0f}s") from None
+            logs = container.logs().decode("utf-8", "replace")
+            if status.get("StatusCode") != 0:
+                lines = [ln for ln in logs.splitlines() if ln.strip()]
+                err = next((ln for ln in reversed(lines) if "error" in ln.lower()),
+                           lines[-1] if lines else "no output")
+                raise UserError(f"installing the repository failed: {err.strip()[:300]}")
+            container.commit(repository=name.split(":")[0], tag=name.split(":")[1],
+                             conf={"User": "1000:1000", "WorkingDir": "/workspace",
+                                   "Cmd": ["sleep", "infinity"],
+                                   "Labels": {"taskforge.repo": repo_name,
+                                              "taskforge.commit": commit}})
+        except docker.errors.DockerException as exc:
+            raise InfraError(f"building the environment image failed: {str(exc)[:200]}") from None
+        finally:
+            if container is not None:
+                try:
+                    container.remove(force=True, v=True)
+                except Exception:
+                    pass
+            # The install wrote egg-info etc. as root into the copy: make it removable.
+            subprocess.run(["chmod", "-R", "u+rwX", str(work)], capture_output=True)
+    return name, time.monotonic() - t0

@@ -1,0 +1,126 @@
+"""Where things are in a repository: source modules, test files, test configs.
+
+No configuration: test files are found by pytest's own naming conventions and
+by the usual test directories; source modules are the other Python files under
+the import roots (the repo root, or src/ for src layouts).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+SKIP_DIRS = {".git", "__pycache__", ".tox", ".nox", ".venv", "venv", "env", "build", "dist",
+             "node_modules", ".eggs", ".mypy_cache", ".pytest_cache", ".ruff_cache",
+             ".hypothesis", "htmlcov", ".pytype", ".pyre", "site-packages"}
+NON_SOURCE_TOP = {"docs", "doc", "examples", "example", "benchmarks", "bench", "scripts",
+                  "tools", "ci", ".github", "tasks", "contrib", "asv_bench"}
+NON_SOURCE_FILES = {"setup.py", "noxfile.py", "fabfile.py", "conftest.py", "tasks.py",
+                    "runtests.py", "run_tests.py"}
+TEST_DIRS = {"tests", "test", "testing", "unittests", "unit_tests"}
+TEST_CONFIGS = ("pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml", "noxfile.py",
+                ".pytest.ini")
+
+
+def is_test_path(rel: str) -> bool:
+    """True for anything pytest would treat as test code or test support."""
+    p = PurePosixPath(rel)
+    name = p.name
+    if name == "conftest.py":
+        return True
+    if name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py")
+                                 or name == "tests.py"):
+        return True
+    return any(part in TEST_DIRS for part in p.parts[:-1])
+
+
+def is_protected_path(rel: str) -> bool:
+    """Files restored from the task's own copy before grading."""
+    p = PurePosixPath(rel)
+    if p.name == "conftest.py" or (p.suffix == ".py" and is_test_path(rel)):
+        return True
+    if len(p.parts) == 1 and p.name in TEST_CONFIGS:
+        return True
+    return any(part in TEST_DIRS for part in p.parts[:-1])
+
+
+@dataclass
+class RepoLayout:
+    root: Path
+    source_files: list[str] = field(default_factory=list)   # relative posix paths
+    test_files: list[str] = field(default_factory=list)
+    protected_files: list[str] = field(default_factory=list)
+    import_roots: list[str] = field(default_factory=list)   # "" or "src"
+    packages: list[str] = field(default_factory=list)       # top-level package/module names
+
+    def module_name(self, rel: str) -> str | None:
+        """Dotted module name of a source file, or None outside the import roots."""
+        p = PurePosixPath(rel)
+        for root in sorted(self.import_roots, key=len, reverse=True):
+            if root and not rel.startswith(root + "/"):
+                continue
+            sub = PurePosixPath(rel[len(root) + 1:] if root else rel)
+            parts = list(sub.with_suffix("").parts)
+            if parts and parts[-1] == "__init__":
+                parts.pop()
+            return ".".join(parts) if parts else None
+        return p.stem
+
+    def source_roots(self) -> list[str]:
+        """Repo-relative paths of the top-level packages and modules (for coverage)."""
+        out = []
+        for name in self.packages:
+            for root in self.import_roots:
+                base = f"{root}/{name}" if root else name
+                if (self.root / base).is_dir() or (self.root / f"{base}.py").is_file():
+                    out.append(base if (self.root / base).is_dir() else f"{base}.py")
+                    break
+        return out
+
+
+def walk(root: Path) -> list[str]:
+    out = []
+    stack = [root]
+    while stack:
+        d = stack.pop()
+        for entry in sorted(d.iterdir()):
+            if entry.is_symlink():
+                continue
+            if entry.is_dir():
+                if entry.name in SKIP_DIRS or entry.name.endswith(".egg-info"):
+                    continue
+                stack.append(entry)
+            elif entry.is_file():
+                out.append(entry.relative_to(root).as_posix())
+    return sorted(out)
+
+
+def scan(root: Path) -> RepoLayout:
+    files = walk(root)
+    layout = RepoLayout(root=root)
+    layout.import_roots = ["src"] if (root / "src").is_dir() and any(
+        f.startswith("src/") and f.endswith(".py") for f in files) else [""]
+    if layout.import_roots == ["src"] and any(
+            f.endswith("__init__.py") and "/" in f and not f.startswith(("src/", "tests/"))
+            and not is_test_path(f) and f.split("/")[0] not in NON_SOURCE_TOP for f in files):
+        layout.import_roots.append("")
+    for f in files:
+        if is_protected_path(f):
+            layout.protected_files.append(f)
+        if not f.endswith(".py"):
+            continue
+        if is_test_path(f):
+            layout.test_files.append(f)
+            continue
+        top = f.split("/")[0]
+        if top in NON_SOURCE_TOP or (("/" not in f) and f in NON_SOURCE_FILES):
+            continue
+        if layout.import_roots == ["src"] and not f.startswith("src/"):
+            continue
+        layout.source_files.append(f)
+    pkgs = set()
+    for f in layout.source_files:
+        mod = layout.module_name(f)
+        if mod:
+            pkgs.add(mod.split(".")[0])
+    layout.packages = sorted(pkgs)
+    return layout

@@ -1,0 +1,127 @@
+"""Pydantic models for everything taskforge writes to disk or returns as data."""
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = 1
+
+Outcome = Literal["passed", "failed", "error", "skipped", "xfailed", "missing"]
+
+
+class RemovedSymbol(BaseModel):
+    """One definition taken out of the repository."""
+    qualname: str                      # module.Class.method
+    kind: Literal["function", "method", "class", "module"]
+    path: str                          # file, relative to the repository root
+    start_line: int
+    end_line: int
+    signature: str                     # the interface as source: header + docstring, no body
+    public: bool = True
+
+
+class FeatureInfo(BaseModel):
+    kind: Literal["function", "method", "class", "module"]
+    name: str                          # the root symbol's qualified name
+    symbols: list[RemovedSymbol]
+    touched_files: list[str]           # source files changed by the removal
+
+
+class TaskSizes(BaseModel):
+    removed_lines: int
+    removed_symbols: int
+    hidden_tests: int
+    remaining_tests: int
+    workspace_files: int
+
+
+class TaskTimings(BaseModel):
+    """Seconds spent in the validation runs of this task (bare test time)."""
+    remaining_suite: float = 0.0
+    hidden_on_stripped: float = 0.0
+    hidden_on_gold: float = 0.0
+    rounds: int = 1
+
+
+class TaskRecord(BaseModel):
+    """task.json: SWE-bench fields plus taskforge's own."""
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: int = SCHEMA_VERSION
+    instance_id: str
+    repo: str                          # where the source came from (URL or path)
+    base_commit: str                   # the workspace's single commit; patches apply here
+    source_commit: str                 # the upstream commit the task was cut from
+    environment_setup_commit: str
+    version: str = "0"
+    created_at: str                    # the source commit's date: stable across runs
+    patch: str                         # gold patch: restores the removed code
+    test_patch: str                    # restores the hidden tests
+    problem_statement: str
+    FAIL_TO_PASS: list[str]
+    PASS_TO_PASS: list[str]
+    image_name: str
+    feature: FeatureInfo
+    hidden_test_files: list[str]       # test files that differ from the workspace's
+    protected_files: list[str]         # test files and configs restored before grading
+    test_command: list[str]            # pytest arguments used at grading
+    flaky_excluded: int = 0
+    sizes: TaskSizes
+    timings: TaskTimings
+    taskforge_version: str
+
+
+class TestResult(BaseModel):
+    nodeid: str
+    outcome: Outcome
+    duration: float = 0.0
+
+
+class DropReason(BaseModel):
+    candidate: str
+    stage: str
+    reason: str
+
+
+class FunnelStage(BaseModel):
+    name: str
+    count: int
+
+
+class GenerateReport(BaseModel):
+    """report.json: what generate did, with the reason for every drop."""
+    repo: str
+    source_commit: str
+    image_name: str
+    baseline_tests: int
+    baseline_passing: int
+    baseline_failing: int
+    flaky_excluded: int
+    funnel: list[FunnelStage]
+    drops: list[DropReason]
+    tasks: list[str]
+    timings: dict[str, float] = Field(default_factory=dict)
+    jobs: int = 1
+
+
+class VerifyResult(BaseModel):
+    """What `verify` reports. `error` is set only for infrastructure failures:
+    then `reward` is None and a trainer should mask the sample."""
+    instance_id: str
+    solution: str
+    reward: float | None
+    resolved: bool
+    f2p_passed: int
+    f2p_total: int
+    p2p_passed: int
+    p2p_total: int
+    p2p_regressions: list[str]
+    f2p_failures: list[str]
+    tests: list[TestResult]
+    tampering: list[str] = Field(default_factory=list)
+    error: str | None = None
+    exit_code: int | None = None
+    timed_out: bool = False
+    test_seconds: float = 0.0
+    wall_seconds: float = 0.0

@@ -1,0 +1,153 @@
+"""Write a validated candidate as a task directory, atomically.
+
+DIR/<task_id>/
+  task.json             TaskRecord (SWE-bench fields + taskforge's own)
+  problem_statement.md  what to implement (interface only)
+  gold.patch            restores the removed code
+  test.patch            restores the hidden tests
+  workspace/            the stripped repo as the agent gets it: one fresh commit, no caches
+  hidden/               the task's own copy of every test file and test config (never
+                        shown to the agent; restored over the solution before grading)
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from taskforge.fsutil import atomic_write, copy_tree
+from taskforge.layout import SKIP_DIRS, is_protected_path, walk
+
+GIT_ENV = {"GIT_AUTHOR_NAME": "taskforge", "GIT_AUTHOR_EMAIL": "taskforge@localhost",
+           "GIT_COMMITTER_NAME": "taskforge", "GIT_COMMITTER_EMAIL": "taskforge@localhost",
+           "GIT_AUTHOR_DATE": "2000-01-01T00:00:00+0000",
+           "GIT_COMMITTER_DATE": "2000-01-01T00:00:00+0000",
+           "GIT_CONFIG_NOSYSTEM": "1", "HOME": "/nonexistent", "GIT_TERMINAL_PROMPT": "0"}
+SCRUB_DIRS = SKIP_DIRS - {"build", "dist", "env", "venv", "node_modules", "site-packages"} | {
+    ".venv", ".tox", ".nox", ".eggs", ".mypy_cache", ".pytest_cache", ".ruff_cache",
+    ".hypothesis", "htmlcov", ".pytype", ".pyre", "__pycache__", ".git"}
+SCRUB_TOP_DIRS = {"build", "dist", "wheelhouse"}
+SCRUB_SUFFIXES = (".pyc", ".pyo", ".orig", ".rej", ".whl")
+
+
+def git(cwd: Path, *args: str) -> str:
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("GIT_")}, **GIT_ENV}
+    res = subprocess.run(["git", "-c", "core.hooksPath=/dev/null", "-c", "init.defaultBranch=main",
+                          "-c", "core.autocrlf=false", "-c", "commit.gpgsign=false", *args],
+                         cwd=cwd, env=env, capture_output=True, text=True)
+    if res.returncode != 0:
+        raise RuntimeError(f"git {' '.join(args)} failed: {res.stderr.strip()[:300]}")
+    return res.stdout
+
+
+def task_id(repo_name: str, commit: str, qualname: str, kind: str) -> str:
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", repo_name).strip("-.") or "repo"
+    h = hashlib.sha256(f"{repo_name}\0{commit}\0{kind}\0{qualname}".encode()).hexdigest()[:8]
+    return f"{slug}__{qualname}-{h}"
+
+
+def scrub(tree: Path) -> list[str]:
+    """Remove caches, bytecode, build output and VCS data; returns what went."""
+    gone = []
+    for dirpath, dirnames, filenames in os.walk(tree, topdown=True):
+        rel_dir = Path(dirpath).relative_to(tree)
+        for d in list(dirnames):
+            top = rel_dir == Path(".")
+            if d in SCRUB_DIRS or d.endswith(".egg-info") or (top and d in SCRUB_TOP_DIRS):
+                shutil.rmtree(Path(dirpath) / d, ignore_errors=True)
+                dirnames.remove(d)
+                gone.append((rel_dir / d).as_posix())
+        for f in filenames:
+            if f.endswith(SCRUB_SUFFIXES) or f.startswith(".coverage"):
+                (Path(dirpath) / f).unlink(missing_ok=True)
+                gone.append((rel_dir / f).as_posix())
+    return gone
+
+
+def fresh_repo(tree: Path) -> str:
+    """Make `tree` a new git repository with one commit and nothing else."""
+    git(tree, "init", "-q")
+    git(tree, "config", "core.logAllRefUpdates", "false")
+    git(tree, "add", "-A")
+    git(tree, "commit", "-q", "--no-verify", "-m", "Initial commit")
+    sha = git(tree, "rev-parse", "HEAD").strip()
+    for extra in ("hooks", "logs", "description", "COMMIT_EDITMSG", "info", "branches"):
+        p = tree / ".git" / extra
+        shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
+    return sha
+
+
+def make_patch(base: Path, new_files: dict[str, bytes | None]) -> str:
+    """A git-style diff turning `base` (a tree) into `base` with `new_files` applied."""
+    with tempfile.TemporaryDirectory(prefix="tf-patch-") as tmp:
+        t = Path(tmp)
+        for rel in new_files:
+            if (base / rel).is_file():
+                (t / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(base / rel, t / rel)
+        git(t, "init", "-q")
+        git(t, "add", "-A")
+        git(t, "commit", "-q", "--allow-empty", "--no-verify", "-m", "base")
+        for rel, data in new_files.items():
+            p = t / rel
+            if data is None:
+                p.unlink(missing_ok=True)
+            else:
+                p.parent.mkdir(parents=True, exist_ok=True)
+                p.write_bytes(data)
+        git(t, "add", "-A")
+        return git(t, "diff", "--cached", "--binary", "--no-color", "--no-ext-diff",
+                   "--full-index", "--no-renames")
+
+
+def write_task(out_dir: Path, tid: str, src: Path, source_changes: dict[str, str | None],
+               test_changes: dict[str, str | None], protected: list[str], build_record) -> Path:
+    """Assemble the task in a temp dir next to its destination, then rename it in."""
+    final = out_dir / tid
+    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{tid[:40]}-", dir=out_dir))
+    try:
+        ws = tmp / "workspace"
+        copy_tree(src, ws)
+        for rel, content in {**source_changes, **test_changes}.items():
+            p = ws / rel
+            if content is None:
+                p.unlink(missing_ok=True)
+            else:
+                p.parent.mkdir(parents=True, exist_ok=True)
+                p.write_text(content, encoding="utf-8")
+        scrub(ws)
+        base_commit = fresh_repo(ws)
+        hidden = tmp / "hidden"
+        for rel in protected:
+            if (src / rel).is_file():
+                (hidden / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(src / rel, hidden / rel)
+        gold = make_patch(ws, {rel: (src / rel).read_bytes() if (src / rel).is_file() else None
+                               for rel in sorted(source_changes)})
+        test_patch = make_patch(ws, {rel: (src / rel).read_bytes() if (src / rel).is_file() else None
+                                     for rel in sorted(test_changes)})
+        n_files = sum(1 for _ in walk(ws))
+        record = build_record(base_commit=base_commit, patch=gold, test_patch=test_patch,
+                              workspace_files=n_files)
+        atomic_write(tmp / "task.json", record.model_dump_json(indent=2) + "\n")
+        atomic_write(tmp / "problem_statement.md", record.problem_statement)
+        atomic_write(tmp / "gold.patch", gold)
+        atomic_write(tmp / "test.patch", test_patch)
+        for p in [tmp, *tmp.rglob("*")]:
+            if not p.is_symlink():
+                p.chmod(0o755 if p.is_dir() else 0o644)
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(tmp, final)
+        return final
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def protected_files(src: Path) -> list[str]:
+    return [rel for rel in walk(src) if is_protected_path(rel)]

@@ -1,0 +1,131 @@
+"""Docker backend, through the docker SDK against a real engine.
+
+SDK gotchas handled here: exec has no timeout (commands are wrapped in
+`timeout -s KILL` and the call itself is bounded by a thread join), a stuck
+container is killed and always removed with force in close().
+"""
+from __future__ import annotations
+
+import threading
+import time
+
+from taskforge.errors import InfraError
+from taskforge.sandbox.base import ExecResult, Sandbox, SandboxSpec
+
+LABEL = "taskforge"
+_client = None
+_client_lock = threading.Lock()
+
+
+def client():
+    """A shared docker client; InfraError when no engine answers."""
+    global _client
+    with _client_lock:
+        if _client is None:
+            try:
+                import docker
+
+                c = docker.from_env(timeout=120, max_pool_size=32)
+                c.ping()
+            except Exception as exc:  # docker raises several unrelated types here
+                raise InfraError(f"cannot reach the Docker engine ({_short(exc)}); "
+                                 "is dockerd running and DOCKER_HOST right?") from None
+            _client = c
+        return _client
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return (text[0] if text else type(exc).__name__)[:200]
+
+
+class DockerSandbox(Sandbox):
+    def __init__(self, spec: SandboxSpec):
+        super().__init__(spec)
+        self.container = None
+
+    def start(self) -> None:
+        spec = self.spec
+        kwargs = dict(
+            command=["sleep", "infinity"],
+            detach=True,
+            user=spec.user,
+            working_dir=spec.workdir,
+            environment=spec.env,
+            labels={LABEL: "1", **spec.labels},
+            volumes={m.host: {"bind": m.container, "mode": "ro" if m.read_only else "rw"}
+                     for m in spec.mounts},
+            network_mode=spec.network,
+            pids_limit=spec.limits.pids,
+            mem_limit=f"{spec.limits.memory_mb}m",
+            memswap_limit=f"{spec.limits.memory_mb}m",
+            nano_cpus=int(spec.limits.cpus * 1e9),
+            tmpfs={"/tmp": f"rw,exec,nosuid,size={spec.limits.tmp_mb}m,mode=1777"},
+        )
+        if spec.hardened:
+            kwargs.update(read_only=True, cap_drop=["ALL"],
+                          security_opt=["no-new-privileges"])
+        import docker.errors
+
+        try:
+            self.container = client().containers.run(spec.image, **kwargs)
+        except docker.errors.ImageNotFound:
+            raise InfraError(f"image {spec.image} not found; build it first") from None
+        except docker.errors.DockerException as exc:
+            raise InfraError(f"cannot start a container from {spec.image}: {_short(exc)}") from None
+
+    def exec(self, argv, timeout, env=None, user=None) -> ExecResult:
+        import docker.errors
+
+        api = client().api
+        cmd = ["timeout", "-s", "KILL", str(max(1, int(timeout + 0.999))), *argv]
+        box: dict = {}
+
+        def run() -> None:
+            try:
+                exec_id = api.exec_create(self.container.id, cmd, user=user or self.spec.user,
+                                          workdir=self.spec.workdir, environment=env or {})
+                box["id"] = exec_id["Id"]
+                box["out"] = api.exec_start(exec_id["Id"])
+            except Exception as exc:  # surfaced below as InfraError
+                box["exc"] = exc
+
+        started = time.monotonic()
+        worker = threading.Thread(target=run, daemon=True)
+        worker.start()
+        worker.join(timeout + 15)
+        seconds = time.monotonic() - started
+        if worker.is_alive():
+            # Something holds the exec stream open past the kill: end the sandbox.
+            self.close()
+            return ExecResult(exit_code=None, output="", seconds=seconds, timed_out=True)
+        if "exc" in box:
+            exc = box["exc"]
+            if isinstance(exc, docker.errors.DockerException):
+                raise InfraError(f"docker exec failed: {_short(exc)}")
+            raise InfraError(f"docker exec failed: {_short(exc)}")
+        code = api.exec_inspect(box["id"]).get("ExitCode")
+        out = (box.get("out") or b"")[-200_000:].decode("utf-8", "replace")
+        return ExecResult(exit_code=code, output=out, seconds=seconds,
+                          timed_out=code in (124, 137) and seconds >= timeout)
+
+    def close(self) -> None:
+        if self.container is None:
+            return
+        container, self.container = self.container, None
+        try:
+            container.remove(force=True, v=True)
+        except Exception:
+            pass
+
+
+def remove_leftovers() -> int:
+    """Remove every container taskforge labelled; returns how many."""
+    n = 0
+    for c in client().containers.list(all=True, filters={"label": LABEL}):
+        try:
+            c.remove(force=True, v=True)
+            n += 1
+        except Exception:
+            pass
+    return n

@@ -1,0 +1,52 @@
+"""Load a task directory and check it is whole before anything runs on it."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from taskforge.errors import UserError
+from taskforge.models import TaskRecord
+
+
+@dataclass
+class Task:
+    dir: Path
+    record: TaskRecord
+
+    @property
+    def workspace(self) -> Path:
+        return self.dir / "workspace"
+
+    @property
+    def hidden(self) -> Path:
+        return self.dir / "hidden"
+
+
+def load_task(path: str | Path) -> Task:
+    d = Path(path)
+    if not d.is_dir():
+        raise UserError(f"no such task directory: {path}")
+    tj = d / "task.json"
+    if not tj.is_file():
+        raise UserError(f"corrupt task {path}: task.json is missing")
+    try:
+        record = TaskRecord.model_validate_json(tj.read_bytes())
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(x) for x in first.get("loc", ()))
+        raise UserError(f"corrupt task {path}: task.json: {loc or 'document'}: {first.get('msg')}") from None
+    except ValueError as exc:
+        raise UserError(f"corrupt task {path}: task.json is not valid JSON ({exc})") from None
+    if not (d / "workspace").is_dir():
+        raise UserError(f"corrupt task {path}: workspace/ is missing")
+    if not (d / "hidden").is_dir():
+        raise UserError(f"corrupt task {path}: hidden/ is missing")
+    missing = [f for f in record.hidden_test_files
+               if not (d / "hidden" / f).is_file()]
+    if missing:
+        raise UserError(f"corrupt task {path}: hidden test file missing: {missing[0]}")
+    if not record.FAIL_TO_PASS:
+        raise UserError(f"corrupt task {path}: FAIL_TO_PASS is empty")
+    return Task(dir=d, record=record)

@@ -1,0 +1,97 @@
+"""Index test files: which test functions and classes exist, what they reference.
+
+Used to hide tests by reference as well as by coverage (a test that names a
+removed symbol fails without running it), and to strip hidden tests with libcst.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import libcst as cst
+
+from taskforge.symbols import Binding, import_bindings, parse, refs_of
+
+
+@dataclass
+class TestDef:
+    path: tuple[str, ...]              # ("TestA", "test_b") or ("test_x",)
+    name_refs: set[str]
+    attr_refs: set[str]
+
+
+@dataclass
+class TestModule:
+    rel: str
+    module: str
+    tree: cst.Module | None = None
+    bindings: list[Binding] = field(default_factory=list)
+    defs: list[TestDef] = field(default_factory=list)
+    toplevel_name_refs: set[str] = field(default_factory=set)
+    toplevel_attr_refs: set[str] = field(default_factory=set)
+
+
+def is_test_name(name: str, cls: bool = False) -> bool:
+    return name.startswith("Test") if cls else name.startswith("test")
+
+
+def split_nodeid(nodeid: str) -> tuple[str, tuple[str, ...]]:
+    """`tests/t.py::TestA::test_b[1]` -> ("tests/t.py", ("TestA", "test_b"))."""
+    parts = nodeid.split("::")
+    names = [re.sub(r"\[.*\]$", "", p) for p in parts[1:] if p != "()"]
+    return parts[0], tuple(names)
+
+
+def index_test_module(root: Path, rel: str) -> TestModule:
+    tree = parse(root / rel, rel)
+    mod_name = rel[:-3].replace("/", ".")
+    is_pkg = rel.endswith("__init__.py")
+    tm = TestModule(rel=rel, module=mod_name, tree=tree)
+    for st in tree.body:
+        if isinstance(st, cst.FunctionDef):
+            n, a = refs_of(st)
+            tm.defs.append(TestDef(path=(st.name.value,), name_refs=n, attr_refs=a))
+        elif isinstance(st, cst.ClassDef):
+            cls_names, cls_attrs = set(), set()
+            for base in st.bases:
+                n, a = refs_of(base)
+                cls_names |= n
+                cls_attrs |= a
+            for dec in st.decorators:
+                n, a = refs_of(dec)
+                cls_names |= n
+                cls_attrs |= a
+            body = st.body.body if isinstance(st.body, cst.IndentedBlock) else []
+            class_level_n, class_level_a = set(), set()
+            for inner in body:
+                if not isinstance(inner, cst.FunctionDef):
+                    n, a = refs_of(inner)
+                    class_level_n |= n
+                    class_level_a |= a
+            for inner in body:
+                if isinstance(inner, cst.FunctionDef):
+                    n, a = refs_of(inner)
+                    tm.defs.append(TestDef(path=(st.name.value, inner.name.value),
+                                           name_refs=n | cls_names | class_level_n,
+                                           attr_refs=a | cls_attrs | class_level_a))
+            tm.defs.append(TestDef(path=(st.name.value,), name_refs=cls_names | class_level_n,
+                                   attr_refs=cls_attrs | class_level_a))
+        elif isinstance(st, cst.SimpleStatementLine):
+            for small in st.body:
+                if isinstance(small, (cst.Import, cst.ImportFrom)):
+                    b, _ = import_bindings(small, mod_name, is_pkg)
+                    tm.bindings += b
+                else:
+                    n, a = refs_of(small)
+                    tm.toplevel_name_refs |= n
+                    tm.toplevel_attr_refs |= a
+        else:
+            n, a = refs_of(st)
+            tm.toplevel_name_refs |= n
+            tm.toplevel_attr_refs |= a
+    return tm
+
+
+def index_tests(root: Path, test_files: list[str]) -> dict[str, TestModule]:
+    return {rel: index_test_module(root, rel) for rel in test_files}

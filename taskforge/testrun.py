@@ -1,0 +1,148 @@
+"""Run pytest inside a sandbox and read per-test outcomes from its report log.
+
+Outcomes come from pytest-reportlog's JSON lines (one event per test phase),
+never from console text. Timing comes from the in-sandbox runner (tfrun.py):
+`test_seconds` is the bare test run, `wall_seconds` includes the exec round trip.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from taskforge.fsutil import share_with_sandbox
+from taskforge.sandbox import Sandbox
+
+OUT_IN_SANDBOX = "/opt/tf/out"
+RUNNER = "/opt/tf/bin/tfrun.py"
+BASE_ARGS = ["-p", "no:cacheprovider", "-q", "-rN", "-o", "console_output_style=classic"]
+ENV = {"PYTHONDONTWRITEBYTECODE": "1", "HOME": "/tmp", "PYTHONHASHSEED": "0",
+       "COLUMNS": "120", "COVERAGE_CORE": "ctrace"}
+
+
+@dataclass
+class RunResult:
+    outcomes: dict[str, str] = field(default_factory=dict)      # nodeid -> outcome
+    durations: dict[str, float] = field(default_factory=dict)
+    collect_errors: dict[str, str] = field(default_factory=dict)  # nodeid -> message
+    exit_code: int | None = None
+    session_exit: int | None = None
+    test_seconds: float = 0.0
+    wall_seconds: float = 0.0
+    timed_out: bool = False
+    log: str = ""
+    coverage_file: Path | None = None
+
+    def passed(self) -> set[str]:
+        return {k for k, v in self.outcomes.items() if v == "passed"}
+
+
+def parse_report_log(text: str) -> tuple[dict[str, str], dict[str, float], dict[str, str], int | None]:
+    """Fold reportlog events into one outcome per test id."""
+    outcomes: dict[str, str] = {}
+    durations: dict[str, float] = {}
+    errors: dict[str, str] = {}
+    exitstatus = None
+    for line in text.splitlines():
+        try:
+            ev = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        kind = ev.get("$report_type")
+        if kind == "SessionFinish":
+            exitstatus = ev.get("exitstatus")
+        elif kind == "CollectReport" and ev.get("outcome") == "failed":
+            errors[ev.get("nodeid", "")] = _first_line(ev.get("longrepr"))
+        elif kind == "TestReport":
+            nid, when, out = ev["nodeid"], ev.get("when"), ev.get("outcome")
+            durations[nid] = durations.get(nid, 0.0) + float(ev.get("duration") or 0.0)
+            xfail = "wasxfail" in ev
+            if when == "setup":
+                if out == "failed":
+                    outcomes[nid] = "error"
+                elif out == "skipped":
+                    outcomes[nid] = "xfailed" if xfail else "skipped"
+                else:
+                    outcomes.setdefault(nid, "error")   # until the call phase says more
+            elif when == "call":
+                if out == "passed":
+                    outcomes[nid] = "passed"
+                elif out == "failed":
+                    outcomes[nid] = "failed"
+                else:
+                    outcomes[nid] = "xfailed" if xfail else "skipped"
+            elif when == "teardown" and out == "failed":
+                outcomes[nid] = "error"
+    return outcomes, durations, errors, exitstatus
+
+
+def _first_line(longrepr) -> str:
+    if isinstance(longrepr, dict):
+        longrepr = json.dumps(longrepr)[:500]
+    text = str(longrepr or "").strip().splitlines()
+    for ln in reversed(text):
+        if ln.startswith("E ") or "Error" in ln:
+            return ln.strip()[:300]
+    return text[-1][:300] if text else ""
+
+
+class PytestRunner:
+    """Runs pytest in one sandbox whose /opt/tf/out is `out_host` on the host."""
+
+    _lock = threading.Lock()
+    _counter = 0
+
+    def __init__(self, sandbox: Sandbox, out_host: Path):
+        self.sandbox = sandbox
+        self.out_host = out_host
+
+    def _next(self) -> str:
+        with PytestRunner._lock:
+            PytestRunner._counter += 1
+            return f"r{PytestRunner._counter}"
+
+    def run(self, args: list[str], timeout: float, cov_sources: list[str] | None = None,
+            keep: bool = False, extra_args: list[str] | None = None) -> RunResult:
+        tag = self._next()
+        host = self.out_host / tag
+        host.mkdir(parents=True, exist_ok=True)
+        if cov_sources is not None:
+            (host / "covrc").write_text("[run]\nparallel = False\nbranch = False\n")
+        share_with_sandbox(host)
+        inside = f"{OUT_IN_SANDBOX}/{tag}"
+        argv = ["python", "-m", "pytest", *BASE_ARGS, f"--report-log={inside}/report.jsonl"]
+        env = dict(ENV)
+        if cov_sources is not None:
+            argv += [f"--cov=/workspace/{s}" if s else "--cov=/workspace" for s in cov_sources]
+            argv += ["--cov-context=test", "--cov-report=", f"--cov-config={inside}/covrc"]
+            env["COVERAGE_FILE"] = f"{inside}/coverage.db"
+        argv += list(extra_args or []) + list(args)
+        cmd = ["python", RUNNER, inside, str(timeout), "--", *argv]
+        res = self.sandbox.exec(cmd, timeout=timeout + 10, env=env)
+        result = RunResult(wall_seconds=res.seconds, timed_out=res.timed_out)
+        try:
+            meta = json.loads((host / "run.json").read_text())
+            result.exit_code = meta.get("exit_code")
+            result.test_seconds = float(meta.get("seconds") or 0.0)
+            result.timed_out = result.timed_out or bool(meta.get("timed_out"))
+        except (OSError, ValueError):
+            result.exit_code = res.exit_code
+            result.test_seconds = res.seconds
+        try:
+            result.log = (host / "log.txt").read_text(errors="replace")
+        except OSError:
+            result.log = res.output
+        try:
+            text = (host / "report.jsonl").read_text(errors="replace")
+        except OSError:
+            text = ""
+        (result.outcomes, result.durations, result.collect_errors,
+         result.session_exit) = parse_report_log(text)
+        if cov_sources is not None and (host / "coverage.db").is_file():
+            result.coverage_file = host / "coverage.db"
+        if not keep:
+            if result.coverage_file is None:
+                shutil.rmtree(host, ignore_errors=True)
+        return result

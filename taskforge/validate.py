@@ -1,0 +1,219 @@
+"""Validate a candidate removal for real, in a warm sandbox.
+
+Per candidate, on its exact tree (GUIDE section 2):
+  A. the stripped workspace collects and every remaining baseline test passes;
+  B. with the hidden tests restored they all fail;
+  C. with the original code restored they all pass (the gold patch).
+Tests that A shows depend on the feature join the hidden set, and hidden tests
+that B shows still pass leave it; then A and B run again on the new tree, so
+every accepted task had its own trees run, never a neighbour's.
+"""
+from __future__ import annotations
+
+import shutil
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from taskforge.features import Candidate
+from taskforge.fsutil import copy_tree, share_with_sandbox
+from taskforge.removal import remove_source, strip_tests
+from taskforge.sandbox import Limits, Mount, SandboxSpec, open_sandbox
+from taskforge.testindex import TestModule, split_nodeid
+from taskforge.testrun import OUT_IN_SANDBOX, PytestRunner
+
+MAX_ROUNDS = 3
+
+
+@dataclass
+class Context:
+    """What every validation needs, shared read-only between workers."""
+    src: Path                                # pristine tree of the source commit
+    index: object                            # RepoIndex
+    tests: dict[str, TestModule]
+    passing: set[str]                        # P: passed in both baseline runs
+    all_ids: set[str]
+    by_key: dict[str, set[str]]              # "file::Class::test" -> ids (params)
+    cap: int
+    timeout: float
+    layout: object
+
+
+@dataclass
+class Verdict:
+    candidate: Candidate
+    ok: bool
+    stage: str                               # funnel stage reached (or failed at)
+    reason: str = ""
+    hidden: set[str] = field(default_factory=set)
+    source_changes: dict[str, str | None] = field(default_factory=dict)
+    test_changes: dict[str, str | None] = field(default_factory=dict)
+    exported: set[tuple[str, str]] = field(default_factory=set)
+    removed_lines: int = 0
+    seconds: dict[str, float] = field(default_factory=dict)
+    test_seconds_total: float = 0.0          # every run, accepted or not
+    rounds: int = 0
+
+
+class Worker:
+    """One warm sandbox over one private copy of the source tree."""
+
+    def __init__(self, src: Path, image: str, scratch: Path, n: int, limits: Limits | None = None):
+        self.src = src
+        self.tree = scratch / f"tree{n}"
+        self.out = scratch / f"out{n}"
+        copy_tree(src, self.tree)
+        self.out.mkdir(parents=True, exist_ok=True)
+        share_with_sandbox(self.tree)
+        share_with_sandbox(self.out)
+        self.dirty: set[str] = set()
+        spec = SandboxSpec(image=image, mounts=[Mount(host=str(self.tree), container="/workspace"),
+                                               Mount(host=str(self.out), container=OUT_IN_SANDBOX)],
+                           limits=limits or Limits(), labels={"taskforge.role": "generate"})
+        self.sandbox = open_sandbox(spec)
+        self.runner = PytestRunner(self.sandbox, self.out)
+        self.lock = threading.Lock()
+
+    def apply(self, changes: dict[str, str | None]) -> None:
+        for rel, content in changes.items():
+            p = self.tree / rel
+            self.dirty.add(rel)
+            if content is None:
+                p.unlink(missing_ok=True)
+            else:
+                p.parent.mkdir(parents=True, exist_ok=True)
+                p.write_text(content, encoding="utf-8")
+
+    def reset(self) -> None:
+        for rel in self.dirty:
+            orig, p = self.src / rel, self.tree / rel
+            if orig.exists():
+                shutil.copy2(orig, p)
+            else:
+                p.unlink(missing_ok=True)
+        self.dirty.clear()
+
+    def close(self) -> None:
+        self.sandbox.close()
+
+
+def expand(ctx: Context, ids: set[str]) -> set[str]:
+    """Whole test functions: every parametrization of a hidden test goes with it."""
+    out = set()
+    for nid in ids:
+        f, path = split_nodeid(nid)
+        out |= ctx.by_key.get(f + "::" + "::".join(path), {nid})
+    return out
+
+
+def plan_tests(ctx: Context, hidden: set[str], hidden_files: set[str],
+               exported: set[tuple[str, str]]) -> tuple[dict[str, str | None], set[str]]:
+    """Test-file changes for a hidden set; returns (changes, ids removed from the tree)."""
+    per_file: dict[str, set[tuple[str, ...]]] = {}
+    for nid in hidden:
+        f, path = split_nodeid(nid)
+        if path:
+            per_file.setdefault(f, set()).add(path)
+    changes: dict[str, str | None] = {}
+    gone: set[str] = set()
+    for rel, tm in ctx.tests.items():
+        if rel in hidden_files:
+            changes[rel] = None
+        elif rel in per_file or any(b.name and (b.module, b.name) in exported for b in tm.bindings):
+            code = (ctx.src / rel).read_text(encoding="utf-8")
+            new, changed = strip_tests(tm, code, per_file.get(rel, set()), exported)
+            if changed:
+                changes[rel] = new
+        if rel in changes and changes[rel] is None:
+            gone |= ctx.by_key.get(rel, set())
+    return changes, gone
+
+
+def validate(worker: Worker, ctx: Context, cand: Candidate) -> Verdict:
+    v = Verdict(candidate=cand, ok=False, stage="candidates")
+    removal = remove_source(ctx.index, cand.symbols)
+    if not removal.changes:
+        v.reason = "nothing to remove"
+        return v
+    v.source_changes, v.exported, v.removed_lines = removal.changes, removal.exported, removal.removed_lines
+    v.stage = "removed cleanly"
+    hidden = expand(ctx, set(cand.hidden))
+    hidden_files = set(cand.hidden_files)
+    secs = {"remaining_suite": 0.0, "hidden_on_stripped": 0.0, "hidden_on_gold": 0.0}
+    try:
+        for rnd in range(1, MAX_ROUNDS + 1):
+            v.rounds = rnd
+            test_changes, gone = plan_tests(ctx, hidden, hidden_files, removal.exported)
+            hidden |= gone
+            if len(hidden & ctx.passing) > ctx.cap:
+                v.reason = f"too central: {len(hidden & ctx.passing)} passing tests depend on it"
+                return v
+            # A: the stripped workspace, hidden tests out.
+            worker.reset()
+            worker.apply({**removal.changes, **test_changes})
+            a = worker.runner.run([], timeout=ctx.timeout)
+            v.test_seconds_total += a.test_seconds
+            secs["remaining_suite"] = a.test_seconds
+            if a.timed_out:
+                v.reason = "remaining suite timed out"
+                return v
+            if a.collect_errors:
+                bad = {k.split("::")[0] for k in a.collect_errors}
+                non_test = [b for b in bad if b not in ctx.tests or b.endswith("conftest.py") or not b]
+                if non_test or rnd == MAX_ROUNDS:
+                    first = next(iter(sorted(a.collect_errors.items())))
+                    v.reason = f"stripped tree does not collect: {first[0] or '<session>'}: {first[1]}"
+                    return v
+                hidden_files |= bad
+                continue
+            expected = ctx.passing - hidden
+            failing = {t for t in expected if a.outcomes.get(t) != "passed"}
+            if failing:
+                if rnd == MAX_ROUNDS or len((hidden | failing) & ctx.passing) > ctx.cap:
+                    ex = sorted(failing)[0]
+                    v.reason = (f"remaining suite red: {len(failing)} test(s) fail without the "
+                                f"feature, e.g. {ex} ({a.outcomes.get(ex, 'missing')})")
+                    return v
+                hidden |= expand(ctx, failing)
+                continue
+            v.stage = "remaining suite green"
+            # B: hidden tests restored on the stripped source.
+            targets = sorted(hidden & ctx.passing)
+            worker.reset()
+            worker.apply(removal.changes)
+            b = worker.runner.run(targets, timeout=ctx.timeout,
+                                  extra_args=["--continue-on-collection-errors"])
+            v.test_seconds_total += b.test_seconds
+            secs["hidden_on_stripped"] = b.test_seconds
+            still = {t for t in targets if b.outcomes.get(t) == "passed"}
+            if still:
+                # Unhide whole test functions that pass without the feature.
+                keep_out = {t for t in still if expand(ctx, {t}) <= still}
+                if len(keep_out) == len(targets) or rnd == MAX_ROUNDS or not keep_out:
+                    v.reason = (f"hidden tests still pass without the feature: "
+                                f"{len(still)} of {len(targets)}, e.g. {sorted(still)[0]}")
+                    v.stage = "remaining suite green"
+                    return v
+                hidden -= keep_out
+                v.stage = "removed cleanly"
+                continue
+            v.stage = "hidden tests fail"
+            # C: the gold patch (original tree), hidden tests only.
+            worker.reset()
+            c = worker.runner.run(targets, timeout=ctx.timeout)
+            v.test_seconds_total += c.test_seconds
+            secs["hidden_on_gold"] = c.test_seconds
+            bad_gold = [t for t in targets if c.outcomes.get(t) != "passed"]
+            if bad_gold:
+                v.reason = f"gold patch fails {len(bad_gold)} hidden test(s), e.g. {bad_gold[0]}"
+                return v
+            v.stage = "gold passes"
+            v.ok = True
+            v.hidden = hidden
+            v.test_changes = test_changes
+            v.seconds = secs
+            return v
+        v.reason = "did not settle in %d rounds" % MAX_ROUNDS
+        return v
+    finally:
+        worker.reset()

@@ -1,0 +1,197 @@
+"""`verify`: grade a candidate solution against a task's hidden tests.
+
+A fresh, hardened sandbox per call (no network, read-only root, no
+capabilities, non-root, CPU/memory/pids limits, a timeout), destroyed after.
+The solution is applied to a copy of the workspace; then every test file and
+test configuration is restored from the task's own copy and test files the
+task did not ship are removed, so the solution cannot grade itself.
+"""
+from __future__ import annotations
+
+import filecmp
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from taskforge.errors import InfraError, TaskforgeError, UserError
+from taskforge.fsutil import copy_tree, share_with_sandbox
+from taskforge.layout import is_protected_path, walk
+from taskforge.models import TestResult, VerifyResult
+from taskforge.sandbox import Limits, Mount, SandboxSpec, open_sandbox
+from taskforge.task_store import Task, load_task
+from taskforge.testrun import OUT_IN_SANDBOX, PytestRunner
+
+INFRA_RETRIES = 2
+
+
+@dataclass
+class Solution:
+    kind: Literal["gold", "empty", "patch", "dir"]
+    patch: str | None = None       # unified diff text, for kind == "patch"
+    path: Path | None = None       # a solution work tree, for kind == "dir"
+
+    def describe(self) -> str:
+        return self.kind if self.kind in ("gold", "empty") else f"{self.kind}:{self.path or 'inline'}"
+
+    @classmethod
+    def gold(cls) -> "Solution":
+        return cls("gold")
+
+    @classmethod
+    def empty(cls) -> "Solution":
+        return cls("empty")
+
+    @classmethod
+    def from_patch(cls, text: str) -> "Solution":
+        return cls("patch", patch=text)
+
+    @classmethod
+    def from_dir(cls, path: str | Path) -> "Solution":
+        p = Path(path)
+        if not p.is_dir():
+            raise UserError(f"no such solution directory: {path}")
+        return cls("dir", path=p)
+
+
+def _apply_patch(tree: Path, text: str) -> str | None:
+    """Apply a unified diff; returns an error line, or None on success."""
+    if not text.strip():
+        return None
+    res = subprocess.run(["git", "apply", "--whitespace=nowarn", "--unsafe-paths", "-"],
+                         cwd=tree, input=text, capture_output=True, text=True)
+    if res.returncode != 0:
+        res2 = subprocess.run(["patch", "-p1", "--forward", "--batch", "--silent"], cwd=tree,
+                              input=text, capture_output=True, text=True) if shutil.which("patch") else res
+        if res2.returncode != 0:
+            msg = (res.stderr or res.stdout).strip().splitlines()
+            return msg[0] if msg else "patch does not apply"
+    return None
+
+
+def restore_protected(task: Task, tree: Path) -> list[str]:
+    """Put back every test file and config from the task's copy; drop unshipped ones."""
+    notes: list[str] = []
+    shipped = set(walk(task.hidden))
+    ws = task.workspace
+    for rel in sorted(shipped):
+        dst = tree / rel
+        orig_ws = ws / rel
+        if dst.is_file() and orig_ws.is_file() and not filecmp.cmp(dst, orig_ws, shallow=False):
+            notes.append(f"restored modified protected file {rel}")
+        elif not dst.exists() and orig_ws.is_file():
+            notes.append(f"restored deleted protected file {rel}")
+        if dst.is_dir() and not dst.is_symlink():
+            shutil.rmtree(dst)
+        elif dst.is_symlink():
+            dst.unlink()
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(task.hidden / rel, dst)
+    for rel in walk(tree):
+        if rel not in shipped and is_protected_path(rel):
+            (tree / rel).unlink()
+            notes.append(f"removed unshipped test file {rel}")
+    return notes
+
+
+def verify(task_dir: str | Path, solution: Solution, timeout: float = 900.0,
+           limits: Limits | None = None) -> VerifyResult:
+    """Grade `solution`; infrastructure failures come back with `error` set, reward None."""
+    task = load_task(task_dir)
+    rec = task.record
+    t0 = time.monotonic()
+    result = VerifyResult(instance_id=rec.instance_id, solution=solution.describe(), reward=None,
+                          resolved=False, f2p_passed=0, f2p_total=len(rec.FAIL_TO_PASS),
+                          p2p_passed=0, p2p_total=len(rec.PASS_TO_PASS), p2p_regressions=[],
+                          f2p_failures=[], tests=[])
+    with tempfile.TemporaryDirectory(prefix="tf-verify-") as tmp:
+        tree = Path(tmp) / "workspace"
+        out = Path(tmp) / "out"
+        out.mkdir()
+        if solution.kind == "dir":
+            copy_tree(solution.path, tree)
+        else:
+            copy_tree(task.workspace, tree)
+        patch = rec.patch if solution.kind == "gold" else solution.patch
+        if solution.kind in ("gold", "patch"):
+            err = _apply_patch(tree, patch or "")
+            if err:
+                return _finish(result, t0, reward=0.0, tampering=[f"patch does not apply: {err}"])
+        shutil.rmtree(tree / ".git", ignore_errors=True)
+        result.tampering += restore_protected(task, tree)
+        share_with_sandbox(tree)
+        share_with_sandbox(out)
+        spec = SandboxSpec(image=rec.image_name,
+                           mounts=[Mount(host=str(tree), container="/workspace"),
+                                   Mount(host=str(out), container=OUT_IN_SANDBOX)],
+                           limits=limits or Limits(), labels={"taskforge.role": "verify",
+                                                              "taskforge.task": rec.instance_id[:60]})
+        run = None
+        last_error = None
+        for attempt in range(1 + INFRA_RETRIES):
+            try:
+                with open_sandbox(spec) as sb:
+                    run = PytestRunner(sb, out).run(["--continue-on-collection-errors"],
+                                                    timeout=timeout)
+                break
+            except InfraError as exc:
+                last_error = exc.message
+                if "not found" in exc.message:
+                    break
+                time.sleep(1 + attempt)
+        if run is None:
+            result.error = last_error or "sandbox failed"
+            return _finish(result, t0, reward=None)
+    return grade(result, rec, run, t0)
+
+
+def grade(result: VerifyResult, rec, run, t0: float) -> VerifyResult:
+    result.exit_code = run.exit_code
+    result.timed_out = run.timed_out
+    result.test_seconds = round(run.test_seconds, 3)
+    expected = rec.FAIL_TO_PASS + rec.PASS_TO_PASS
+    result.tests = [TestResult(nodeid=t, outcome=run.outcomes.get(t, "missing"),
+                               duration=round(run.durations.get(t, 0.0), 4)) for t in expected]
+    f2p_ok = [t for t in rec.FAIL_TO_PASS if run.outcomes.get(t) == "passed"]
+    p2p_ok = [t for t in rec.PASS_TO_PASS if run.outcomes.get(t) == "passed"]
+    result.f2p_passed, result.p2p_passed = len(f2p_ok), len(p2p_ok)
+    result.f2p_failures = sorted(set(rec.FAIL_TO_PASS) - set(f2p_ok))
+    result.p2p_regressions = sorted(set(rec.PASS_TO_PASS) - set(p2p_ok))
+    if run.timed_out:
+        result.tampering.append("test run timed out")
+    missing = [t for t in expected if t not in run.outcomes]
+    if missing:
+        result.tampering.append(f"{len(missing)} expected test(s) produced no result")
+    resolved = not result.f2p_failures and not result.p2p_regressions and not run.timed_out
+    return _finish(result, t0, reward=1.0 if resolved else 0.0)
+
+
+def _finish(result: VerifyResult, t0: float, reward: float | None,
+            tampering: list[str] | None = None) -> VerifyResult:
+    result.reward = reward
+    result.resolved = reward == 1.0
+    if tampering:
+        result.tampering += tampering
+    result.wall_seconds = round(time.monotonic() - t0, 3)
+    return result
+
+
+def verify_many(pairs: list[tuple[str | Path, Solution]], workers: int = 2,
+                timeout: float = 900.0) -> list[VerifyResult]:
+    """Verify many (task, solution) pairs concurrently, results in input order."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(pair):
+        try:
+            return verify(pair[0], pair[1], timeout=timeout)
+        except TaskforgeError as exc:
+            return VerifyResult(instance_id=str(pair[0]), solution=pair[1].describe(), reward=None,
+                                resolved=False, f2p_passed=0, f2p_total=0, p2p_passed=0,
+                                p2p_total=0, p2p_regressions=[], f2p_failures=[], tests=[],
+                                error=exc.message)
+
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        return list(pool.map(one, pairs))

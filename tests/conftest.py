@@ -1,0 +1,64 @@
+"""Shared fixtures: real git repos made from fixtures/repos/, a real Docker
+engine, and generate runs shared across the tests of a session."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures" / "repos"
+FIXTURE_NAMES = ["textkit", "geomlib", "ledger"]
+
+
+def make_git_repo(src: Path, dest: Path) -> Path:
+    """Copy a fixture tree and commit it: tests see a real git repository."""
+    shutil.copytree(src, dest, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache",
+                                                             "*.egg-info"))
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t", "GIT_AUTHOR_DATE": "2024-01-01T00:00:00+0000",
+           "GIT_COMMITTER_DATE": "2024-01-01T00:00:00+0000", "PATH": "/usr/bin:/bin"}
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "fixture"]):
+        subprocess.run(["git", "-c", "init.defaultBranch=main", *args], cwd=dest, env=env, check=True)
+    return dest
+
+
+@pytest.fixture(scope="session")
+def docker_engine():
+    """The real engine; a test that needs it fails (never skips) when it is absent."""
+    from taskforge.sandbox.docker import client
+
+    return client()
+
+
+@pytest.fixture(scope="session")
+def base_image(docker_engine):
+    from taskforge.images import ensure_base_image
+
+    return ensure_base_image(log=lambda s: None)
+
+
+@pytest.fixture(scope="session")
+def fixture_repos(tmp_path_factory):
+    root = tmp_path_factory.mktemp("repos")
+    return {name: make_git_repo(FIXTURES / name, root / name) for name in FIXTURE_NAMES}
+
+
+@pytest.fixture(scope="session")
+def generated(fixture_repos, base_image, tmp_path_factory):
+    """generate on each fixture once per session: name -> (out dir, report)."""
+    from taskforge.pipeline import Options, generate
+
+    cache = {}
+
+    def get(name: str, max_tasks: int = 6):
+        key = (name, max_tasks)
+        if key not in cache:
+            out = tmp_path_factory.mktemp(f"tasks-{name}")
+            report = generate(str(fixture_repos[name]), out, Options(max_tasks=max_tasks, jobs=2))
+            cache[key] = (out, report)
+        return cache[key]
+
+    return get

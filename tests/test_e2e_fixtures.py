@@ -1,0 +1,122 @@
+"""End to end on the bundled fixtures with a real engine, real git, real pytest:
+generate yields valid tasks, and every task grades gold 1 and empty 0."""
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+
+import pytest
+
+from taskforge.models import GenerateReport
+from taskforge.task_store import load_task
+from taskforge.verify import Solution, verify_many
+from tests.conftest import FIXTURE_NAMES
+
+def defined_names(path, module: str) -> set[str]:
+    """Qualified names of the top-level defs and their methods in a file."""
+    if not path.exists():
+        return set()
+    out = set()
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(f"{module}.{node.name}")
+        if isinstance(node, ast.ClassDef):
+            out |= {f"{module}.{node.name}.{m.name}" for m in node.body
+                    if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    return out
+
+
+CACHE_NAMES = {"__pycache__", ".pytest_cache", ".mypy_cache", ".coverage"}
+
+
+@pytest.mark.parametrize("name", FIXTURE_NAMES)
+def test_generate_yields_valid_tasks(generated, name):
+    out, report = generated(name)
+    assert len(report.tasks) >= 5, report.model_dump_json(indent=1)
+    on_disk = GenerateReport.model_validate_json((out / "report.json").read_text())
+    assert on_disk.tasks == report.tasks
+    funnel = [s.count for s in report.funnel]
+    assert funnel == sorted(funnel, reverse=True), "funnel must only narrow"
+    assert report.funnel[-1].count == len(report.tasks)
+    assert report.baseline_passing >= 40
+    for d in report.drops:
+        assert d.reason, d
+    for tid in report.tasks:
+        task = load_task(out / tid)
+        rec = task.record
+        assert rec.instance_id == tid
+        assert rec.FAIL_TO_PASS and rec.PASS_TO_PASS
+        assert not set(rec.FAIL_TO_PASS) & set(rec.PASS_TO_PASS)
+        assert rec.patch.startswith("diff --git") and rec.test_patch.startswith("diff --git")
+        for f in ("problem_statement.md", "gold.patch", "test.patch", "task.json"):
+            assert (out / tid / f).is_file()
+        ws = task.workspace
+        # One fresh commit, nothing else in git.
+        log = subprocess.run(["git", "rev-list", "--all"], cwd=ws, capture_output=True, text=True)
+        assert log.stdout.split() == [rec.base_commit]
+        status = subprocess.run(["git", "status", "--porcelain"], cwd=ws, capture_output=True, text=True)
+        assert status.stdout == ""
+        for p in ws.rglob("*"):
+            assert p.name not in CACHE_NAMES and not p.name.endswith(".pyc"), p
+        # The hidden tests are not in the workspace; the removed code is not either.
+        for nodeid in rec.FAIL_TO_PASS:
+            file, _, rest = nodeid.partition("::")
+            func = rest.split("::")[-1].split("[")[0]
+            ws_file = ws / file
+            assert not ws_file.exists() or f"def {func}(" not in ws_file.read_text()
+        for sym in rec.feature.symbols:
+            assert sym.qualname not in defined_names(ws / sym.path, sym.qualname.rsplit(".", 2)[0]
+                                                     if sym.kind == "method" else
+                                                     sym.qualname.rsplit(".", 1)[0]), sym.qualname
+        # The statement names the interface, never the body.
+        assert rec.feature.symbols[0].qualname.rsplit(".", 1)[-1] in rec.problem_statement
+        assert "```python" in rec.problem_statement
+
+
+@pytest.mark.parametrize("name", FIXTURE_NAMES)
+def test_every_task_grades_gold_one_and_empty_zero(generated, name):
+    out, report = generated(name)
+    pairs = []
+    for tid in report.tasks:
+        pairs += [(out / tid, Solution.gold()), (out / tid, Solution.empty())]
+    results = verify_many(pairs, workers=2, timeout=300)
+    for (task, sol), res in zip(pairs, results):
+        assert res.error is None, (task.name, res.error)
+        if sol.kind == "gold":
+            assert res.reward == 1.0, (task.name, res.f2p_failures, res.p2p_regressions)
+            assert res.f2p_passed == res.f2p_total > 0
+        else:
+            assert res.reward == 0.0, task.name
+            assert res.f2p_passed < res.f2p_total
+
+
+def test_ids_are_stable_across_runs(generated, fixture_repos, tmp_path):
+    from taskforge.pipeline import Options, generate
+
+    out, report = generated("textkit")
+    again = generate(str(fixture_repos["textkit"]), tmp_path / "again", Options(max_tasks=6, jobs=1))
+    assert again.tasks == report.tasks
+    first = json.loads((out / report.tasks[0] / "task.json").read_text())
+    second = json.loads((tmp_path / "again" / report.tasks[0] / "task.json").read_text())
+    for key in ("FAIL_TO_PASS", "PASS_TO_PASS", "patch", "test_patch", "base_commit",
+                "problem_statement"):
+        assert first[key] == second[key], key
+
+
+def test_cli_verify_reports_json_and_exit_codes(generated):
+    out, report = generated("ledger")
+    task = out / report.tasks[0]
+    gold = subprocess.run(["taskforge", "verify", str(task), "--gold", "--json"],
+                          capture_output=True, text=True)
+    assert gold.returncode == 0, gold.stderr
+    data = json.loads(gold.stdout)
+    assert data["reward"] == 1.0 and data["error"] is None
+    assert {t["outcome"] for t in data["tests"]} == {"passed"}
+    empty = subprocess.run(["taskforge", "verify", str(task), "--empty"], capture_output=True, text=True)
+    assert empty.returncode == 1
+    assert "reward: 0.0" in empty.stdout
+    patch = subprocess.run(["taskforge", "verify", str(task), "--patch", str(task / "gold.patch")],
+                           capture_output=True, text=True)
+    assert patch.returncode == 0, patch.stdout + patch.stderr
+
