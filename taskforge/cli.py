@@ -23,13 +23,14 @@ def _fail(exc: TaskforgeError) -> None:
 
 
 class _RichProgress:
-    """Progress on stderr with rich; silent when stderr is not a terminal and --quiet."""
+    """Progress on stderr with rich; silent with --quiet or when stderr is not a terminal."""
 
     def __init__(self, quiet: bool):
         from rich.console import Console
 
         self.console = Console(stderr=True)
-        self.quiet = quiet
+        # Progress is for people: off when stderr is not a terminal (logs, pipes, tests).
+        self.quiet = quiet or not self.console.is_terminal
         self.bar = None
         self.task = None
 
@@ -164,6 +165,8 @@ def verify(
             typer.echo(f"  not passing: {t}")
         for t in result.p2p_regressions[:10]:
             typer.echo(f"  regression:  {t}")
+        for t in result.collection_errors[:5]:
+            typer.echo(f"  not collected: {t}")
         for t in result.tampering:
             typer.echo(f"  tampering:   {t}")
         typer.echo(f"time: {result.wall_seconds:.1f}s (tests {result.test_seconds:.1f}s)")

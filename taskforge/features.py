@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from taskforge.coverage_map import CoverageMap
 from taskforge.removal import exported_bindings
 from taskforge.symbols import ModuleInfo, RepoIndex, Symbol
-from taskforge.testindex import TestModule, split_nodeid
+from taskforge.testindex import TestModule, group_ids
 
 
 @dataclass
@@ -133,12 +133,7 @@ def propose(index: RepoIndex, cov: CoverageMap, passing: set[str], all_ids: set[
     considered = 0
     cap = max(1, int(max_share * len(passing)))
     module_names = set(index.modules)
-    by_key: dict[str, set[str]] = {}
-    for nid in all_ids:
-        f, path = split_nodeid(nid)
-        for i in range(1, len(path) + 1):
-            by_key.setdefault(f + "::" + "::".join(path[:i]), set()).add(nid)
-        by_key.setdefault(f, set()).add(nid)
+    by_key = group_ids(all_ids)
     for sym in index.symbols():
         if sym.dunder or not sym.public:
             continue
@@ -155,7 +150,6 @@ def propose(index: RepoIndex, cov: CoverageMap, passing: set[str], all_ids: set[
         if users:
             drops.append((sym.qualname, f"used by other code: {', '.join(users[:3])}"))
             continue
-        lines: set[int] = set()
         covered: set[str] = set()
         for s in feature:
             covered |= cov.tests_for(s.path, s.body_lines)
@@ -176,7 +170,6 @@ def propose(index: RepoIndex, cov: CoverageMap, passing: set[str], all_ids: set[
             drops.append((sym.qualname, f"too central: {n_pass} of {len(passing)} passing tests "
                                         f"depend on it (cap {cap})"))
             continue
-        del lines
         cands.append(Candidate(name=sym.qualname, kind=sym.kind, root=sym, symbols=feature,
                                hidden=hidden, hidden_files=files))
     return Proposal(candidates=order(cands), considered=considered, drops=drops)

@@ -27,8 +27,20 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 HOST_CA = "/etc/ssl/certs/ca-certificates.crt"
 
 
+LOCAL_BASE = "taskforge/debian-python:bookworm"   # scripts/make-debian-base.sh
+
+
 def base_arg() -> str:
-    return os.environ.get("TASKFORGE_BASE_IMAGE", DEFAULT_BASE)
+    """$TASKFORGE_BASE_IMAGE, else the locally built Debian base if this host made
+    one (no registry), else python:3.11-slim from a registry."""
+    if os.environ.get("TASKFORGE_BASE_IMAGE"):
+        return os.environ["TASKFORGE_BASE_IMAGE"]
+    try:
+        if image_exists(LOCAL_BASE):
+            return LOCAL_BASE
+    except Exception:
+        pass
+    return DEFAULT_BASE
 
 
 def _dockerfile() -> Path:

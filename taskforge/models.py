@@ -120,6 +120,7 @@ class VerifyResult(BaseModel):
     f2p_failures: list[str]
     tests: list[TestResult]
     tampering: list[str] = Field(default_factory=list)
+    collection_errors: list[str] = Field(default_factory=list)
     error: str | None = None
     exit_code: int | None = None
     timed_out: bool = False

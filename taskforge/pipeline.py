@@ -19,7 +19,7 @@ from typing import Callable
 from taskforge import __version__
 from taskforge.coverage_map import CoverageMap
 from taskforge.envdetect import detect
-from taskforge.errors import InfraError, UserError
+from taskforge.errors import InfraError, TaskforgeError, UserError
 from taskforge.features import propose
 from taskforge.fsutil import atomic_write, rmtree, share_with_sandbox, copy_tree
 from taskforge.images import ensure_base_image, ensure_env_image
@@ -31,7 +31,8 @@ from taskforge.removal import exported_bindings
 from taskforge.source import fetch
 from taskforge.statement import problem_statement
 from taskforge.symbols import index_repo
-from taskforge.testindex import index_tests, split_nodeid
+from taskforge.task_store import load_task
+from taskforge.testindex import group_ids, index_tests
 from taskforge.validate import Context, Verdict, Worker, validate
 
 STAGES = ["candidates", "removed cleanly", "remaining suite green", "hidden tests fail",
@@ -69,6 +70,9 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
     out_dir = Path(out).resolve()
     timings: dict[str, float] = {}
     t_all = time.monotonic()
+    if out_dir.is_dir():  # leftovers of an interrupted run: never half a task
+        for stale in out_dir.glob(".tmp-*"):
+            rmtree(stale)
     scratch = Path(tempfile.mkdtemp(prefix="taskforge-"))
     workers: list[Worker] = []
     try:
@@ -105,12 +109,7 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
 
         prog.stage("proposing features")
         t = time.monotonic()
-        by_key: dict[str, set[str]] = {}
-        for nid in all_ids:
-            f, path = split_nodeid(nid)
-            for i in range(1, len(path) + 1):
-                by_key.setdefault(f + "::" + "::".join(path[:i]), set()).add(nid)
-            by_key.setdefault(f, set()).add(nid)
+        by_key = group_ids(all_ids)
         proposal = propose(index, cov, passing, all_ids, tests, max_share=opts.max_share)
         timings["propose"] = time.monotonic() - t
         drops = [DropReason(candidate=n, stage="candidates", reason=r) for n, r in proposal.drops]
@@ -122,7 +121,14 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
         t = time.monotonic()
         for n in range(1, opts.jobs):
             workers.append(Worker(src.path, image, scratch, n))
-        verdicts = validate_all(workers, ctx, proposal.candidates, opts.max_tasks, prog)
+        def finished(cand) -> bool:
+            tdir = out_dir / task_id(src.name, src.commit, cand.name, cand.kind)
+            try:
+                return load_task(tdir).record.source_commit == src.commit
+            except TaskforgeError:
+                return False
+
+        verdicts = validate_all(workers, ctx, proposal.candidates, opts.max_tasks, prog, finished)
         timings["validate"] = time.monotonic() - t
 
         prog.stage("packaging tasks")
@@ -141,6 +147,10 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
                 continue
             out_dir.mkdir(parents=True, exist_ok=True)
             tid = task_id(src.name, src.commit, v.candidate.name, v.candidate.kind)
+            if v.resumed:
+                tasks.append(tid)
+                stage_counts["tasks"] += 1
+                continue
             record_fn = _record_builder(tid, src, image, v, ctx, len(flaky), index)
             write_task(out_dir, tid, src.path, v.source_changes, v.test_changes, protected, record_fn)
             tasks.append(tid)
@@ -206,7 +216,8 @@ def _check_baseline(r) -> None:
         raise UserError(f"the test suite did not run at baseline (exit {r.exit_code}): {tail[0][:200]}")
 
 
-def validate_all(workers: list[Worker], ctx: Context, candidates, max_tasks, prog) -> list[Verdict]:
+def validate_all(workers: list[Worker], ctx: Context, candidates, max_tasks, prog,
+                 finished=lambda c: False) -> list[Verdict]:
     """Validate in candidate order across workers; stop once max_tasks are found
     among a completed prefix (so the chosen set does not depend on timing)."""
     results: dict[int, Verdict] = {}
@@ -230,6 +241,12 @@ def validate_all(workers: list[Worker], ctx: Context, candidates, max_tasks, pro
         running = {}
         while True:
             while free and next_i < len(candidates) and not enough():
+                if finished(candidates[next_i]):   # resume: a task already on disk
+                    results[next_i] = Verdict(candidate=candidates[next_i], ok=True,
+                                              stage="gold passes", resumed=True)
+                    prog.advance(f"{candidates[next_i].name}: already written")
+                    next_i += 1
+                    continue
                 w = free.pop()
                 running[pool.submit(validate, w, ctx, candidates[next_i])] = (next_i, w)
                 next_i += 1

@@ -16,10 +16,11 @@ from taskforge.testindex import TestModule, is_test_name
 _PASS = cst.SimpleStatementLine([cst.Pass()])
 
 
-def _fix_last_comma(items):
+def _fix_last_comma(items, original):
+    """The new last element takes the old last element's comma (trailing style kept)."""
     items = list(items)
-    if items:
-        items[-1] = items[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+    if items and original:
+        items[-1] = items[-1].with_changes(comma=original[-1].comma)
     return items
 
 
@@ -88,7 +89,7 @@ class _Stripper(cst.CSTTransformer):
         self.changed = True
         if not keep:
             return cst.RemoveFromParent()
-        return updated.with_changes(names=_fix_last_comma(keep))
+        return updated.with_changes(names=_fix_last_comma(keep, updated.names))
 
     def _filter_all(self, updated, value):
         if not self.drop_all or not isinstance(value, (cst.List, cst.Tuple)):
@@ -98,7 +99,10 @@ class _Stripper(cst.CSTTransformer):
         if len(keep) == len(value.elements):
             return updated
         self.changed = True
-        return updated.with_changes(value=value.with_changes(elements=_fix_last_comma(keep)))
+        keep = _fix_last_comma(keep, value.elements)
+        if isinstance(value, cst.Tuple) and len(keep) == 1 and not isinstance(keep[0].comma, cst.Comma):
+            keep[0] = keep[0].with_changes(comma=cst.Comma())   # ("a") would be a string
+        return updated.with_changes(value=value.with_changes(elements=keep))
 
     def leave_Assign(self, original, updated):
         if any(isinstance(t.target, cst.Name) and t.target.value == "__all__" for t in updated.targets):

@@ -1,6 +1,7 @@
 """Load a task directory and check it is whole before anything runs on it."""
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,13 +33,15 @@ def load_task(path: str | Path) -> Task:
     if not tj.is_file():
         raise UserError(f"corrupt task {path}: task.json is missing")
     try:
-        record = TaskRecord.model_validate_json(tj.read_bytes())
+        raw = json.loads(tj.read_bytes())
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise UserError(f"corrupt task {path}: task.json is not valid JSON ({exc})") from None
+    try:
+        record = TaskRecord.model_validate(raw)
     except ValidationError as exc:
         first = exc.errors()[0]
         loc = ".".join(str(x) for x in first.get("loc", ()))
         raise UserError(f"corrupt task {path}: task.json: {loc or 'document'}: {first.get('msg')}") from None
-    except ValueError as exc:
-        raise UserError(f"corrupt task {path}: task.json is not valid JSON ({exc})") from None
     if not (d / "workspace").is_dir():
         raise UserError(f"corrupt task {path}: workspace/ is missing")
     if not (d / "hidden").is_dir():

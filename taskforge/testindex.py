@@ -95,3 +95,15 @@ def index_test_module(root: Path, rel: str) -> TestModule:
 
 def index_tests(root: Path, test_files: list[str]) -> dict[str, TestModule]:
     return {rel: index_test_module(root, rel) for rel in test_files}
+
+
+def group_ids(ids) -> dict[str, set[str]]:
+    """Test ids grouped by file, by class and by function ("f::C::test" keys), so a
+    hidden test always takes every parametrization with it."""
+    by_key: dict[str, set[str]] = {}
+    for nid in ids:
+        f, path = split_nodeid(nid)
+        for i in range(1, len(path) + 1):
+            by_key.setdefault(f + "::" + "::".join(path[:i]), set()).add(nid)
+        by_key.setdefault(f, set()).add(nid)
+    return by_key

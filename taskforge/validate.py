@@ -53,6 +53,7 @@ class Verdict:
     seconds: dict[str, float] = field(default_factory=dict)
     test_seconds_total: float = 0.0          # every run, accepted or not
     rounds: int = 0
+    resumed: bool = False                    # written by an earlier, interrupted run
 
 
 class Worker:

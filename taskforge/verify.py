@@ -162,9 +162,12 @@ def grade(result: VerifyResult, rec, run, t0: float) -> VerifyResult:
     result.p2p_regressions = sorted(set(rec.PASS_TO_PASS) - set(p2p_ok))
     if run.timed_out:
         result.tampering.append("test run timed out")
+    result.collection_errors = [f"{k or '<session>'}: {v}" for k, v in sorted(run.collect_errors.items())]
     missing = [t for t in expected if t not in run.outcomes]
-    if missing:
-        result.tampering.append(f"{len(missing)} expected test(s) produced no result")
+    uncollected = {k.split("::")[0] for k in run.collect_errors}
+    unexplained = [t for t in missing if t.split("::")[0] not in uncollected]
+    if unexplained:
+        result.tampering.append(f"{len(unexplained)} expected test(s) produced no result")
     resolved = not result.f2p_failures and not result.p2p_regressions and not run.timed_out
     return _finish(result, t0, reward=1.0 if resolved else 0.0)
 

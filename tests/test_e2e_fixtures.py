@@ -120,3 +120,20 @@ def test_cli_verify_reports_json_and_exit_codes(generated):
                            capture_output=True, text=True)
     assert patch.returncode == 0, patch.stdout + patch.stderr
 
+
+
+def test_rerun_resumes_without_redoing_finished_tasks(fixture_repos, base_image, tmp_path):
+    from taskforge.pipeline import Options, generate
+
+    out = tmp_path / "out"
+    first = generate(str(fixture_repos["geomlib"]), out, Options(max_tasks=3, jobs=2))
+    stamps = {t: (out / t / "task.json").stat().st_mtime_ns for t in first.tasks}
+    (out / ".tmp-interrupted-task").mkdir()          # what a killed run leaves behind
+    victim = first.tasks[-1]
+    subprocess.run(["rm", "-rf", str(out / victim)], check=True)
+    second = generate(str(fixture_repos["geomlib"]), out, Options(max_tasks=3, jobs=2))
+    assert second.tasks == first.tasks
+    for t in first.tasks[:-1]:
+        assert (out / t / "task.json").stat().st_mtime_ns == stamps[t], "finished task redone"
+    assert (out / victim / "task.json").is_file()
+    assert not list(out.glob(".tmp-*"))

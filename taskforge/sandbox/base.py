@@ -64,8 +64,13 @@ class Sandbox(abc.ABC):
     def close(self) -> None:
         """Destroy the sandbox and everything running in it. Idempotent."""
 
+    @property
+    @abc.abstractmethod
+    def started(self) -> bool: ...
+
     def __enter__(self) -> "Sandbox":
-        self.start()
+        if not self.started:
+            self.start()
         return self
 
     def __exit__(self, *exc) -> None:

@@ -44,7 +44,13 @@ class DockerSandbox(Sandbox):
         super().__init__(spec)
         self.container = None
 
+    @property
+    def started(self) -> bool:
+        return self.container is not None
+
     def start(self) -> None:
+        if self.container is not None:
+            return
         spec = self.spec
         kwargs = dict(
             command=["sleep", "infinity"],

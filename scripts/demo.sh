@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# One command from a fresh clone (Docker running): install taskforge, build the
+# sandbox base image, generate tasks from a bundled fixture, and grade one.
+#
+#   bash scripts/demo.sh [OUT_DIR]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OUT="${1:-demo-tasks}"
+
+python3 -m pip install -q -e '.[test]'
+docker info >/dev/null 2>&1 || { echo "error: no Docker engine answers (start dockerd)" >&2; exit 3; }
+
+# Without a registry, python:3.11-slim cannot be pulled: build a local Debian base.
+if [ -z "${TASKFORGE_BASE_IMAGE:-}" ] && ! docker image inspect python:3.11-slim >/dev/null 2>&1 \
+   && ! docker pull -q python:3.11-slim >/dev/null 2>&1; then
+  bash scripts/make-debian-base.sh taskforge/debian-python:bookworm
+fi
+taskforge image build
+
+REPO="$(mktemp -d)/textkit"
+cp -r fixtures/repos/textkit "$REPO"
+git -C "$REPO" init -q && git -C "$REPO" add -A \
+  && git -C "$REPO" -c user.name=demo -c user.email=demo@localhost commit -qm "textkit fixture"
+
+taskforge generate "$REPO" --out "$OUT" --max-tasks 5
+TASK="$(ls -d "$OUT"/*/ | head -1)"
+echo "--- gold patch of $TASK"
+taskforge verify "$TASK" --gold
+echo "--- empty solution of $TASK"
+taskforge verify "$TASK" --empty || true

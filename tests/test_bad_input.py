@@ -1,0 +1,177 @@
+"""Bad input gets one clear line on stderr, a non-zero exit, and leaves
+nothing half-written behind."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FIXTURES, make_git_repo
+
+
+def run_cli(*args, env=None):
+    return subprocess.run(["taskforge", *args], capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, timeout=900)
+
+
+def assert_one_line_error(res, *needles, code=None):
+    assert res.returncode != 0
+    if code is not None:
+        assert res.returncode == code, (res.returncode, res.stderr)
+    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, res.stderr
+    assert lines[0].startswith("error: "), lines[0]
+    assert "Traceback" not in res.stderr
+    for n in needles:
+        assert n in lines[0], lines[0]
+
+
+def write_repo(root: Path, files: dict[str, str]) -> Path:
+    tmp = root.with_name(root.name + "-src")
+    for rel, text in files.items():
+        (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp / rel).write_text(text)
+    return make_git_repo(tmp, root)
+
+
+PYPROJECT = """[build-system]
+requires = ["setuptools>=61"]
+build-backend = "setuptools.build_meta"
+[project]
+name = "{name}"
+version = "0.1.0"
+"""
+
+
+def test_missing_repo(tmp_path):
+    res = run_cli("generate", str(tmp_path / "nope"), "--out", str(tmp_path / "out"))
+    assert_one_line_error(res, "no such repository", code=2)
+    assert not (tmp_path / "out").exists()
+
+
+def test_not_a_git_repository(tmp_path):
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "plain" / "x.py").write_text("x = 1\n")
+    res = run_cli("generate", str(tmp_path / "plain"), "--out", str(tmp_path / "out"))
+    assert_one_line_error(res, "not a git repository", code=2)
+    assert not (tmp_path / "out").exists()
+
+
+def test_not_a_python_repository(tmp_path):
+    repo = write_repo(tmp_path / "js", {"index.js": "module.exports = 1;\n", "README.md": "hi\n"})
+    res = run_cli("generate", str(repo), "--out", str(tmp_path / "out"))
+    assert_one_line_error(res, "not a Python repository", code=2)
+    assert not (tmp_path / "out").exists()
+
+
+def test_repository_without_tests(tmp_path):
+    repo = write_repo(tmp_path / "notests", {"pyproject.toml": PYPROJECT.format(name="nt"),
+                                             "nt/__init__.py": "def f():\n    return 1\n"})
+    res = run_cli("generate", str(repo), "--out", str(tmp_path / "out"))
+    assert_one_line_error(res, "no tests found", code=2)
+    assert not (tmp_path / "out").exists()
+
+
+def test_syntax_error(tmp_path):
+    repo = write_repo(tmp_path / "syntax", {
+        "pyproject.toml": PYPROJECT.format(name="bad"),
+        "bad/__init__.py": "def f(:\n    return 1\n",
+        "tests/test_bad.py": "def test_x():\n    assert True\n"})
+    res = run_cli("generate", str(repo), "--out", str(tmp_path / "out"))
+    assert_one_line_error(res, "syntax error in bad/__init__.py", code=2)
+    assert not (tmp_path / "out").exists()
+
+
+def test_unknown_ref(tmp_path):
+    repo = make_git_repo(FIXTURES / "textkit", tmp_path / "textkit")
+    res = run_cli("generate", str(repo), "--ref", "no-such-tag", "--out", str(tmp_path / "out"))
+    assert_one_line_error(res, "no such ref", code=2)
+
+
+def test_no_docker_engine(tmp_path):
+    repo = make_git_repo(FIXTURES / "textkit", tmp_path / "textkit")
+    res = run_cli("generate", str(repo), "--out", str(tmp_path / "out"),
+                  env={"DOCKER_HOST": f"unix://{tmp_path}/no-docker.sock"})
+    assert_one_line_error(res, "cannot reach the Docker engine", code=3)
+    assert not (tmp_path / "out").exists()
+
+
+def test_suite_red_at_baseline(tmp_path, base_image):
+    tests = "".join(f"def test_{i}():\n    from red import f\n    assert f() == 2\n\n" for i in range(6))
+    repo = write_repo(tmp_path / "red", {"pyproject.toml": PYPROJECT.format(name="red"),
+                                         "red/__init__.py": "def f():\n    return 1\n",
+                                         "tests/test_red.py": tests})
+    res = run_cli("generate", str(repo), "--out", str(tmp_path / "out"))
+    assert_one_line_error(res, "red at baseline", "6 of 6", code=2)
+    assert not (tmp_path / "out").exists()
+
+
+def test_suite_that_does_not_collect(tmp_path, base_image):
+    repo = write_repo(tmp_path / "nocollect", {
+        "pyproject.toml": PYPROJECT.format(name="nocollect"),
+        "nocollect/__init__.py": "def f():\n    return 1\n",
+        "tests/test_a.py": "import not_installed_anywhere\n\ndef test_a():\n    assert True\n"})
+    res = run_cli("generate", str(repo), "--out", str(tmp_path / "out"))
+    assert_one_line_error(res, "does not collect at baseline", code=2)
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.fixture(scope="module")
+def one_task(generated):
+    out, report = generated("ledger")
+    return out / report.tasks[0]
+
+
+@pytest.mark.parametrize("damage", ["no-task-json", "bad-json", "bad-field", "no-workspace",
+                                    "no-hidden", "missing-dir"])
+def test_damaged_task(one_task, tmp_path, damage):
+    task = tmp_path / "task"
+    shutil.copytree(one_task, task, symlinks=True)
+    needle = {"no-task-json": "task.json is missing", "bad-json": "not valid JSON",
+              "bad-field": "FAIL_TO_PASS", "no-workspace": "workspace/ is missing",
+              "no-hidden": "hidden/ is missing", "missing-dir": "no such task directory"}[damage]
+    if damage == "no-task-json":
+        (task / "task.json").unlink()
+    elif damage == "bad-json":
+        (task / "task.json").write_text("{not json")
+    elif damage == "bad-field":
+        data = json.loads((task / "task.json").read_text())
+        data["FAIL_TO_PASS"] = "not a list"
+        (task / "task.json").write_text(json.dumps(data))
+    elif damage == "no-workspace":
+        shutil.rmtree(task / "workspace")
+    elif damage == "no-hidden":
+        shutil.rmtree(task / "hidden")
+    else:
+        shutil.rmtree(task)
+    res = run_cli("verify", str(task), "--gold")
+    assert_one_line_error(res, needle, code=2)
+
+
+def test_verify_needs_exactly_one_solution(one_task):
+    res = run_cli("verify", str(one_task))
+    assert_one_line_error(res, "exactly one", code=2)
+    res = run_cli("verify", str(one_task), "--gold", "--empty")
+    assert_one_line_error(res, "exactly one", code=2)
+
+
+def test_verify_patch_that_does_not_apply_scores_zero(one_task, tmp_path):
+    bad = tmp_path / "bad.patch"
+    bad.write_text("diff --git a/nope.py b/nope.py\n--- a/nope.py\n+++ b/nope.py\n@@ -1 +1 @@\n-x\n+y\n")
+    res = run_cli("verify", str(one_task), "--patch", str(bad), "--json")
+    assert res.returncode == 1
+    data = json.loads(res.stdout)
+    assert data["reward"] == 0.0 and data["error"] is None
+    assert any("does not apply" in t for t in data["tampering"])
+
+
+def test_verify_without_engine_is_infrastructure_error(one_task, tmp_path):
+    res = run_cli("verify", str(one_task), "--gold", "--json",
+                  env={"DOCKER_HOST": f"unix://{tmp_path}/no-docker.sock"})
+    assert res.returncode == 3
+    data = json.loads(res.stdout)
+    assert data["reward"] is None and "Docker engine" in data["error"]

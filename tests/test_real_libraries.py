@@ -1,0 +1,25 @@
+"""Real projects from the package index (sdists with their tests, turned into
+git repositories at test time), with no per-repo configuration."""
+from __future__ import annotations
+
+import pytest
+
+from taskforge.pipeline import Options, generate
+from taskforge.sdist import repo_from_sdist
+from taskforge.verify import Solution, verify_many
+
+REAL = [("cachetools", "5.3.3"), ("inflection", "0.5.1")]
+
+
+@pytest.mark.network
+@pytest.mark.parametrize("name,version", REAL)
+def test_real_library_end_to_end(name, version, base_image, tmp_path_factory):
+    repo = repo_from_sdist(name, version, tmp_path_factory.mktemp("sdists"))
+    out = tmp_path_factory.mktemp(f"tasks-{name}")
+    report = generate(str(repo), out, Options(max_tasks=3, jobs=2))
+    assert len(report.tasks) == 3, report.model_dump_json(indent=1)
+    assert report.baseline_passing > 100
+    pairs = [(out / t, s) for t in report.tasks for s in (Solution.gold(), Solution.empty())]
+    for (task, sol), res in zip(pairs, verify_many(pairs, workers=2, timeout=300)):
+        assert res.error is None, res.error
+        assert res.reward == (1.0 if sol.kind == "gold" else 0.0), (task.name, sol.kind)

@@ -1,0 +1,170 @@
+"""libcst transforms on before/after source strings (no engine needed)."""
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from taskforge.layout import is_protected_path, is_test_path, scan
+from taskforge.removal import remove_source, strip_tests
+from taskforge.symbols import index_repo, index_module
+from taskforge.testindex import index_test_module, split_nodeid
+from taskforge.testrun import parse_report_log
+
+
+def make(tmp_path: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(textwrap.dedent(text))
+    return tmp_path
+
+
+def test_removes_function_reexport_and_all_entry(tmp_path):
+    root = make(tmp_path, {
+        "pkg/__init__.py": """\
+            from .ops import (
+                add,
+                mul,
+            )
+            from .ops import mul as times
+            __all__ = ["add", "mul", "times"]
+            """,
+        "pkg/ops.py": """\
+            def add(a, b):
+                return a + b
+
+
+            def mul(a, b):
+                \"\"\"Multiply.\"\"\"
+                return a * b
+            """,
+    })
+    layout = scan(root)
+    index = index_repo(root, layout)
+    mul = next(s for s in index.symbols() if s.name == "mul")
+    removal = remove_source(index, [mul])
+    assert removal.changes["pkg/ops.py"] == "def add(a, b):\n    return a + b\n"
+    init = removal.changes["pkg/__init__.py"]
+    assert "mul" not in init and "times" not in init
+    assert 'from .ops import (\n    add,\n)' in init or "from .ops import (\n    add\n)" in init
+    assert '__all__ = ["add"]' in init
+    compile(init, "init", "exec")
+    assert ("pkg", "times") in removal.exported
+
+
+def test_removes_method_and_keeps_class_valid(tmp_path):
+    root = make(tmp_path, {"m.py": """\
+        class A:
+            @property
+            def size(self) -> int:
+                return 1
+
+            @size.setter
+            def size(self, v):
+                pass
+        """})
+    index = index_repo(root, scan(root))
+    size = next(s for s in index.symbols() if s.name == "size")
+    new = remove_source(index, [size]).changes["m.py"]
+    assert "size" not in new
+    assert "pass" in new
+    compile(new, "m", "exec")
+
+
+def test_signature_has_docstring_and_no_body(tmp_path):
+    make(tmp_path, {"m.py": """\
+        def f(x: int, *, y: str = "a") -> int:
+            \"\"\"Doc line.\"\"\"
+            secret = x * 42
+            return secret
+        """})
+    info = index_module(tmp_path, "m.py", "m")
+    sig = info.symbols[0].signature
+    assert 'def f(x: int, *, y: str = "a") -> int:' in sig
+    assert '"""Doc line."""' in sig and "secret" not in sig and "42" not in sig
+
+
+def test_strip_tests_drops_hidden_and_imports(tmp_path):
+    make(tmp_path, {"tests/test_x.py": """\
+        import pytest
+        from pkg import add, mul
+
+
+        def test_add():
+            assert add(1, 2) == 3
+
+
+        @pytest.mark.parametrize("a", [1, 2])
+        def test_mul(a):
+            assert mul(a, 1) == a
+
+
+        class TestMul:
+            def test_one(self):
+                assert mul(1, 1) == 1
+
+            def test_two(self):
+                assert mul(2, 1) == 2
+        """})
+    tm = index_test_module(tmp_path, "tests/test_x.py")
+    new, changed = strip_tests(tm, "", {("test_mul",), ("TestMul", "test_one"), ("TestMul", "test_two")},
+                               {("pkg", "mul")})
+    assert changed
+    assert "from pkg import add\n" in new
+    assert "test_mul" not in new and "TestMul" not in new and "test_add" in new
+    compile(new, "t", "exec")
+    # Nothing left: the file goes.
+    gone, _ = strip_tests(tm, "", {("test_add",), ("test_mul",), ("TestMul",)}, {("pkg", "mul")})
+    assert gone is None
+
+
+def test_split_nodeid():
+    assert split_nodeid("tests/t.py::TestA::test_b[1-2]") == ("tests/t.py", ("TestA", "test_b"))
+    assert split_nodeid("t.py::test_x") == ("t.py", ("test_x",))
+
+
+def test_layout_classifies_paths(tmp_path):
+    assert is_test_path("tests/helpers.py") and is_test_path("pkg/test_x.py")
+    assert is_test_path("conftest.py") and not is_test_path("pkg/core.py")
+    assert is_protected_path("pytest.ini") and is_protected_path("pyproject.toml")
+    assert not is_protected_path("pkg/sub/setup.cfg")
+    root = make(tmp_path, {"src/p/__init__.py": "", "src/p/a.py": "x = 1\n",
+                           "tests/test_a.py": "def test(): pass\n", "docs/conf.py": "",
+                           "setup.py": ""})
+    layout = scan(root)
+    assert layout.import_roots == ["src"]
+    assert layout.source_files == ["src/p/__init__.py", "src/p/a.py"]
+    assert layout.module_name("src/p/a.py") == "p.a" and layout.packages == ["p"]
+    assert layout.source_roots() == ["src/p"]
+
+
+def test_report_log_folding():
+    lines = [
+        {"$report_type": "TestReport", "nodeid": "t::a", "when": "setup", "outcome": "passed"},
+        {"$report_type": "TestReport", "nodeid": "t::a", "when": "call", "outcome": "passed"},
+        {"$report_type": "TestReport", "nodeid": "t::a", "when": "teardown", "outcome": "failed"},
+        {"$report_type": "TestReport", "nodeid": "t::b", "when": "setup", "outcome": "failed"},
+        {"$report_type": "TestReport", "nodeid": "t::c", "when": "setup", "outcome": "passed"},
+        {"$report_type": "TestReport", "nodeid": "t::c", "when": "call", "outcome": "skipped",
+         "wasxfail": ""},
+        {"$report_type": "TestReport", "nodeid": "t::d", "when": "setup", "outcome": "passed"},
+        {"$report_type": "TestReport", "nodeid": "t::d", "when": "call", "outcome": "passed",
+         "duration": 0.5},
+        {"$report_type": "CollectReport", "nodeid": "t2.py", "outcome": "failed",
+         "longrepr": "E   ImportError: nope"},
+        {"$report_type": "SessionFinish", "exitstatus": 1},
+    ]
+    import json
+
+    out, dur, errors, status = parse_report_log("\n".join(json.dumps(x) for x in lines) + "\n{broken")
+    assert out == {"t::a": "error", "t::b": "error", "t::c": "xfailed", "t::d": "passed"}
+    assert dur["t::d"] == 0.5 and status == 1
+    assert errors == {"t2.py": "E   ImportError: nope"}
+
+
+def test_all_tuple_keeps_being_a_tuple(tmp_path):
+    root = make(tmp_path, {"p/__init__.py": "from .m import a, b\n__all__ = (\"a\", \"b\")\n",
+                           "p/m.py": "def a():\n    return 1\n\n\ndef b():\n    return 2\n"})
+    index = index_repo(root, scan(root))
+    b = next(s for s in index.symbols() if s.name == "b")
+    init = remove_source(index, [b]).changes["p/__init__.py"]
+    assert init == 'from .m import a\n__all__ = ("a",)\n'
