@@ -74,16 +74,23 @@ def generate(
                              help="Parallel validation sandboxes."),
     timeout: float = typer.Option(600.0, help="Seconds allowed for one test run."),
     max_share: float = typer.Option(0.25, help="Largest share of the suite one feature may hide."),
+    kind: Optional[list[str]] = typer.Option(None, "--kind", help="Feature kinds to propose: "
+                                             "function, method, class, module (repeatable; default all)."),
     as_json: bool = typer.Option(False, "--json", help="Print report.json to stdout."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress output."),
 ) -> None:
     """Generate feature-reimplementation tasks from REPO into OUT."""
     from taskforge.pipeline import Options, generate as run
 
+    kinds = tuple(kind or ("function", "method", "class", "module"))
+    bad = [k for k in kinds if k not in ("function", "method", "class", "module")]
+    if bad:
+        typer.echo(f"error: unknown --kind {bad[0]} (function, method, class, module)", err=True)
+        raise typer.Exit(2)
     prog = _RichProgress(quiet or as_json)
     try:
         report = run(repo, out, Options(ref=ref, max_tasks=max_tasks, jobs=jobs, timeout=timeout,
-                                        max_share=max_share),
+                                        max_share=max_share, kinds=kinds),
                      progress=prog, log=prog.stage)
     except TaskforgeError as exc:
         prog.done()

@@ -172,12 +172,89 @@ def propose(index: RepoIndex, cov: CoverageMap, passing: set[str], all_ids: set[
             continue
         cands.append(Candidate(name=sym.qualname, kind=sym.kind, root=sym, symbols=feature,
                                hidden=hidden, hidden_files=files))
+    for mod in index.modules.values():
+        cand, reason = _module_candidate(index, mod, cov, tests, module_names, by_key, all_ids)
+        if cand is None and reason is None:
+            continue
+        considered += 1
+        n_pass = len(cand.hidden & passing) if cand else 0
+        if reason is None and n_pass == 0:
+            reason = "no passing test exercises it"
+        if reason is None and n_pass > cap:
+            reason = (f"too central: {n_pass} of {len(passing)} passing tests depend on it "
+                      f"(cap {cap})")
+        if reason:
+            drops.append((mod.module, reason))
+        else:
+            cands.append(cand)
     return Proposal(candidates=order(cands), considered=considered, drops=drops)
+
+
+def module_symbol(mod: ModuleInfo, tops: list[Symbol]) -> Symbol:
+    """A stand-in Symbol for a whole module: its interface is every top-level one."""
+    doc = ""
+    if mod.tree is not None and mod.tree.body:
+        first = mod.tree.body[0]
+        import libcst as cst
+
+        if (isinstance(first, cst.SimpleStatementLine) and isinstance(first.body[0], cst.Expr)
+                and isinstance(first.body[0].value, (cst.SimpleString, cst.ConcatenatedString))):
+            doc = mod.tree.code_for_node(first).strip() + "\n\n"
+    sig = doc + "\n\n".join(s.signature.rstrip() for s in tops) + "\n"
+    return Symbol(qualname=mod.module, module=mod.module, path=mod.path,
+                  name=mod.module.rsplit(".", 1)[-1], kind="module", cls=None, start=1,
+                  end=mod.code.count("\n") + 1, signature=sig)
+
+
+def _module_candidate(index: RepoIndex, mod: ModuleInfo, cov: CoverageMap, tests, module_names,
+                      by_key, all_ids):
+    """A whole module as a feature: (candidate, None), (None, drop reason) or (None, None)."""
+    if mod.is_package:
+        return None, None
+    tops = [s for s in mod.symbols if s.kind in ("function", "class")]
+    if sum(1 for s in tops if s.public) < 2:
+        return None, None          # a one-symbol module is that symbol's candidate
+    if not cov.measured(mod.path):
+        return None, "module never imported by the tests"
+    names = {s.name for s in tops}
+    for other in index.modules.values():
+        if other is mod:
+            continue
+        for b in other.bindings:
+            if b.name is None and b.module == mod.module:
+                return None, f"imported as a module by {other.module}"
+            if b.name and f"{b.module}.{b.name}" == mod.module:
+                return None, f"imported as a module by {other.module}"
+            if b.name and b.module == mod.module and b.name not in names:
+                return None, f"{other.module} imports {b.name} from it"
+    exclude = {s.qualname for s in tops}
+    for s in tops:
+        users = _users(index, s, exclude)
+        if users:
+            return None, f"used by other code: {', '.join(users[:3])}"
+    covered: set[str] = set()
+    for s in tops:
+        covered |= cov.tests_for(s.path, s.body_lines)
+    exported = exported_bindings(index, tops)
+    keys, files = lexical_tests(tests, exported, module_names, names)
+    module_refs = {rel for rel, tm in tests.items() if any(
+        b.module == mod.module or (b.name and f"{b.module}.{b.name}" == mod.module)
+        for b in tm.bindings)}
+    files |= module_refs           # a test file importing the module itself cannot stay
+    hidden = set(covered)
+    for k in keys:
+        hidden |= by_key.get(k, set())
+    for f in files:
+        hidden |= by_key.get(f, set())
+    hidden &= all_ids
+    root = module_symbol(mod, tops)
+    return Candidate(name=mod.module, kind="module", root=root, symbols=tops, hidden=hidden,
+                     hidden_files=files), None
 
 
 def order(cands: list[Candidate]) -> list[Candidate]:
     """Functions first, then methods, then classes; modules interleaved for variety."""
-    rank = {"function": 0, "method": 1, "class": 2}
+    rank = {"function": 0, "method": 1, "class": 2, "module": 3}
     groups: dict[tuple[int, str], list[Candidate]] = {}
     for c in sorted(cands, key=lambda c: (rank[c.kind], c.root.path, c.root.start)):
         groups.setdefault((rank[c.kind], c.root.path), []).append(c)

@@ -47,6 +47,7 @@ class Options:
     timeout: float = 600.0
     max_share: float = 0.25
     max_red: float = 0.05
+    kinds: tuple[str, ...] = ("function", "method", "class", "module")
 
 
 class Progress:
@@ -111,6 +112,7 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
         t = time.monotonic()
         by_key = group_ids(all_ids)
         proposal = propose(index, cov, passing, all_ids, tests, max_share=opts.max_share)
+        proposal.candidates = [c for c in proposal.candidates if c.kind in opts.kinds]
         timings["propose"] = time.monotonic() - t
         drops = [DropReason(candidate=n, stage="candidates", reason=r) for n, r in proposal.drops]
         cap = max(1, int(opts.max_share * len(passing)))

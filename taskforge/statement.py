@@ -4,19 +4,24 @@ from __future__ import annotations
 
 from taskforge.symbols import Symbol
 
-KIND_WORD = {"function": "function", "method": "method", "class": "class"}
+KIND_WORD = {"function": "function", "method": "method", "class": "class", "module": "module"}
 
 
 def problem_statement(repo_name: str, root: Symbol, symbols: list[Symbol],
                       exports: list[str], touched: list[str], hidden_count: int) -> str:
     what = KIND_WORD[root.kind]
     display = f"{root.cls}.{root.name}" if root.kind == "method" else root.name
-    lines = [f"# Implement the {what} `{display}` in `{root.module}`", ""]
-    lines.append(f"The {what} `{root.qualname}` has been removed from `{root.path}` of "
-                 f"`{repo_name}`. The rest of the repository is intact and its test suite "
-                 f"passes. Implement it so that it behaves as described below; "
-                 f"{hidden_count} hidden test{'s' if hidden_count != 1 else ''} "
-                 f"will check its behaviour.")
+    rest = (" The rest of the repository is intact and its test suite passes. Implement it "
+            "so that it behaves as described below; "
+            f"{hidden_count} hidden test{'s' if hidden_count != 1 else ''} will check its behaviour.")
+    if root.kind == "module":
+        lines = [f"# Implement the module `{root.module}`", "",
+                 f"The module `{root.module}` (`{root.path}`) has been removed from "
+                 f"`{repo_name}`, with every definition in it." + rest]
+    else:
+        lines = [f"# Implement the {what} `{display}` in `{root.module}`", "",
+                 f"The {what} `{root.qualname}` has been removed from `{root.path}` of "
+                 f"`{repo_name}`." + rest]
     lines.append("")
     lines.append("## Interface")
     lines.append("")
@@ -24,8 +29,8 @@ def problem_statement(repo_name: str, root: Symbol, symbols: list[Symbol],
         lines.append(f"In class `{root.cls}` (in `{root.path}`):")
         lines.append("")
     lines += ["```python", root.signature.rstrip(), "```", ""]
-    helpers = [s for s in symbols if s is not root]
-    if helpers:
+    helpers = [s for s in symbols if s is not root and not s.public]
+    if helpers and root.kind != "module":
         lines.append("Private helpers that only this feature used were removed with it; "
                      "you may write your own:")
         lines.append("")

@@ -133,6 +133,8 @@ def plan_tests(ctx: Context, hidden: set[str], hidden_files: set[str],
 def validate(worker: Worker, ctx: Context, cand: Candidate) -> Verdict:
     v = Verdict(candidate=cand, ok=False, stage="candidates")
     removal = remove_source(ctx.index, cand.symbols)
+    if cand.kind == "module":
+        removal.changes[cand.root.path] = None       # the whole file goes
     if not removal.changes:
         v.reason = "nothing to remove"
         return v

@@ -137,3 +137,26 @@ def test_rerun_resumes_without_redoing_finished_tasks(fixture_repos, base_image,
         assert (out / t / "task.json").stat().st_mtime_ns == stamps[t], "finished task redone"
     assert (out / victim / "task.json").is_file()
     assert not list(out.glob(".tmp-*"))
+
+
+@pytest.mark.parametrize("name,kind", [("textkit", "module"), ("geomlib", "class")])
+def test_whole_module_and_class_features(fixture_repos, base_image, tmp_path, name, kind):
+    from taskforge.pipeline import Options, generate
+
+    out = tmp_path / "out"
+    report = generate(str(fixture_repos[name]), out, Options(max_tasks=2, jobs=2,
+                                                             kinds=(kind,)))
+    assert report.tasks, report.model_dump_json(indent=1)
+    kinds = set()
+    pairs = []
+    for tid in report.tasks:
+        rec = load_task(out / tid).record
+        kinds.add(rec.feature.kind)
+        if rec.feature.kind == "module":
+            removed = rec.feature.symbols[0].path
+            assert not (out / tid / "workspace" / removed).exists()
+            assert f"+++ b/{removed}" in rec.patch
+        pairs += [(out / tid, Solution.gold()), (out / tid, Solution.empty())]
+    assert kinds == {kind}
+    for (task, sol), res in zip(pairs, verify_many(pairs, workers=2, timeout=300)):
+        assert res.reward == (1.0 if sol.kind == "gold" else 0.0), (task.name, sol.kind, res)
