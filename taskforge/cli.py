@@ -182,6 +182,59 @@ def verify(
     raise typer.Exit(0 if result.resolved else 1)
 
 
+@app.command("verify-batch", epilog="""Examples:
+
+  taskforge verify-batch pairs.jsonl --workers 4 --json > results.jsonl
+
+pairs.jsonl holds one JSON object a line: {"task": "tasks/ID", "solution": S}, where S is
+"gold", "empty", {"patch": "file.diff"} or {"dir": "solved-workspace/"}.
+""")
+def verify_batch(
+    pairs: Path = typer.Argument(..., help="JSON lines of {task, solution}."),
+    workers: int = typer.Option(max(1, os.cpu_count() or 1), "--workers", "-w", min=1,
+                                help="Verifications at once."),
+    timeout: float = typer.Option(900.0, help="Seconds allowed for each test run."),
+    as_json: bool = typer.Option(False, "--json", help="One JSON result a line."),
+) -> None:
+    """Grade many (task, solution) pairs concurrently; results in input order."""
+    from taskforge.verify import Solution, verify_many
+
+    if not pairs.is_file():
+        typer.echo(f"error: no such file: {pairs}", err=True)
+        raise typer.Exit(2)
+    items = []
+    for n, line in enumerate(pairs.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+            sol = obj["solution"]
+            if sol == "gold":
+                s = Solution.gold()
+            elif sol == "empty":
+                s = Solution.empty()
+            elif isinstance(sol, dict) and "patch" in sol:
+                s = Solution.from_patch(Path(sol["patch"]).read_text(encoding="utf-8", errors="replace"))
+            elif isinstance(sol, dict) and "dir" in sol:
+                s = Solution.from_dir(sol["dir"])
+            else:
+                raise ValueError(f"unknown solution {sol!r}")
+            items.append((obj["task"], s))
+        except (ValueError, KeyError, TypeError, OSError, TaskforgeError) as exc:
+            msg = exc.message if isinstance(exc, TaskforgeError) else str(exc)
+            typer.echo(f"error: {pairs}:{n}: {msg}", err=True)
+            raise typer.Exit(2)
+    results = verify_many(items, workers=workers, timeout=timeout)
+    for r in results:
+        if as_json:
+            typer.echo(r.model_dump_json())
+        else:
+            typer.echo(f"{r.instance_id}  {r.solution:<8} reward={r.reward}  "
+                       f"f2p={r.f2p_passed}/{r.f2p_total}  "
+                       f"{'error=' + r.error if r.error else ''}")
+    raise typer.Exit(3 if any(r.error for r in results) else 0)
+
+
 @image_app.command("build", epilog="""Examples:
 
   taskforge image build                      # FROM python:3.11-slim (needs a registry)

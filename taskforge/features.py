@@ -126,6 +126,20 @@ def lexical_tests(tests: dict[str, TestModule], exported: set[tuple[str, str]],
     return hits, files
 
 
+def hidden_tests(index, cov: CoverageMap, tests, module_names, by_key, all_ids,
+                 feature: list[Symbol], top: list[Symbol], extra_files: set[str] = frozenset()):
+    """Tests that depend on a feature: by coverage of its body lines, and by naming it."""
+    hidden: set[str] = set()
+    for s in feature:
+        hidden |= cov.tests_for(s.path, s.body_lines)
+    exported = exported_bindings(index, top) if top else set()
+    keys, files = lexical_tests(tests, exported, module_names, {s.name for s in top})
+    files = files | set(extra_files)
+    for k in [*keys, *files]:
+        hidden |= by_key.get(k, set())
+    return hidden & all_ids, files
+
+
 def propose(index: RepoIndex, cov: CoverageMap, passing: set[str], all_ids: set[str],
             tests: dict[str, TestModule], max_share: float = 0.25) -> Proposal:
     drops: list[tuple[str, str]] = []
@@ -150,18 +164,8 @@ def propose(index: RepoIndex, cov: CoverageMap, passing: set[str], all_ids: set[
         if users:
             drops.append((sym.qualname, f"used by other code: {', '.join(users[:3])}"))
             continue
-        covered: set[str] = set()
-        for s in feature:
-            covered |= cov.tests_for(s.path, s.body_lines)
         top = [s for s in feature if s.kind in ("function", "class")]
-        exported = exported_bindings(index, top) if top else set()
-        keys, files = lexical_tests(tests, exported, module_names, {s.name for s in top})
-        hidden = set(covered)
-        for k in keys:
-            hidden |= by_key.get(k, set())
-        for f in files:
-            hidden |= by_key.get(f, set())
-        hidden &= all_ids
+        hidden, files = hidden_tests(index, cov, tests, module_names, by_key, all_ids, feature, top)
         n_pass = len(hidden & passing)
         if n_pass == 0:
             drops.append((sym.qualname, "no passing test exercises it"))
@@ -232,21 +236,11 @@ def _module_candidate(index: RepoIndex, mod: ModuleInfo, cov: CoverageMap, tests
         users = _users(index, s, exclude)
         if users:
             return None, f"used by other code: {', '.join(users[:3])}"
-    covered: set[str] = set()
-    for s in tops:
-        covered |= cov.tests_for(s.path, s.body_lines)
-    exported = exported_bindings(index, tops)
-    keys, files = lexical_tests(tests, exported, module_names, names)
     module_refs = {rel for rel, tm in tests.items() if any(
         b.module == mod.module or (b.name and f"{b.module}.{b.name}" == mod.module)
-        for b in tm.bindings)}
-    files |= module_refs           # a test file importing the module itself cannot stay
-    hidden = set(covered)
-    for k in keys:
-        hidden |= by_key.get(k, set())
-    for f in files:
-        hidden |= by_key.get(f, set())
-    hidden &= all_ids
+        for b in tm.bindings)}     # a test file importing the module itself cannot stay
+    hidden, files = hidden_tests(index, cov, tests, module_names, by_key, all_ids, tops, tops,
+                                 extra_files=module_refs)
     root = module_symbol(mod, tops)
     return Candidate(name=mod.module, kind="module", root=root, symbols=tops, hidden=hidden,
                      hidden_files=files), None

@@ -16,10 +16,19 @@ from taskforge.fsutil import share_with_sandbox
 from taskforge.sandbox import Sandbox
 
 OUT_IN_SANDBOX = "/opt/tf/out"
-RUNNER = "/opt/tf/bin/tfrun.py"
+LIB_IN_SANDBOX = "/opt/tf/lib"              # taskforge/data, mounted read-only
+RUNNER = f"{LIB_IN_SANDBOX}/tfrun.py"
+LIB_HOST = Path(__file__).resolve().parent / "data"
 BASE_ARGS = ["-p", "no:cacheprovider", "-q", "-rN", "-o", "console_output_style=classic"]
 ENV = {"PYTHONDONTWRITEBYTECODE": "1", "HOME": "/tmp", "PYTHONHASHSEED": "0",
        "COLUMNS": "120", "COVERAGE_CORE": "ctrace"}
+
+
+def runner_mount():
+    """The runner and guard plugin, read-only in every sandbox that runs tests."""
+    from taskforge.sandbox import Mount
+
+    return Mount(host=str(LIB_HOST), container=LIB_IN_SANDBOX, read_only=True)
 
 
 @dataclass
@@ -34,13 +43,16 @@ class RunResult:
     timed_out: bool = False
     log: str = ""
     coverage_file: Path | None = None
+    tamper: list[str] = field(default_factory=list)     # guard findings: "kind: detail"
+    session_finished: bool = False
 
     def passed(self) -> set[str]:
         return {k for k, v in self.outcomes.items() if v == "passed"}
 
 
-def parse_report_log(text: str) -> tuple[dict[str, str], dict[str, float], dict[str, str], int | None]:
-    """Fold reportlog events into one outcome per test id."""
+def parse_report_log(text: str, tamper: list[str] | None = None
+                     ) -> tuple[dict[str, str], dict[str, float], dict[str, str], int | None]:
+    """Fold report events (pytest-reportlog's format) into one outcome per test id."""
     outcomes: dict[str, str] = {}
     durations: dict[str, float] = {}
     errors: dict[str, str] = {}
@@ -50,8 +62,12 @@ def parse_report_log(text: str) -> tuple[dict[str, str], dict[str, float], dict[
             ev = json.loads(line)
         except json.JSONDecodeError:
             continue
+        if not isinstance(ev, dict):
+            continue
         kind = ev.get("$report_type")
-        if kind == "SessionFinish":
+        if kind == "Tamper" and tamper is not None:
+            tamper.append(f"{ev.get('kind')}: {ev.get('detail')}")
+        elif kind == "SessionFinish":
             exitstatus = ev.get("exitstatus")
         elif kind == "CollectReport" and ev.get("outcome") == "failed":
             errors[ev.get("nodeid", "")] = _first_line(ev.get("longrepr"))
@@ -112,34 +128,40 @@ class PytestRunner:
             (host / "covrc").write_text("[run]\nparallel = False\nbranch = False\n")
         share_with_sandbox(host)
         inside = f"{OUT_IN_SANDBOX}/{tag}"
-        argv = ["python", "-m", "pytest", *BASE_ARGS, f"--report-log={inside}/report.jsonl"]
+        argv = ["python", "-m", "pytest", *BASE_ARGS]
         env = dict(ENV)
         if cov_sources is not None:
             argv += [f"--cov=/workspace/{s}" if s else "--cov=/workspace" for s in cov_sources]
             argv += ["--cov-context=test", "--cov-report=", f"--cov-config={inside}/covrc"]
             env["COVERAGE_FILE"] = f"{inside}/coverage.db"
         argv += list(extra_args or []) + list(args)
-        cmd = ["python", RUNNER, inside, str(timeout), "--", *argv]
+        cmd = ["python", "-I", RUNNER, inside, str(timeout), "--", *argv]
         res = self.sandbox.exec(cmd, timeout=timeout + 10, env=env)
         result = RunResult(wall_seconds=res.seconds, timed_out=res.timed_out)
-        try:
-            meta = json.loads((host / "run.json").read_text())
+        # Results come from the runner's own stdout (through the engine), never a file.
+        text = res.output
+        meta = None
+        for line in reversed(text.splitlines()):
+            if line.startswith('{"$tf": "run"'):
+                try:
+                    meta = json.loads(line)
+                except ValueError:
+                    meta = None
+                break
+        if meta:
             result.exit_code = meta.get("exit_code")
             result.test_seconds = float(meta.get("seconds") or 0.0)
             result.timed_out = result.timed_out or bool(meta.get("timed_out"))
-        except (OSError, ValueError):
-            result.exit_code = res.exit_code
+        else:
+            result.exit_code = res.exit_code if not res.timed_out else None
             result.test_seconds = res.seconds
         try:
             result.log = (host / "log.txt").read_text(errors="replace")
         except OSError:
-            result.log = res.output
-        try:
-            text = (host / "report.jsonl").read_text(errors="replace")
-        except OSError:
-            text = ""
+            result.log = ""
         (result.outcomes, result.durations, result.collect_errors,
-         result.session_exit) = parse_report_log(text)
+         result.session_exit) = parse_report_log(text, result.tamper)
+        result.session_finished = result.session_exit is not None
         if cov_sources is not None and (host / "coverage.db").is_file():
             result.coverage_file = host / "coverage.db"
         if not keep:

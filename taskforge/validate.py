@@ -20,7 +20,7 @@ from taskforge.fsutil import copy_tree, share_with_sandbox
 from taskforge.removal import remove_source, strip_tests
 from taskforge.sandbox import Limits, Mount, SandboxSpec, open_sandbox
 from taskforge.testindex import TestModule, split_nodeid
-from taskforge.testrun import OUT_IN_SANDBOX, PytestRunner
+from taskforge.testrun import OUT_IN_SANDBOX, PytestRunner, runner_mount
 
 MAX_ROUNDS = 3
 
@@ -69,7 +69,8 @@ class Worker:
         share_with_sandbox(self.out)
         self.dirty: set[str] = set()
         spec = SandboxSpec(image=image, mounts=[Mount(host=str(self.tree), container="/workspace"),
-                                               Mount(host=str(self.out), container=OUT_IN_SANDBOX)],
+                                               Mount(host=str(self.out), container=OUT_IN_SANDBOX),
+                                               runner_mount()],
                            limits=limits or Limits(), labels={"taskforge.role": "generate"})
         self.sandbox = open_sandbox(spec)
         self.runner = PytestRunner(self.sandbox, self.out)

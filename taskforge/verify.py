@@ -9,6 +9,7 @@ task did not ship are removed, so the solution cannot grade itself.
 from __future__ import annotations
 
 import filecmp
+import secrets
 import shutil
 import subprocess
 import tempfile
@@ -22,8 +23,9 @@ from taskforge.fsutil import copy_tree, share_with_sandbox
 from taskforge.layout import is_protected_path, walk
 from taskforge.models import TestResult, VerifyResult
 from taskforge.sandbox import Limits, Mount, SandboxSpec, open_sandbox
+from taskforge.tamper import is_fatal, remove_startup_hooks, scan_solution
 from taskforge.task_store import Task, load_task
-from taskforge.testrun import OUT_IN_SANDBOX, PytestRunner
+from taskforge.testrun import OUT_IN_SANDBOX, PytestRunner, runner_mount
 
 INFRA_RETRIES = 2
 
@@ -81,9 +83,9 @@ def restore_protected(task: Task, tree: Path) -> list[str]:
         dst = tree / rel
         orig_ws = ws / rel
         if dst.is_file() and orig_ws.is_file() and not filecmp.cmp(dst, orig_ws, shallow=False):
-            notes.append(f"restored modified protected file {rel}")
+            notes.append(f"restored-file: {rel} was modified")
         elif not dst.exists() and orig_ws.is_file():
-            notes.append(f"restored deleted protected file {rel}")
+            notes.append(f"restored-file: {rel} was deleted")
         if dst.is_dir() and not dst.is_symlink():
             shutil.rmtree(dst)
         elif dst.is_symlink():
@@ -93,7 +95,7 @@ def restore_protected(task: Task, tree: Path) -> list[str]:
     for rel in walk(tree):
         if rel not in shipped and is_protected_path(rel):
             (tree / rel).unlink()
-            notes.append(f"removed unshipped test file {rel}")
+            notes.append(f"removed-unshipped: {rel}")
     return notes
 
 
@@ -119,14 +121,18 @@ def verify(task_dir: str | Path, solution: Solution, timeout: float = 900.0,
         if solution.kind in ("gold", "patch"):
             err = _apply_patch(tree, patch or "")
             if err:
-                return _finish(result, t0, reward=0.0, tampering=[f"patch does not apply: {err}"])
+                return _finish(result, t0, reward=0.0, tampering=[f"patch-rejected: {err}"])
         shutil.rmtree(tree / ".git", ignore_errors=True)
         result.tampering += restore_protected(task, tree)
+        result.tampering += remove_startup_hooks(tree, task.workspace)
+        result.tampering += scan_solution(tree, task.workspace)
+        canaries = plant_canaries(tree, rec.FAIL_TO_PASS)
         share_with_sandbox(tree)
         share_with_sandbox(out)
         spec = SandboxSpec(image=rec.image_name,
                            mounts=[Mount(host=str(tree), container="/workspace"),
-                                   Mount(host=str(out), container=OUT_IN_SANDBOX)],
+                                   Mount(host=str(out), container=OUT_IN_SANDBOX),
+                                   runner_mount()],
                            limits=limits or Limits(), labels={"taskforge.role": "verify",
                                                               "taskforge.task": rec.instance_id[:60]})
         run = None
@@ -145,10 +151,28 @@ def verify(task_dir: str | Path, solution: Solution, timeout: float = 900.0,
         if run is None:
             result.error = last_error or "sandbox failed"
             return _finish(result, t0, reward=None)
-    return grade(result, rec, run, t0)
+    return grade(result, rec, run, t0, canaries)
 
 
-def grade(result: VerifyResult, rec, run, t0: float) -> VerifyResult:
+def plant_canaries(tree: Path, f2p: list[str]) -> dict[str, str]:
+    """Two tests with fresh random names in a hidden test file: one must pass and
+    one must fail. A run that reports otherwise was rewritten."""
+    target = f2p[0].split("::")[0]
+    path = tree / target
+    if not path.is_file():
+        return {}
+    func = f2p[0].split("::")[-1].split("[")[0]
+    prefix = func.split("_")[0] + "_" if "_" in func else "test_"
+    ok, bad, attr = (secrets.token_hex(6) for _ in range(3))
+    code = (f"\n\n\ndef {prefix}{ok}():\n    assert True\n\n\n"
+            f"def {prefix}{bad}():\n    raise AttributeError(\"module has no attribute '{attr}'\")\n")
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(code)
+    return {f"{target}::{prefix}{ok}": "passed", f"{target}::{prefix}{bad}": "failed"}
+
+
+def grade(result: VerifyResult, rec, run, t0: float, canaries: dict[str, str] | None = None
+          ) -> VerifyResult:
     result.exit_code = run.exit_code
     result.timed_out = run.timed_out
     result.test_seconds = round(run.test_seconds, 3)
@@ -160,15 +184,33 @@ def grade(result: VerifyResult, rec, run, t0: float) -> VerifyResult:
     result.f2p_passed, result.p2p_passed = len(f2p_ok), len(p2p_ok)
     result.f2p_failures = sorted(set(rec.FAIL_TO_PASS) - set(f2p_ok))
     result.p2p_regressions = sorted(set(rec.PASS_TO_PASS) - set(p2p_ok))
+    result.tampering += run.tamper
     if run.timed_out:
-        result.tampering.append("test run timed out")
+        result.tampering.append("timeout: the test run was killed at the time limit")
     result.collection_errors = [f"{k or '<session>'}: {v}" for k, v in sorted(run.collect_errors.items())]
     missing = [t for t in expected if t not in run.outcomes]
     uncollected = {k.split("::")[0] for k in run.collect_errors}
     unexplained = [t for t in missing if t.split("::")[0] not in uncollected]
-    if unexplained:
-        result.tampering.append(f"{len(unexplained)} expected test(s) produced no result")
-    resolved = not result.f2p_failures and not result.p2p_regressions and not run.timed_out
+    if not run.timed_out:
+        if not run.session_finished:
+            result.tampering.append(f"early-exit: the test session did not finish "
+                                    f"(exit code {run.exit_code})")
+        elif run.exit_code != run.session_exit:
+            result.tampering.append(f"exit-code: process exited {run.exit_code}, "
+                                    f"session reported {run.session_exit}")
+        elif run.exit_code == 0 and (missing or any(
+                v in ("failed", "error") for v in run.outcomes.values())):
+            result.tampering.append("exit-code: exit 0 with tests missing or failing")
+        if unexplained and run.session_finished:
+            result.tampering.append(f"missing-results: {len(unexplained)} expected test(s) "
+                                    f"produced no result")
+    for nodeid, want in (canaries or {}).items():
+        got = run.outcomes.get(nodeid, "missing")
+        if got != want and nodeid.split("::")[0] not in uncollected and not run.timed_out:
+            result.tampering.append(f"canary: {nodeid.split('::')[-1]} should have {want}, got {got}")
+    fatal = any(is_fatal(t) for t in result.tampering)
+    resolved = (not result.f2p_failures and not result.p2p_regressions and not run.timed_out
+                and not fatal)
     return _finish(result, t0, reward=1.0 if resolved else 0.0)
 
 

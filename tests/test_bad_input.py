@@ -166,7 +166,7 @@ def test_verify_patch_that_does_not_apply_scores_zero(one_task, tmp_path):
     assert res.returncode == 1
     data = json.loads(res.stdout)
     assert data["reward"] == 0.0 and data["error"] is None
-    assert any("does not apply" in t for t in data["tampering"])
+    assert any("patch-rejected" in t for t in data["tampering"])
 
 
 def test_verify_without_engine_is_infrastructure_error(one_task, tmp_path):

@@ -13,6 +13,7 @@ from taskforge.errors import InfraError
 from taskforge.sandbox.base import ExecResult, Sandbox, SandboxSpec
 
 LABEL = "taskforge"
+MAX_OUTPUT = 96 * 1024 * 1024
 _client = None
 _client_lock = threading.Lock()
 
@@ -74,6 +75,12 @@ class DockerSandbox(Sandbox):
         import docker.errors
 
         try:
+            client().images.get(spec.image)      # never pull: images are built here
+        except docker.errors.ImageNotFound:
+            raise InfraError(f"image {spec.image} not found; build it first") from None
+        except docker.errors.DockerException as exc:
+            raise InfraError(f"cannot inspect image {spec.image}: {_short(exc)}") from None
+        try:
             self.container = client().containers.run(spec.image, **kwargs)
         except docker.errors.ImageNotFound:
             raise InfraError(f"image {spec.image} not found; build it first") from None
@@ -111,7 +118,7 @@ class DockerSandbox(Sandbox):
                 raise InfraError(f"docker exec failed: {_short(exc)}")
             raise InfraError(f"docker exec failed: {_short(exc)}")
         code = api.exec_inspect(box["id"]).get("ExitCode")
-        out = (box.get("out") or b"")[-200_000:].decode("utf-8", "replace")
+        out = (box.get("out") or b"")[-MAX_OUTPUT:].decode("utf-8", "replace")
         return ExecResult(exit_code=code, output=out, seconds=seconds,
                           timed_out=code in (124, 137) and seconds >= timeout)
 
