@@ -258,6 +258,35 @@ def image_build(
     typer.echo(json.dumps({"image": name}) if as_json else name)
 
 
+@app.command(epilog="""Examples:
+
+  taskforge audit tasks/textkit__textkit.cases.to_snake-1a2b3c4d
+
+  taskforge audit TASK --json --no-image
+""")
+def audit(
+    task: Path = typer.Argument(..., help="A task directory."),
+    image: bool = typer.Option(True, "--image/--no-image", help="Also scan the environment image."),
+    as_json: bool = typer.Option(False, "--json", help="Print the findings as JSON."),
+) -> None:
+    """Look for the removed code in TASK's workspace, git objects and image; exit 1 on findings."""
+    from taskforge.audit import audit as run
+
+    try:
+        report = run(task, image=image)
+    except TaskforgeError as exc:
+        _fail(exc)
+    if as_json:
+        typer.echo(json.dumps(report.as_dict(), indent=2))
+    else:
+        for f in report.findings:
+            typer.echo(f.line())
+        typer.echo(f"{len(report.findings)} finding(s), {report.needles} removed bodies searched"
+                   f"{' (workspace and image)' if report.image_scanned else ' (workspace)'} "
+                   f"in {report.seconds:.2f}s")
+    raise typer.Exit(1 if report.findings else 0)
+
+
 @app.command(epilog="Example:\n\n  taskforge cleanup")
 def cleanup(as_json: bool = typer.Option(False, "--json")) -> None:
     """Remove every container taskforge started that is still around."""

@@ -20,6 +20,26 @@ REQ_FILES = ("requirements.txt", "requirements-test.txt", "requirements_test.txt
              "requirements/tests.txt", "requirements/testing.txt", "tests/requirements.txt")
 
 
+# The editable install's METADATA carries the README as its long description: a
+# README with code in it would put removed code into the image. Keep the headers.
+STRIP_METADATA = """\
+import json, pathlib, site, sys
+for sp in site.getsitepackages():
+    for dist in pathlib.Path(sp).glob("*.dist-info"):
+        url = dist / "direct_url.json"
+        try:
+            editable = json.loads(url.read_text()).get("dir_info", {}).get("editable")
+        except (OSError, ValueError):
+            continue
+        meta = dist / "METADATA"
+        if editable and meta.is_file():
+            head = meta.read_text(encoding="utf-8", errors="replace").split("\\n\\n", 1)[0]
+            keep = [ln for ln in head.splitlines() if not ln.startswith("Description:")]
+            meta.write_text("\\n".join(keep) + "\\n", encoding="utf-8")
+            print("taskforge: stripped the long description from", meta)
+"""
+
+
 @dataclass
 class InstallPlan:
     installable: bool
@@ -37,6 +57,7 @@ class InstallPlan:
             lines.append(f"pip install -e {shlex.quote(target)}")
         # The repository may pin its own pytest: keep the tooling taskforge reads with.
         lines.append('pip install "pytest-reportlog>=0.4" "pytest-cov>=4.1" "coverage>=7.4"')
+        lines.append("python - <<'PY'\n" + STRIP_METADATA + "PY")
         return "\n".join(lines) + "\n"
 
     def describe(self) -> str:

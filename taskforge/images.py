@@ -139,15 +139,16 @@ def ensure_base_image(base: str | None = None, log=print) -> str:
     return name
 
 
-def env_image_name(repo_name: str, commit: str, base_image: str) -> str:
+def env_image_name(repo_name: str, commit: str, base_image: str, script: str = "") -> str:
     slug = re.sub(r"[^a-z0-9_.-]+", "-", repo_name.lower()).strip("-.") or "repo"
-    return f"taskforge/env-{slug}:{commit[:12]}-{base_image.rsplit(':', 1)[-1][:8]}"
+    recipe = hashlib.sha256(f"{base_image}\0{script}".encode()).hexdigest()[:8]
+    return f"taskforge/env-{slug}:{commit[:12]}-{recipe}"
 
 
 def ensure_env_image(tree: Path, repo_name: str, commit: str, base_image: str,
                      script: str, timeout: float = 1800, log=print) -> tuple[str, float]:
     """Build (or reuse) the environment image; returns (name, seconds spent)."""
-    name = env_image_name(repo_name, commit, base_image)
+    name = env_image_name(repo_name, commit, base_image, script)
     if image_exists(name):
         return name, 0.0
     from taskforge.sandbox.docker import LABEL, client

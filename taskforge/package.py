@@ -105,7 +105,8 @@ def make_patch(base: Path, new_files: dict[str, bytes | None]) -> str:
 
 
 def write_task(out_dir: Path, tid: str, src: Path, source_changes: dict[str, str | None],
-               test_changes: dict[str, str | None], protected: list[str], build_record) -> Path:
+               test_changes: dict[str, str | None], protected: list[str], build_record,
+               leak_check=None) -> Path:
     """Assemble the task in a temp dir next to its destination, then rename it in."""
     final = out_dir / tid
     tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{tid[:40]}-", dir=out_dir))
@@ -120,6 +121,8 @@ def write_task(out_dir: Path, tid: str, src: Path, source_changes: dict[str, str
                 p.parent.mkdir(parents=True, exist_ok=True)
                 p.write_text(content, encoding="utf-8")
         scrub(ws)
+        if leak_check is not None:
+            leak_check(ws)          # scrubs text leaks; raises LeakError on what remains
         base_commit = fresh_repo(ws)
         hidden = tmp / "hidden"
         for rel in protected:

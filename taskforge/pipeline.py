@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Callable
 
 from taskforge import __version__
+from taskforge.audit import LeakError, leak_checker
 from taskforge.coverage_map import CoverageMap
 from taskforge.envdetect import detect
 from taskforge.errors import InfraError, TaskforgeError, UserError
@@ -36,7 +37,7 @@ from taskforge.testindex import group_ids, index_tests
 from taskforge.validate import Context, Verdict, Worker, validate
 
 STAGES = ["candidates", "removed cleanly", "remaining suite green", "hidden tests fail",
-          "gold passes", "tasks"]
+          "gold passes", "leak-free", "tasks"]
 
 
 @dataclass
@@ -140,7 +141,7 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
         tasks: list[str] = []
         necessary = base_test_secs
         for v in verdicts:
-            for s in STAGES[: STAGES.index(v.stage) + 1]:
+            for s in STAGES[: STAGES.index(v.stage) + 1]:   # leak-free/tasks counted below
                 stage_counts[s] += 1
             if not v.ok:
                 drops.append(DropReason(candidate=v.candidate.name, stage=v.stage, reason=v.reason))
@@ -151,11 +152,20 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
             tid = task_id(src.name, src.commit, v.candidate.name, v.candidate.kind)
             if v.resumed:
                 tasks.append(tid)
+                stage_counts["leak-free"] += 1
                 stage_counts["tasks"] += 1
                 continue
             record_fn = _record_builder(tid, src, image, v, ctx, len(flaky), index)
-            write_task(out_dir, tid, src.path, v.source_changes, v.test_changes, protected, record_fn)
+            check = leak_checker(src.path, v.candidate.symbols, sorted(v.hidden & ctx.passing), image)
+            try:
+                write_task(out_dir, tid, src.path, v.source_changes, v.test_changes, protected,
+                           record_fn, leak_check=check)
+            except LeakError as exc:
+                drops.append(DropReason(candidate=v.candidate.name, stage="gold passes",
+                                        reason=f"leaks the removed code: {exc}"))
+                continue
             tasks.append(tid)
+            stage_counts["leak-free"] += 1
             stage_counts["tasks"] += 1
             necessary += v.seconds.get("remaining_suite", 0) + v.seconds.get("hidden_on_stripped", 0)
         timings["package"] = time.monotonic() - t

@@ -8,6 +8,7 @@ import subprocess
 
 import pytest
 
+from taskforge.audit import audit
 from taskforge.models import GenerateReport
 from taskforge.task_store import load_task
 from taskforge.verify import Solution, verify_many
@@ -69,6 +70,10 @@ def test_generate_yields_valid_tasks(generated, name):
             assert sym.qualname not in defined_names(ws / sym.path, sym.qualname.rsplit(".", 2)[0]
                                                      if sym.kind == "method" else
                                                      sym.qualname.rsplit(".", 1)[0]), sym.qualname
+        # No leak of the removed code anywhere: workspace, git objects, image.
+        leaks = audit(out / tid)
+        assert leaks.findings == [], [f.line() for f in leaks.findings]
+        assert leaks.needles >= 0
         # The statement names the interface, never the body.
         assert rec.feature.symbols[0].qualname.rsplit(".", 1)[-1] in rec.problem_statement
         assert "```python" in rec.problem_statement

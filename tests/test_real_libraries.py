@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from taskforge.audit import audit
 from taskforge.pipeline import Options, generate
 from taskforge.sdist import repo_from_sdist
 from taskforge.verify import Solution, verify_many
@@ -19,6 +20,9 @@ def test_real_library_end_to_end(name, version, base_image, tmp_path_factory):
     report = generate(str(repo), out, Options(max_tasks=3, jobs=2))
     assert len(report.tasks) == 3, report.model_dump_json(indent=1)
     assert report.baseline_passing > 100
+    for t in report.tasks:
+        leaks = audit(out / t)
+        assert leaks.findings == [], [f.line() for f in leaks.findings]
     pairs = [(out / t, s) for t in report.tasks for s in (Solution.gold(), Solution.empty())]
     for (task, sol), res in zip(pairs, verify_many(pairs, workers=2, timeout=300)):
         assert res.error is None, res.error

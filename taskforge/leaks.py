@@ -1,0 +1,357 @@
+"""Find the removed code itself wherever it could hide.
+
+Needles are the normalised token sequences of every removed body (headers are
+excluded: the statement publishes the interface on purpose; names are not
+leaks, code is). Any K consecutive body tokens that do not also occur in the
+code the workspace keeps form a window; a window found in a file is a leak.
+Haystacks: every file of a tree (text, bytecode, zip archives, caches, build
+output) and every object of every git repository in it (compressed objects,
+dangling ones included), and the environment image's filesystem.
+"""
+from __future__ import annotations
+
+import ast
+import hashlib
+import io
+import marshal
+import re
+import subprocess
+import tokenize
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+K = 12                 # window length, in tokens
+MIN_BODY_TOKENS = 10   # shorter bodies are too trivial to recognise
+MIN_MATCHES = 3        # distinct windows that must match (fewer if the body has fewer)
+MAX_FILE = 8 * 1024 * 1024
+CACHE_DIRS = {".mypy_cache", ".pytest_cache", ".pytype", ".pyre", ".ruff_cache", ".hypothesis",
+              "__pycache__", ".tox", ".nox", ".eggs"}
+BUILD_MARKERS = (".egg-info", ".dist-info")
+TOKEN_RE = re.compile(r"""[A-Za-z_][A-Za-z0-9_]*|\d+(?:\.\d+)?|"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'"""
+                      r"""|==|!=|<=|>=|\*\*|//|->|:=|[^\sA-Za-z0-9_#]""")
+COMMENT_RE = re.compile(r"(?m)(^|\s)#[^\n]*")
+
+
+def tokens(text: str) -> list[str]:
+    """Python-ish tokens with comments dropped; works on prose and markup too."""
+    return TOKEN_RE.findall(COMMENT_RE.sub(" ", text))
+
+
+def windows(toks: list[str], k: int = K) -> set[int]:
+    return {hash(tuple(toks[i:i + k])) for i in range(0, max(0, len(toks) - k + 1))}
+
+
+@dataclass
+class Needle:
+    symbol: str
+    names: list[frozenset]              # prefilter: every identifier of some window occurs
+    windows: set[int]
+    lines: list[str]                    # the removed body, for snippets
+    size: int = K                       # window length used for this needle
+    short: str = ""                     # the symbol's own name
+    file_suffix: str = ""               # module path, e.g. pkg/mod.py (bytecode check)
+
+
+@dataclass
+class Finding:
+    kind: str          # code | bytecode | cache | build | git
+    path: str
+    symbol: str
+    snippet: str
+
+    def line(self) -> str:
+        return f"{self.kind}: {self.path}: {self.symbol}: {self.snippet[:160]}"
+
+
+def _body_source(tree: ast.Module, src_lines: list[str], qualname_tail: list[str]):
+    """Source lines of the body of the def or class at qualname_tail (docstring out)."""
+    nodes = tree.body
+    node = None
+    for part in qualname_tail:
+        node = next((n for n in nodes if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                        ast.ClassDef)) and n.name == part), None)
+        if node is None:
+            return None
+        nodes = node.body
+    body = list(node.body)
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+            and isinstance(body[0].value.value, str):
+        body = body[1:]
+    if not body:
+        return None
+    if isinstance(node, ast.ClassDef):   # the class's code: method bodies and statements
+        out = []
+        for st in body:
+            if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                sub = _body_source(ast.Module(body=[st], type_ignores=[]), src_lines, [st.name])
+                out += sub or []
+            else:
+                out += src_lines[st.lineno - 1: st.end_lineno]
+        return out
+    return src_lines[body[0].lineno - 1: node.end_lineno]
+
+
+def needles_for(original_root: Path, symbols, kept_code_windows: set[int]) -> list[Needle]:
+    """Needles for removed symbols, from the original files (gold applied)."""
+    out = []
+    parsed: dict[str, tuple[ast.Module, list[str]]] = {}
+    for sym in symbols:
+        if sym.kind == "module":
+            continue
+        if sym.path not in parsed:
+            src = (original_root / sym.path).read_text(encoding="utf-8", errors="replace")
+            parsed[sym.path] = (ast.parse(src), src.splitlines())
+        tree, lines = parsed[sym.path]
+        module = _module_of(sym)
+        tail = sym.qualname[len(module) + 1:].split(".") if sym.qualname.startswith(module + ".") \
+            else sym.qualname.split(".")[-1:]
+        body = _body_source(tree, lines, tail)
+        if not body:
+            continue
+        toks = tokens("\n".join(body))
+        if len(toks) < MIN_BODY_TOKENS:
+            continue
+        size = min(K, len(toks))
+        w = windows(toks, size) - kept_code_windows
+        if not w:
+            continue
+        idents = set()
+        for i in range(0, max(1, len(toks) - size + 1)):
+            win = tuple(toks[i:i + size])
+            if hash(win) in w:
+                idents.add(frozenset(t.encode() for t in win if re.match(r"[A-Za-z_]\w*$", t)))
+        suffix = module.replace(".", "/") + ".py"
+        out.append(Needle(symbol=sym.qualname, names=sorted(idents, key=len, reverse=True)[:64],
+                          windows=w, lines=body, size=size, short=tail[-1],
+                          file_suffix=suffix))
+    return out
+
+
+def _module_of(sym) -> str:
+    parts = sym.qualname.split(".")
+    return ".".join(parts[:-2] if sym.kind == "method" else parts[:-1])
+
+
+def kept_windows(tree: Path) -> set[int]:
+    """Windows of the code a workspace keeps (its package and test modules, as
+    layout sees them: never build output, caches or patch leftovers). Code that
+    stays in the package can never count as a leak."""
+    from taskforge.layout import scan
+
+    layout = scan(tree)
+    out: set[int] = set()
+    for rel in [*layout.source_files, *layout.test_files]:
+        try:
+            toks = tokens((tree / rel).read_text(encoding="utf-8", errors="replace"))
+        except OSError:
+            continue
+        for k in range(MIN_BODY_TOKENS, K + 1):
+            out |= windows(toks, k)
+    return out
+
+
+class Scanner:
+    def __init__(self, needles: list[Needle], names: set[str], test_ids: set[str],
+                 symbols: list[tuple[str, str]] = ()):
+        self.needles = needles
+        self.symbols = list(symbols)       # (short name, module file suffix) for bytecode
+        self.names = {n.encode() for n in names if len(n) >= 3}
+        self.test_names = {t.split("::")[-1].split("[")[0].encode() for t in test_ids}
+        self.findings: list[Finding] = []
+
+    # -- text -------------------------------------------------------------
+    def match_text(self, data: bytes, where: str) -> bool:
+        hits = [n for n in self.needles
+                if any(all(x in data for x in group) for group in n.names)]
+        if not hits:
+            return False
+        toks = tokens(data.decode("utf-8", errors="replace"))
+        found = False
+        for n in hits:
+            size = n.size
+            need = min(len(n.windows), MIN_MATCHES)   # one shared idiom is a coincidence
+            seen: set[int] = set()
+            first = None
+            for i in range(0, max(0, len(toks) - size + 1)):
+                h = hash(tuple(toks[i:i + size]))
+                if h in n.windows:
+                    seen.add(h)
+                    first = i if first is None else first
+                    if len(seen) >= need:
+                        break
+            if len(seen) >= need:
+                snippet = " ".join(toks[first:first + size])
+                self.findings.append(Finding("code", where, n.symbol, snippet))
+                found = True
+        return found
+
+    # -- bytecode -----------------------------------------------------------
+    def match_pyc(self, data: bytes, where: str) -> None:
+        try:
+            code = marshal.loads(data[16:])
+        except Exception:
+            return self.match_text(data, where)
+        stack = [code]
+        while stack:
+            c = stack.pop()
+            fname = getattr(c, "co_filename", "")
+            for short, suffix in self.symbols:
+                if c.co_name == short and fname.endswith(suffix):
+                    self.findings.append(Finding("bytecode", where, short,
+                                                 f"compiled code of {short} from {fname}"))
+                    return
+            stack += [k for k in getattr(c, "co_consts", ()) if hasattr(k, "co_code")]
+
+    def scan_bytes(self, data: bytes, where: str, name: str) -> None:
+        if name.endswith((".pyc", ".pyo")):
+            return self.match_pyc(data, where)
+        if name.endswith((".whl", ".zip", ".egg")) or data[:4] == b"PK\x03\x04":
+            try:
+                with zipfile.ZipFile(io.BytesIO(data)) as z:
+                    for info in z.infolist()[:5000]:
+                        if info.file_size <= MAX_FILE:
+                            self.scan_bytes(z.read(info), f"{where}!{info.filename}", info.filename)
+                return
+            except (zipfile.BadZipFile, OSError, RuntimeError):
+                pass
+        if name.endswith((".tar.gz", ".tgz")):
+            import tarfile
+
+            try:
+                with tarfile.open(fileobj=io.BytesIO(data)) as t:
+                    for m in t.getmembers()[:5000]:
+                        if m.isfile() and m.size <= MAX_FILE:
+                            f = t.extractfile(m)
+                            if f:
+                                self.scan_bytes(f.read(), f"{where}!{m.name}", m.name)
+                return
+            except (tarfile.TarError, OSError, EOFError):
+                pass
+        self.match_text(data, where)
+
+    # -- trees --------------------------------------------------------------
+    def scan_tree(self, root: Path, label: str = "") -> None:
+        for p in sorted(root.rglob("*")):
+            rel = p.relative_to(root).as_posix()
+            where = f"{label}{rel}"
+            if p.is_symlink():
+                continue
+            if p.is_dir():
+                if p.name == ".git":
+                    self.scan_git(p, where)
+                elif p.name.endswith(BUILD_MARKERS) and not label:
+                    self.findings.append(Finding("build", where, "-", "build metadata directory"))
+                continue
+            parts = set(p.relative_to(root).parts)
+            if ".git" in parts:
+                continue
+            try:
+                if p.stat().st_size > MAX_FILE:
+                    continue
+                data = p.read_bytes()
+            except OSError:
+                continue
+            if not label and parts & CACHE_DIRS and not p.name.endswith((".pyc", ".pyo")):
+                named = [x for x in self.names | self.test_names if x and x in data]
+                if named:
+                    self.findings.append(Finding("cache", where, named[0].decode(),
+                                                 "tool cache names removed code or hidden tests"))
+                    continue
+            before = len(self.findings)
+            self.scan_bytes(data, where, p.name)
+            if len(self.findings) == before and p.name.endswith((".orig", ".rej")):
+                self.findings.append(Finding("build", where, "-", "patch leftover"))
+
+    def scan_git(self, gitdir: Path, where: str) -> None:
+        """Every object (reachable or not) and the refs of a git directory."""
+        env = {"GIT_DIR": str(gitdir), "PATH": "/usr/bin:/bin:/usr/local/bin"}
+        run = lambda *a: subprocess.run(["git", *a], env=env, capture_output=True)  # noqa: E731
+        commits = run("rev-list", "--all", "--reflog").stdout.split()
+        if len(set(commits)) > 1:
+            self.findings.append(Finding("git", where, "-", f"{len(set(commits))} commits in history"))
+        refs = run("for-each-ref", "--format=%(refname)").stdout.decode().split()
+        extra = [r for r in refs if not r.startswith("refs/heads/")]
+        if extra:
+            self.findings.append(Finding("git", where, "-", f"extra refs: {', '.join(extra[:5])}"))
+        out = run("cat-file", "--batch-all-objects", "--batch", "--unordered").stdout
+        pos = 0
+        while pos < len(out):
+            nl = out.find(b"\n", pos)
+            if nl < 0:
+                break
+            header = out[pos:nl].split()
+            if len(header) < 3:
+                break
+            size = int(header[2])
+            body = out[nl + 1: nl + 1 + size]
+            pos = nl + 1 + size + 1
+            if header[1] == b"blob":
+                self.match_text(body, f"{where}:{header[0].decode()[:12]}")
+
+
+def image_fs_cache(image: str, cache_root: Path) -> Path:
+    """The image's Python-relevant files, exported once per image id."""
+    import tarfile
+
+    from taskforge.sandbox.docker import LABEL, client
+
+    img = client().images.get(image)
+    dest = cache_root / img.id.replace(":", "_")
+    if (dest / ".complete").exists():
+        return dest
+    tmp = dest.with_name(dest.name + ".partial")
+    import shutil
+
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    skip = ("proc/", "sys/", "dev/", "usr/share/", "usr/lib/x86_64-linux-gnu/", "usr/lib/aarch64",
+            "usr/bin/", "usr/sbin/", "bin/", "sbin/", "lib/", "lib64/", "etc/", "var/lib/",
+            "usr/include/", "boot/", "usr/lib/gcc", "usr/libexec/")
+    container = client().containers.create(image, command=["true"], labels={LABEL: "1"})
+    try:
+        stream = container.export(chunk_size=1 << 20)
+        reader = _IterReader(stream)
+        with tarfile.open(fileobj=reader, mode="r|") as t:
+            for m in t:
+                name = m.name.lstrip("./")
+                if not m.isfile() or m.size > MAX_FILE or name.startswith(skip):
+                    continue
+                if re.search(r"/python3\.\d+/(?!site-packages|dist-packages)", "/" + name) and \
+                        "site-packages" not in name and "dist-packages" not in name:
+                    continue          # the interpreter's own stdlib
+                f = t.extractfile(m)
+                if f is None:
+                    continue
+                out = tmp / name
+                out.parent.mkdir(parents=True, exist_ok=True)
+                out.write_bytes(f.read())
+    finally:
+        container.remove(force=True)
+    (tmp / ".complete").write_text("")
+    if dest.exists():
+        shutil.rmtree(dest)
+    tmp.rename(dest)
+    return dest
+
+
+class _IterReader(io.RawIOBase):
+    def __init__(self, it):
+        self.it, self.buf = iter(it), b""
+
+    def readable(self):
+        return True
+
+    def readinto(self, b):
+        while not self.buf:
+            try:
+                self.buf = next(self.it)
+            except StopIteration:
+                return 0
+        n = min(len(b), len(self.buf))
+        b[:n], self.buf = self.buf[:n], self.buf[n:]
+        return n
+
+
+def fingerprint(n: Needle) -> str:
+    return hashlib.sha256(repr(sorted(n.windows)).encode()).hexdigest()[:12]
