@@ -23,11 +23,15 @@ from pathlib import Path
 
 K = 12                 # window length, in tokens
 MIN_BODY_TOKENS = 10   # shorter bodies are too trivial to recognise
-MIN_MATCHES = 3        # distinct windows that must match (fewer if the body has fewer)
+MIN_MATCHES = 3        # distinct windows that must match at least (all, if the body has fewer)
 MAX_FILE = 8 * 1024 * 1024
 CACHE_DIRS = {".mypy_cache", ".pytest_cache", ".pytype", ".pyre", ".ruff_cache", ".hypothesis",
               "__pycache__", ".tox", ".nox", ".eggs"}
 BUILD_MARKERS = (".egg-info", ".dist-info")
+COMMON = set(__import__("keyword").kwlist) | {
+    "self", "cls", "len", "str", "int", "float", "bool", "list", "dict", "set", "tuple", "range",
+    "isinstance", "print", "append", "join", "get", "items", "keys", "values", "value", "key",
+    "result", "args", "kwargs", "name", "text", "data", "other", "object", "super", "type"}
 TOKEN_RE = re.compile(r"""[A-Za-z_][A-Za-z0-9_]*|\d+(?:\.\d+)?|"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'"""
                       r"""|==|!=|<=|>=|\*\*|//|->|:=|[^\sA-Za-z0-9_#]""")
 COMMENT_RE = re.compile(r"(?m)(^|\s)#[^\n]*")
@@ -51,6 +55,7 @@ class Needle:
     size: int = K                       # window length used for this needle
     short: str = ""                     # the symbol's own name
     file_suffix: str = ""               # module path, e.g. pkg/mod.py (bytecode check)
+    starts: frozenset = frozenset()     # first tokens of the windows: cheap position filter
 
 
 @dataclass
@@ -117,14 +122,21 @@ def needles_for(original_root: Path, symbols, kept_code_windows: set[int]) -> li
         if not w:
             continue
         idents = set()
+        starts = set()
         for i in range(0, max(1, len(toks) - size + 1)):
             win = tuple(toks[i:i + size])
             if hash(win) in w:
-                idents.add(frozenset(t.encode() for t in win if re.match(r"[A-Za-z_]\w*$", t)))
+                starts.add(win[0])
+                words = {t for t in win if re.match(r"[A-Za-z_]\w*$", t)}
+                rare = {t for t in words if t not in COMMON and len(t) > 3}
+                if rare:        # a window of only common words cannot prefilter anything
+                    idents.add(frozenset(x.encode() for x in rare))
+        if not idents:
+            idents = {frozenset(t.encode() for t in toks if re.match(r"[A-Za-z_]\w*$", t))}
         suffix = module.replace(".", "/") + ".py"
         out.append(Needle(symbol=sym.qualname, names=sorted(idents, key=len, reverse=True)[:64],
                           windows=w, lines=body, size=size, short=tail[-1],
-                          file_suffix=suffix))
+                          file_suffix=suffix, starts=frozenset(starts)))
     return out
 
 
@@ -168,21 +180,20 @@ class Scanner:
             return False
         toks = tokens(data.decode("utf-8", errors="replace"))
         found = False
+        per_size: dict[int, set[int]] = {}
         for n in hits:
             size = n.size
-            need = min(len(n.windows), MIN_MATCHES)   # one shared idiom is a coincidence
-            seen: set[int] = set()
-            first = None
-            for i in range(0, max(0, len(toks) - size + 1)):
-                h = hash(tuple(toks[i:i + size]))
-                if h in n.windows:
-                    seen.add(h)
-                    first = i if first is None else first
-                    if len(seen) >= need:
-                        break
-            if len(seen) >= need:
-                snippet = " ".join(toks[first:first + size])
-                self.findings.append(Finding("code", where, n.symbol, snippet))
+            if size not in per_size:
+                firsts = set().union(*(m.starts for m in hits if m.size == size))
+                per_size[size] = {hash(tuple(toks[i:i + size])) for i, t in enumerate(toks)
+                                  if t in firsts}
+            # A shared idiom or two is a coincidence; a copy matches window after window.
+            need = min(len(n.windows), max(MIN_MATCHES, min((len(n.windows) + 1) // 2, 12)))
+            matched = n.windows & per_size[size]
+            if len(matched) >= need:
+                first = next(i for i in range(len(toks)) if hash(tuple(toks[i:i + size])) in matched)
+                self.findings.append(Finding("code", where, n.symbol,
+                                             " ".join(toks[first:first + size])))
                 found = True
         return found
 
