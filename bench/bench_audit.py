@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from bench_generate import REAL, fixture_repo  # noqa: E402
+from bench_generate import bench_repos  # noqa: E402
 
 from taskforge.audit import audit, cache_root  # noqa: E402
 from taskforge.pipeline import Options, generate  # noqa: E402
@@ -31,12 +31,7 @@ def main() -> None:
     print("repo | tasks | clean | first audit s | median s | max s")
     with tempfile.TemporaryDirectory(prefix="tf-bencha-") as tmp:
         work = Path(tmp)
-        repos = [(n, fixture_repo(n, work)) for n in ("textkit", "geomlib", "ledger")]
-        if args.real:
-            from taskforge.sdist import repo_from_sdist
-
-            repos += [(f"{n}-{v}", repo_from_sdist(n, v, work / "sdists")) for n, v in REAL]
-        for label, repo in repos:
+        for label, repo in bench_repos(work, args.real):
             out = work / f"{label}-tasks"
             report = generate(str(repo), out, Options(jobs=2))
             times, clean = [], 0

@@ -40,6 +40,16 @@ def fixture_repo(name: str, dest: Path) -> Path:
     return repo
 
 
+def bench_repos(work: Path, real: bool) -> list[tuple[str, Path]]:
+    """The fixtures as git repos, and with `real` the real libraries' sdists."""
+    repos = [(n, fixture_repo(n, work)) for n in ("textkit", "geomlib", "ledger")]
+    if real:
+        from taskforge.sdist import repo_from_sdist
+
+        repos += [(f"{n}-{v}", repo_from_sdist(n, v, work / "sdists")) for n, v in REAL]
+    return repos
+
+
 def pct(values, q):
     values = sorted(values)
     if not values:
@@ -90,12 +100,7 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory(prefix="tf-bench-") as tmp:
         work = Path(tmp)
-        repos = [(n, fixture_repo(n, work)) for n in ("textkit", "geomlib", "ledger")]
-        if args.real:
-            from taskforge.sdist import repo_from_sdist
-
-            repos += [(f"{n}-{v}", repo_from_sdist(n, v, work / "sdists")) for n, v in REAL]
-        for label, repo in repos:
+        for label, repo in bench_repos(work, args.real):
             row = bench_repo(label, repo, work, args.jobs, args.max_tasks, args.verify)
             rows.append(row)
             print(json.dumps(row), file=sys.stderr)
