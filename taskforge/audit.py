@@ -113,12 +113,36 @@ class LeakError(Exception):
     """The removed code is still reachable from the task: the candidate is dropped."""
 
 
-def leak_checker(src: Path, symbols, f2p: list[str], image: str | None):
+def image_leaks(src: Path, symbol_lists, image: str) -> dict[str, str]:
+    """One pass over the image for every candidate at once: {qualname: image path}.
+    The image is shared by all tasks of a repository, so it is read once, not per task."""
+    needles = []
+    for symbols in symbol_lists:
+        needles += needles_for(src, symbols, set())
+    if not needles:
+        return {}
+    pairs = [(n.short, n.file_suffix) for n in needles]
+    sc = Scanner(needles, set(), set(), symbols=pairs)
+    sc.scan_tree(image_fs_cache(image, cache_root()), label="image:/")
+    hits: dict[str, str] = {}
+    for f in sc.findings:
+        key = next((n.symbol for n in needles if n.symbol == f.symbol or n.short == f.symbol), f.symbol)
+        hits.setdefault(key, f.path)
+    return hits
+
+
+def leak_checker(src: Path, symbols, f2p: list[str], image: str | None,
+                 image_hits: dict[str, str] | None = None):
     """For generate: scan a task's workspace (and the image) before it is committed,
-    scrub removed code out of text files, and raise LeakError if any leak remains."""
+    scrub removed code out of text files, and raise LeakError if any leak remains.
+    With `image_hits` (from image_leaks) the image is not read again."""
     from taskforge.package import scrub
 
     def check(ws: Path) -> None:
+        if image_hits is not None:
+            for s in symbols:
+                if s.qualname in image_hits:
+                    raise LeakError(f"the environment image holds a copy: {image_hits[s.qualname]}")
         needles = needles_for(src, symbols, kept_windows(ws))
         names = {s.qualname for s in symbols} | {s.qualname.rsplit(".", 1)[-1] for s in symbols}
         pairs = [(n.short, n.file_suffix) for n in needles]
@@ -130,7 +154,7 @@ def leak_checker(src: Path, symbols, f2p: list[str], image: str | None):
                 sc.scan_tree(image_fs_cache(image, cache_root()), label="image:/")
             return sc.findings
 
-        findings = scan(include_image=True)
+        findings = scan(include_image=image_hits is None)
         if any(f.path.startswith("image:/") for f in findings):
             f = next(f for f in findings if f.path.startswith("image:/"))
             raise LeakError(f"the environment image holds a copy: {f.path}")

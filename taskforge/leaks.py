@@ -155,12 +155,30 @@ def kept_windows(tree: Path) -> set[int]:
     out: set[int] = set()
     for rel in [*layout.source_files, *layout.test_files]:
         try:
-            toks = tokens((tree / rel).read_text(encoding="utf-8", errors="replace"))
+            data = (tree / rel).read_bytes()
         except OSError:
             continue
-        for k in range(MIN_BODY_TOKENS, K + 1):
-            out |= windows(toks, k)
+        out |= _file_windows(hashlib.sha1(data).digest(), data)
     return out
+
+
+_WINDOW_CACHE: dict[bytes, frozenset] = {}
+
+
+def _file_windows(digest: bytes, data: bytes) -> frozenset:
+    """All windows of one file's code, cached by content: most files are the same
+    in every task of a repository."""
+    hit = _WINDOW_CACHE.get(digest)
+    if hit is None:
+        toks = tokens(data.decode("utf-8", errors="replace"))
+        acc: set[int] = set()
+        for k in range(MIN_BODY_TOKENS, K + 1):
+            acc |= windows(toks, k)
+        hit = frozenset(acc)
+        if len(_WINDOW_CACHE) > 20000:
+            _WINDOW_CACHE.clear()
+        _WINDOW_CACHE[digest] = hit
+    return hit
 
 
 class Scanner:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Callable
 
 from taskforge import __version__
-from taskforge.audit import LeakError, leak_checker
+from taskforge.audit import LeakError, image_leaks, leak_checker
 from taskforge.coverage_map import CoverageMap
 from taskforge.envdetect import detect
 from taskforge.errors import InfraError, TaskforgeError, UserError
@@ -139,6 +139,8 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
         protected = protected_files(src.path)
         stage_counts = {s: 0 for s in STAGES}
         tasks: list[str] = []
+        image_hits = image_leaks(src.path, [v.candidate.symbols for v in verdicts
+                                            if v.ok and not v.resumed], image)
         necessary = base_test_secs
         for v in verdicts:
             for s in STAGES[: STAGES.index(v.stage) + 1]:   # leak-free/tasks counted below
@@ -156,7 +158,8 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
                 stage_counts["tasks"] += 1
                 continue
             record_fn = _record_builder(tid, src, image, v, ctx, len(flaky), index)
-            check = leak_checker(src.path, v.candidate.symbols, sorted(v.hidden & ctx.passing), image)
+            check = leak_checker(src.path, v.candidate.symbols, sorted(v.hidden & ctx.passing), image,
+                                 image_hits=image_hits)
             try:
                 write_task(out_dir, tid, src.path, v.source_changes, v.test_changes, protected,
                            record_fn, leak_check=check)
