@@ -40,12 +40,29 @@ for sp in site.getsitepackages():
 """
 
 
+# pip and setuptools vendor popular libraries (more-itertools, packaging, ...). A
+# vendored copy of the repository in the image would hand the agent the removed
+# code, so the installer that vendors it goes, when the repository never imports it.
+DROP_VENDORING = """\
+import pathlib, subprocess, sys, sysconfig
+site = pathlib.Path(sysconfig.get_paths()["purelib"])
+vendors = {"setuptools": ["setuptools/_vendor", "pkg_resources/_vendor"], "pip": ["pip/_vendor"]}
+for dist, dirs in vendors.items():
+    if any((site / d / p).exists() or (site / d / (p + ".py")).exists()
+           for d in dirs for p in sys.argv[1:]):
+        print("taskforge: removing", dist, "which vendors a copy of this repository")
+        subprocess.call([sys.executable, "-m", "pip", "uninstall", "-y", "-q", dist])
+"""
+
+
 @dataclass
 class InstallPlan:
     installable: bool
     extras: list[str] = field(default_factory=list)
     requirement_files: list[str] = field(default_factory=list)
     tried: list[str] = field(default_factory=list)
+    packages: list[str] = field(default_factory=list)      # the repo's top-level packages
+    needs_installers: bool = False                         # the repo imports pip/setuptools
 
     def script(self) -> str:
         """Shell script for the build container (cwd /workspace, network on)."""
@@ -58,6 +75,9 @@ class InstallPlan:
         # The repository may pin its own pytest: keep the tooling taskforge reads with.
         lines.append('pip install "pytest-reportlog>=0.4" "pytest-cov>=4.1" "coverage>=7.4"')
         lines.append("python - <<'PY'\n" + STRIP_METADATA + "PY")
+        if self.packages and not self.needs_installers:
+            lines.append("python - " + " ".join(shlex.quote(p) for p in self.packages)
+                         + " <<'PY'\n" + DROP_VENDORING + "PY")
         return "\n".join(lines) + "\n"
 
     def describe(self) -> str:
@@ -101,7 +121,10 @@ def _setup_py_extras(root: Path) -> set[str]:
     return set(re.findall(r"['\"]([\w.-]+)['\"]\s*:", m.group(1))) if m else set()
 
 
-def detect(root: Path) -> InstallPlan:
+INSTALLER_IMPORT = re.compile(r"^\s*(?:import|from)\s+(?:setuptools|pkg_resources|pip|distutils)\b", re.M)
+
+
+def detect(root: Path, layout=None) -> InstallPlan:
     installable = any((root / f).is_file() for f in ("pyproject.toml", "setup.py", "setup.cfg"))
     if (root / "pyproject.toml").is_file() and not (root / "setup.py").is_file():
         try:
@@ -119,4 +142,9 @@ def detect(root: Path) -> InstallPlan:
     plan.tried.append(f"test extras: {plan.extras or 'none'}")
     plan.requirement_files = [r for r in REQ_FILES if (root / r).is_file()]
     plan.tried.append(f"requirement files: {plan.requirement_files or 'none'}")
+    if layout is not None:
+        plan.packages = list(layout.packages)
+        plan.needs_installers = any(
+            INSTALLER_IMPORT.search((root / rel).read_text(encoding="utf-8", errors="replace"))
+            for rel in [*layout.source_files, *layout.test_files])
     return plan

@@ -93,7 +93,7 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
             raise UserError(f"no package code found in {repo} outside its tests")
         index = index_repo(src.path, layout)          # raises on syntax errors
         tests = index_tests(src.path, layout.test_files)
-        plan = detect(src.path)
+        plan = detect(src.path, layout)
 
         prog.stage("building the environment image")
         t = time.monotonic()

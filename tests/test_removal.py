@@ -168,3 +168,17 @@ def test_all_tuple_keeps_being_a_tuple(tmp_path):
     b = next(s for s in index.symbols() if s.name == "b")
     init = remove_source(index, [b]).changes["p/__init__.py"]
     assert init == 'from .m import a\n__all__ = ("a",)\n'
+
+
+def test_install_plan_drops_installers_that_vendor_the_repo(tmp_path):
+    from taskforge.envdetect import detect
+
+    root = make(tmp_path, {"pyproject.toml": "[project]\nname='p'\nversion='1'\n"
+                                             "[project.optional-dependencies]\ntests=['pytest']\n",
+                           "p/__init__.py": "x = 1\n", "tests/test_p.py": "def test(): pass\n"})
+    plan = detect(root, scan(root))
+    script = plan.script()
+    assert "pip install -e '.[tests]'" in script
+    assert "python - p <<'PY'" in script and "vendors a copy" in script
+    (root / "p/__init__.py").write_text("import pkg_resources\n")
+    assert "vendors a copy" not in detect(root, scan(root)).script()
