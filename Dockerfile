@@ -25,7 +25,7 @@ COPY taskforge/data/tfrun.py /opt/tf/bin/tfrun.py
 RUN set -eu; \
     if [ -f /opt/tf/build/pip.conf ]; then cp /opt/tf/build/pip.conf /etc/pip.conf; fi; \
     python3 -m venv /opt/tf/venv; \
-    /opt/tf/venv/bin/pip install "pytest>=7.4" "pytest-reportlog>=0.4" "pytest-cov>=4.1" "coverage>=7.4"; \
+    /opt/tf/venv/bin/pip install "pytest>=7.4" "pytest-cov>=4.1" "coverage>=7.4"; \
     if ! getent passwd 1000 >/dev/null; then useradd -u 1000 -U -m -s /bin/sh sandbox; fi; \
     mkdir -p /workspace /opt/tf/out; \
     chown 1000:1000 /workspace /opt/tf/out; \

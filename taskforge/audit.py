@@ -6,8 +6,6 @@ workspace, in its git objects, and in the environment image's filesystem.
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -15,6 +13,7 @@ from pathlib import Path
 
 from taskforge.errors import InfraError, UserError
 from taskforge.fsutil import copy_tree
+from taskforge.package import apply_patch, scrub
 from taskforge.leaks import Finding, Scanner, image_fs_cache, kept_windows, needles_for
 from taskforge.task_store import load_task
 
@@ -42,22 +41,16 @@ def original_tree(workspace: Path, patches: list[str], dest: Path) -> Path:
     """The workspace with the gold and test patches applied: the code as it was."""
     copy_tree(workspace, dest)
     for patch in patches:
-        if patch.strip():
-            res = subprocess.run(["git", "apply", "--whitespace=nowarn", "-"], cwd=dest, input=patch,
-                                 capture_output=True, text=True)
-            if res.returncode != 0:
-                raise UserError(f"corrupt task: its patch does not apply ({res.stderr.strip()[:100]})")
+        err = apply_patch(dest, patch)
+        if err:
+            raise UserError(f"corrupt task: its patch does not apply ({err[:100]})")
     return dest
 
 
 def scanner_for(record, original: Path, workspace: Path) -> Scanner:
     symbols = record.feature.symbols
-    needles = needles_for(original, symbols, kept_windows(workspace))
-    names = {s.qualname for s in symbols} | {s.qualname.rsplit(".", 1)[-1] for s in symbols}
-    pairs = []
-    for n in needles:
-        pairs.append((n.short, n.file_suffix))
-    return Scanner(needles, names, set(record.FAIL_TO_PASS), symbols=pairs)
+    return Scanner(needles_for(original, symbols, kept_windows(workspace)), symbols,
+                   record.FAIL_TO_PASS)
 
 
 def audit_workspace(record, workspace: Path, image: bool = True) -> AuditReport:
@@ -105,10 +98,6 @@ def scrub_text_leaks(workspace: Path, findings: list[Finding], body_lines: dict[
     return removed
 
 
-def remove_tree(p: Path) -> None:
-    shutil.rmtree(p, ignore_errors=True)
-
-
 class LeakError(Exception):
     """The removed code is still reachable from the task: the candidate is dropped."""
 
@@ -121,8 +110,7 @@ def image_leaks(src: Path, symbol_lists, image: str) -> dict[str, str]:
         needles += needles_for(src, symbols, set())
     if not needles:
         return {}
-    pairs = [(n.short, n.file_suffix) for n in needles]
-    sc = Scanner(needles, set(), set(), symbols=pairs)
+    sc = Scanner(needles)
     sc.scan_tree(image_fs_cache(image, cache_root()), label="image:/")
     hits: dict[str, str] = {}
     for f in sc.findings:
@@ -131,37 +119,26 @@ def image_leaks(src: Path, symbol_lists, image: str) -> dict[str, str]:
     return hits
 
 
-def leak_checker(src: Path, symbols, f2p: list[str], image: str | None,
-                 image_hits: dict[str, str] | None = None):
-    """For generate: scan a task's workspace (and the image) before it is committed,
-    scrub removed code out of text files, and raise LeakError if any leak remains.
-    With `image_hits` (from image_leaks) the image is not read again."""
-    from taskforge.package import scrub
-
+def leak_checker(src: Path, symbols, f2p: list[str], image_hits: dict[str, str]):
+    """For generate: scan a task's workspace before it is committed, scrub removed
+    code out of text files, and raise LeakError if any leak remains. The image was
+    read once for every candidate by image_leaks; `image_hits` is its answer."""
     def check(ws: Path) -> None:
-        if image_hits is not None:
-            for s in symbols:
-                if s.qualname in image_hits:
-                    raise LeakError(f"the environment image holds a copy: {image_hits[s.qualname]}")
+        for s in symbols:
+            if s.qualname in image_hits:
+                raise LeakError(f"the environment image holds a copy: {image_hits[s.qualname]}")
         needles = needles_for(src, symbols, kept_windows(ws))
-        names = {s.qualname for s in symbols} | {s.qualname.rsplit(".", 1)[-1] for s in symbols}
-        pairs = [(n.short, n.file_suffix) for n in needles]
 
-        def scan(include_image: bool) -> list[Finding]:
-            sc = Scanner(needles, names, set(f2p), symbols=pairs)
+        def scan() -> list[Finding]:
+            sc = Scanner(needles, symbols, f2p)
             sc.scan_tree(ws)
-            if include_image and image:
-                sc.scan_tree(image_fs_cache(image, cache_root()), label="image:/")
             return sc.findings
 
-        findings = scan(include_image=image_hits is None)
-        if any(f.path.startswith("image:/") for f in findings):
-            f = next(f for f in findings if f.path.startswith("image:/"))
-            raise LeakError(f"the environment image holds a copy: {f.path}")
+        findings = scan()
         if findings:
             scrub_text_leaks(ws, findings, {n.symbol: n.lines for n in needles})
             scrub(ws)
-            findings = scan(include_image=False)
+            findings = scan()
         if findings:
             raise LeakError(findings[0].line())
 

@@ -299,9 +299,5 @@ def cleanup(as_json: bool = typer.Option(False, "--json")) -> None:
     typer.echo(json.dumps({"removed": n}) if as_json else f"removed {n} container(s)")
 
 
-def main() -> None:  # pragma: no cover
-    app()
-
-
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(app())

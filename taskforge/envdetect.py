@@ -73,7 +73,7 @@ class InstallPlan:
             target = "." + (f"[{','.join(self.extras)}]" if self.extras else "")
             lines.append(f"pip install -e {shlex.quote(target)}")
         # The repository may pin its own pytest: keep the tooling taskforge reads with.
-        lines.append('pip install "pytest-reportlog>=0.4" "pytest-cov>=4.1" "coverage>=7.4"')
+        lines.append('pip install "pytest-cov>=4.1" "coverage>=7.4"')
         lines.append("python - <<'PY'\n" + STRIP_METADATA + "PY")
         if self.packages and not self.needs_installers:
             lines.append("python - " + " ".join(shlex.quote(p) for p in self.packages)

@@ -58,7 +58,7 @@ def _users(index: RepoIndex, sym: Symbol, exclude: set[str]) -> list[str]:
 
 def _references(mod: ModuleInfo, names: set[str], attrs: set[str], sym: Symbol) -> bool:
     if sym.kind == "method":
-        return sym.name in attrs or (sym.name in names and mod.module == sym.module and False)
+        return sym.name in attrs
     if sym.name in names and (mod.module == sym.module or any(
             b.local == sym.name and b.name for b in mod.bindings) or mod.star_imports):
         return True

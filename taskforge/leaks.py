@@ -15,10 +15,10 @@ import hashlib
 import io
 import marshal
 import re
+import shutil
 import subprocess
-import tokenize
 import zipfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 K = 12                 # window length, in tokens
@@ -182,10 +182,13 @@ def _file_windows(digest: bytes, data: bytes) -> frozenset:
 
 
 class Scanner:
-    def __init__(self, needles: list[Needle], names: set[str], test_ids: set[str],
-                 symbols: list[tuple[str, str]] = ()):
+    """Findings for the needles of some removed symbols, over trees and git objects.
+    `removed` (RemovedSymbol-like) and `test_ids` feed the tool-cache check."""
+
+    def __init__(self, needles: list[Needle], removed=(), test_ids=()):
         self.needles = needles
-        self.symbols = list(symbols)       # (short name, module file suffix) for bytecode
+        self.symbols = [(n.short, n.file_suffix) for n in needles]   # bytecode check
+        names = {s.qualname for s in removed} | {s.qualname.rsplit(".", 1)[-1] for s in removed}
         self.names = {n.encode() for n in names if len(n) >= 3}
         self.test_names = {t.split("::")[-1].split("[")[0].encode() for t in test_ids}
         self.findings: list[Finding] = []
@@ -330,8 +333,6 @@ def image_fs_cache(image: str, cache_root: Path) -> Path:
     if (dest / ".complete").exists():
         return dest
     tmp = dest.with_name(dest.name + ".partial")
-    import shutil
-
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     skip = ("proc/", "sys/", "dev/", "usr/share/", "usr/lib/x86_64-linux-gnu/", "usr/lib/aarch64",
@@ -380,7 +381,3 @@ class _IterReader(io.RawIOBase):
         n = min(len(b), len(self.buf))
         b[:n], self.buf = self.buf[:n], self.buf[n:]
         return n
-
-
-def fingerprint(n: Needle) -> str:
-    return hashlib.sha256(repr(sorted(n.windows)).encode()).hexdigest()[:12]

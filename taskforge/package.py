@@ -20,16 +20,15 @@ import tempfile
 from pathlib import Path
 
 from taskforge.fsutil import atomic_write, copy_tree
-from taskforge.layout import SKIP_DIRS, is_protected_path, walk
+from taskforge.layout import is_protected_path, walk
 
 GIT_ENV = {"GIT_AUTHOR_NAME": "taskforge", "GIT_AUTHOR_EMAIL": "taskforge@localhost",
            "GIT_COMMITTER_NAME": "taskforge", "GIT_COMMITTER_EMAIL": "taskforge@localhost",
            "GIT_AUTHOR_DATE": "2000-01-01T00:00:00+0000",
            "GIT_COMMITTER_DATE": "2000-01-01T00:00:00+0000",
            "GIT_CONFIG_NOSYSTEM": "1", "HOME": "/nonexistent", "GIT_TERMINAL_PROMPT": "0"}
-SCRUB_DIRS = SKIP_DIRS - {"build", "dist", "env", "venv", "node_modules", "site-packages"} | {
-    ".venv", ".tox", ".nox", ".eggs", ".mypy_cache", ".pytest_cache", ".ruff_cache",
-    ".hypothesis", "htmlcov", ".pytype", ".pyre", "__pycache__", ".git"}
+SCRUB_DIRS = {".git", "__pycache__", ".venv", ".tox", ".nox", ".eggs", ".mypy_cache",
+              ".pytest_cache", ".ruff_cache", ".hypothesis", "htmlcov", ".pytype", ".pyre"}
 SCRUB_TOP_DIRS = {"build", "dist", "wheelhouse"}
 SCRUB_SUFFIXES = (".pyc", ".pyo", ".orig", ".rej", ".whl")
 
@@ -79,6 +78,21 @@ def fresh_repo(tree: Path) -> str:
         p = tree / ".git" / extra
         shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
     return sha
+
+
+def apply_patch(tree: Path, text: str) -> str | None:
+    """Apply a unified diff to a tree (git apply, then patch -p1); the error line, or None."""
+    if not text.strip():
+        return None
+    res = subprocess.run(["git", "apply", "--whitespace=nowarn", "--unsafe-paths", "-"],
+                         cwd=tree, input=text, capture_output=True, text=True)
+    if res.returncode != 0:
+        res2 = subprocess.run(["patch", "-p1", "--forward", "--batch", "--silent"], cwd=tree,
+                              input=text, capture_output=True, text=True) if shutil.which("patch") else res
+        if res2.returncode != 0:
+            msg = (res.stderr or res.stdout).strip().splitlines()
+            return msg[0] if msg else "patch does not apply"
+    return None
 
 
 def make_patch(base: Path, new_files: dict[str, bytes | None]) -> str:

@@ -6,13 +6,11 @@ parallel warm sandboxes -> package. Every drop is recorded with its reason.
 """
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
@@ -22,13 +20,12 @@ from taskforge.coverage_map import CoverageMap
 from taskforge.envdetect import detect
 from taskforge.errors import InfraError, TaskforgeError, UserError
 from taskforge.features import propose
-from taskforge.fsutil import atomic_write, rmtree, share_with_sandbox, copy_tree
+from taskforge.fsutil import atomic_write, rmtree
 from taskforge.images import ensure_base_image, ensure_env_image
 from taskforge.layout import scan
 from taskforge.models import (DropReason, FeatureInfo, FunnelStage, GenerateReport,
                               RemovedSymbol, TaskRecord, TaskSizes, TaskTimings)
 from taskforge.package import protected_files, task_id, write_task
-from taskforge.removal import exported_bindings
 from taskforge.source import fetch
 from taskforge.statement import problem_statement
 from taskforge.symbols import index_repo
@@ -157,9 +154,9 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
                 stage_counts["leak-free"] += 1
                 stage_counts["tasks"] += 1
                 continue
-            record_fn = _record_builder(tid, src, image, v, ctx, len(flaky), index)
-            check = leak_checker(src.path, v.candidate.symbols, sorted(v.hidden & ctx.passing), image,
-                                 image_hits=image_hits)
+            record_fn = _record_builder(tid, src, image, v, ctx, len(flaky), protected)
+            check = leak_checker(src.path, v.candidate.symbols, sorted(v.hidden & ctx.passing),
+                                 image_hits)
             try:
                 write_task(out_dir, tid, src.path, v.source_changes, v.test_changes, protected,
                            record_fn, leak_check=check)
@@ -286,13 +283,13 @@ def validate_all(workers: list[Worker], ctx: Context, candidates, max_tasks, pro
     return ordered
 
 
-def _record_builder(tid, src, image, v: Verdict, ctx: Context, n_flaky: int, index):
+def _record_builder(tid, src, image, v: Verdict, ctx: Context, n_flaky: int,
+                    protected: list[str]):
     cand = v.candidate
     f2p = sorted(v.hidden & ctx.passing)
     p2p = sorted(ctx.passing - v.hidden)
-    top = [s for s in cand.symbols if s.kind in ("function", "class")]
-    exports = sorted(f"{m}.{n}" for (m, n) in exported_bindings(index, top)
-                     if f"{m}.{n}" != cand.root.qualname and not n.startswith("_")) if top else []
+    exports = sorted(f"{m}.{n}" for (m, n) in v.exported      # re-exports of removed names
+                     if f"{m}.{n}" != cand.root.qualname and not n.startswith("_"))
     touched = sorted(v.source_changes)
     statement = problem_statement(src.name, cand.root, cand.symbols, exports, touched, len(f2p))
     symbols = [RemovedSymbol(qualname=s.qualname, kind=s.kind, path=s.path, start_line=s.start,
@@ -309,7 +306,7 @@ def _record_builder(tid, src, image, v: Verdict, ctx: Context, n_flaky: int, ind
             feature=FeatureInfo(kind=cand.kind, name=cand.name, symbols=symbols,
                                 touched_files=touched),
             hidden_test_files=hidden_files,
-            protected_files=protected_files(src.path),
+            protected_files=protected,
             test_command=["python", "-m", "pytest", "-p", "no:cacheprovider"],
             flaky_excluded=n_flaky,
             sizes=TaskSizes(removed_lines=v.removed_lines, removed_symbols=len(cand.symbols),

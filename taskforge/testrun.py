@@ -1,6 +1,6 @@
 """Run pytest inside a sandbox and read per-test outcomes from its report log.
 
-Outcomes come from pytest-reportlog's JSON lines (one event per test phase),
+Outcomes come from JSON lines in pytest-reportlog's format (one event per test phase),
 never from console text. Timing comes from the in-sandbox runner (tfrun.py):
 `test_seconds` is the bare test run, `wall_seconds` includes the exec round trip.
 """
@@ -45,9 +45,6 @@ class RunResult:
     coverage_file: Path | None = None
     tamper: list[str] = field(default_factory=list)     # guard findings: "kind: detail"
     session_finished: bool = False
-
-    def passed(self) -> set[str]:
-        return {k for k, v in self.outcomes.items() if v == "passed"}
 
 
 def parse_report_log(text: str, tamper: list[str] | None = None
@@ -120,7 +117,7 @@ class PytestRunner:
             return f"r{PytestRunner._counter}"
 
     def run(self, args: list[str], timeout: float, cov_sources: list[str] | None = None,
-            keep: bool = False, extra_args: list[str] | None = None) -> RunResult:
+            extra_args: list[str] | None = None) -> RunResult:
         tag = self._next()
         host = self.out_host / tag
         host.mkdir(parents=True, exist_ok=True)
@@ -164,7 +161,6 @@ class PytestRunner:
         result.session_finished = result.session_exit is not None
         if cov_sources is not None and (host / "coverage.db").is_file():
             result.coverage_file = host / "coverage.db"
-        if not keep:
-            if result.coverage_file is None:
-                shutil.rmtree(host, ignore_errors=True)
+        if result.coverage_file is None:      # the coverage run's dir stays for the caller
+            shutil.rmtree(host, ignore_errors=True)
         return result

@@ -11,7 +11,6 @@ every accepted task had its own trees run, never a neighbour's.
 from __future__ import annotations
 
 import shutil
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -74,7 +73,6 @@ class Worker:
                            limits=limits or Limits(), labels={"taskforge.role": "generate"})
         self.sandbox = open_sandbox(spec)
         self.runner = PytestRunner(self.sandbox, self.out)
-        self.lock = threading.Lock()
 
     def apply(self, changes: dict[str, str | None]) -> None:
         for rel, content in changes.items():

@@ -11,7 +11,6 @@ from __future__ import annotations
 import filecmp
 import secrets
 import shutil
-import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from taskforge.errors import InfraError, TaskforgeError, UserError
 from taskforge.fsutil import copy_tree, share_with_sandbox
 from taskforge.layout import is_protected_path, walk
 from taskforge.models import TestResult, VerifyResult
+from taskforge.package import apply_patch
 from taskforge.sandbox import Limits, Mount, SandboxSpec, open_sandbox
 from taskforge.tamper import is_fatal, remove_startup_hooks, scan_solution
 from taskforge.task_store import Task, load_task
@@ -57,21 +57,6 @@ class Solution:
         if not p.is_dir():
             raise UserError(f"no such solution directory: {path}")
         return cls("dir", path=p)
-
-
-def _apply_patch(tree: Path, text: str) -> str | None:
-    """Apply a unified diff; returns an error line, or None on success."""
-    if not text.strip():
-        return None
-    res = subprocess.run(["git", "apply", "--whitespace=nowarn", "--unsafe-paths", "-"],
-                         cwd=tree, input=text, capture_output=True, text=True)
-    if res.returncode != 0:
-        res2 = subprocess.run(["patch", "-p1", "--forward", "--batch", "--silent"], cwd=tree,
-                              input=text, capture_output=True, text=True) if shutil.which("patch") else res
-        if res2.returncode != 0:
-            msg = (res.stderr or res.stdout).strip().splitlines()
-            return msg[0] if msg else "patch does not apply"
-    return None
 
 
 def restore_protected(task: Task, tree: Path) -> list[str]:
@@ -119,7 +104,7 @@ def verify(task_dir: str | Path, solution: Solution, timeout: float = 900.0,
             copy_tree(task.workspace, tree)
         patch = rec.patch if solution.kind == "gold" else solution.patch
         if solution.kind in ("gold", "patch"):
-            err = _apply_patch(tree, patch or "")
+            err = apply_patch(tree, patch or "")
             if err:
                 return _finish(result, t0, reward=0.0, tampering=[f"patch-rejected: {err}"])
         shutil.rmtree(tree / ".git", ignore_errors=True)

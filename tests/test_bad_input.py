@@ -47,6 +47,14 @@ version = "0.1.0"
 """
 
 
+def assert_generate_fails(tmp_path, name: str, files: dict[str, str], *needles, code=2):
+    """generate on a repo made of `files` fails with one line and writes nothing."""
+    repo = write_repo(tmp_path / name, files)
+    res = run_cli("generate", str(repo), "--out", str(tmp_path / "out"))
+    assert_one_line_error(res, *needles, code=code)
+    assert not (tmp_path / "out").exists()
+
+
 def test_missing_repo(tmp_path):
     res = run_cli("generate", str(tmp_path / "nope"), "--out", str(tmp_path / "out"))
     assert_one_line_error(res, "no such repository", code=2)
@@ -62,28 +70,21 @@ def test_not_a_git_repository(tmp_path):
 
 
 def test_not_a_python_repository(tmp_path):
-    repo = write_repo(tmp_path / "js", {"index.js": "module.exports = 1;\n", "README.md": "hi\n"})
-    res = run_cli("generate", str(repo), "--out", str(tmp_path / "out"))
-    assert_one_line_error(res, "not a Python repository", code=2)
-    assert not (tmp_path / "out").exists()
+    assert_generate_fails(tmp_path, "js", {"index.js": "module.exports = 1;\n", "README.md": "hi\n"},
+                          "not a Python repository")
 
 
 def test_repository_without_tests(tmp_path):
-    repo = write_repo(tmp_path / "notests", {"pyproject.toml": PYPROJECT.format(name="nt"),
-                                             "nt/__init__.py": "def f():\n    return 1\n"})
-    res = run_cli("generate", str(repo), "--out", str(tmp_path / "out"))
-    assert_one_line_error(res, "no tests found", code=2)
-    assert not (tmp_path / "out").exists()
+    assert_generate_fails(tmp_path, "notests", {"pyproject.toml": PYPROJECT.format(name="nt"),
+                                                "nt/__init__.py": "def f():\n    return 1\n"},
+                          "no tests found")
 
 
 def test_syntax_error(tmp_path):
-    repo = write_repo(tmp_path / "syntax", {
+    assert_generate_fails(tmp_path, "syntax", {
         "pyproject.toml": PYPROJECT.format(name="bad"),
         "bad/__init__.py": "def f(:\n    return 1\n",
-        "tests/test_bad.py": "def test_x():\n    assert True\n"})
-    res = run_cli("generate", str(repo), "--out", str(tmp_path / "out"))
-    assert_one_line_error(res, "syntax error in bad/__init__.py", code=2)
-    assert not (tmp_path / "out").exists()
+        "tests/test_bad.py": "def test_x():\n    assert True\n"}, "syntax error in bad/__init__.py")
 
 
 def test_unknown_ref(tmp_path):
@@ -102,22 +103,18 @@ def test_no_docker_engine(tmp_path):
 
 def test_suite_red_at_baseline(tmp_path, base_image):
     tests = "".join(f"def test_{i}():\n    from red import f\n    assert f() == 2\n\n" for i in range(6))
-    repo = write_repo(tmp_path / "red", {"pyproject.toml": PYPROJECT.format(name="red"),
-                                         "red/__init__.py": "def f():\n    return 1\n",
-                                         "tests/test_red.py": tests})
-    res = run_cli("generate", str(repo), "--out", str(tmp_path / "out"))
-    assert_one_line_error(res, "red at baseline", "6 of 6", code=2)
-    assert not (tmp_path / "out").exists()
+    assert_generate_fails(tmp_path, "red", {"pyproject.toml": PYPROJECT.format(name="red"),
+                                            "red/__init__.py": "def f():\n    return 1\n",
+                                            "tests/test_red.py": tests},
+                          "red at baseline", "6 of 6")
 
 
 def test_suite_that_does_not_collect(tmp_path, base_image):
-    repo = write_repo(tmp_path / "nocollect", {
+    assert_generate_fails(tmp_path, "nocollect", {
         "pyproject.toml": PYPROJECT.format(name="nocollect"),
         "nocollect/__init__.py": "def f():\n    return 1\n",
-        "tests/test_a.py": "import not_installed_anywhere\n\ndef test_a():\n    assert True\n"})
-    res = run_cli("generate", str(repo), "--out", str(tmp_path / "out"))
-    assert_one_line_error(res, "does not collect at baseline", code=2)
-    assert not (tmp_path / "out").exists()
+        "tests/test_a.py": "import not_installed_anywhere\n\ndef test_a():\n    assert True\n"},
+        "does not collect at baseline")
 
 
 @pytest.fixture(scope="module")

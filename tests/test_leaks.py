@@ -87,7 +87,6 @@ def build_leaky_image(base_image_name: str, orig: Path, docker_engine) -> str:
     c = docker_engine.containers.create(base_image_name, command=["true"], user="0",
                                         labels={"taskforge": "1"})
     try:
-        site = c.exec_run if False else None  # noqa: F841  (not started: put_archive only)
         assert c.put_archive("/opt/tf/venv/lib/python3.11/site-packages", buf.getvalue())
         tag = "taskforge/test-leaky:latest"
         c.commit(repository="taskforge/test-leaky", tag="latest")

@@ -45,6 +45,11 @@ def solution(task: Path, tmp: Path, gold: bool = False, write: dict | None = Non
     return Solution.from_dir(sol)
 
 
+def to_snake_as(code: str) -> dict:
+    """Edits that define to_snake as `code` and re-export it, as the gold patch does."""
+    return {CASES: code, PKG_INIT: "from textkit.cases import to_snake\n"}
+
+
 def grade(task, sol, timeout=120.0):
     t0 = time.monotonic()
     res = verify(task, sol, timeout=timeout)
@@ -141,16 +146,14 @@ def test_os_exit_zero_at_import(task, tmp_path):
 
 
 def test_os_exit_zero_inside_a_test(task, tmp_path):
-    res = grade(task, solution(task, tmp_path, append={
-        CASES: "def to_snake(text):\n    import os\n    os._exit(0)\n",
-        PKG_INIT: "from textkit.cases import to_snake\n"}))
+    res = grade(task, solution(task, tmp_path, append=to_snake_as(
+        "def to_snake(text):\n    import os\n    os._exit(0)\n")))
     assert_zero(res, "early-exit")
 
 
 def test_sys_exit_zero_inside_a_test(task, tmp_path):
-    res = grade(task, solution(task, tmp_path, append={
-        CASES: "def to_snake(text):\n    raise SystemExit(0)\n",
-        PKG_INIT: "from textkit.cases import to_snake\n"}))
+    res = grade(task, solution(task, tmp_path, append=to_snake_as(
+        "def to_snake(text):\n    raise SystemExit(0)\n")))
     assert_zero(res)
     assert res.f2p_passed == 0
 
@@ -185,22 +188,19 @@ def test_fake_passed_lines_on_the_console(task, tmp_path):
 
 
 def test_object_equal_to_everything(task, tmp_path):
-    res = grade(task, solution(task, tmp_path, append={
-        CASES: """\
+    res = grade(task, solution(task, tmp_path, append=to_snake_as("""\
             class _Anything(str):
                 def __eq__(self, other):
                     return True
 
             def to_snake(text):
                 return _Anything()
-            """,
-        PKG_INIT: "from textkit.cases import to_snake\n"}))
+            """)))
     assert_zero(res, "always-equal")
 
 
 def test_reading_the_hidden_tests(task, tmp_path):
-    res = grade(task, solution(task, tmp_path, append={
-        CASES: """\
+    res = grade(task, solution(task, tmp_path, append=to_snake_as("""\
             def to_snake(text):
                 import ast, pathlib
                 src = pathlib.Path(__file__).parent.parent / "tests" / "test_cases.py"
@@ -211,21 +211,18 @@ def test_reading_the_hidden_tests(task, tmp_path):
                         if node.elts[0].value == text:
                             return node.elts[1].value
                 return text
-            """,
-        PKG_INIT: "from textkit.cases import to_snake\n"}))
+            """)))
     assert_zero(res, "read-test-file")
 
 
 def test_network_fetch_of_the_original(task, tmp_path):
-    res = grade(task, solution(task, tmp_path, append={
-        CASES: """\
+    res = grade(task, solution(task, tmp_path, append=to_snake_as("""\
             def to_snake(text):
                 import urllib.request
                 src = urllib.request.urlopen("https://pypi.org/simple/textkit/", timeout=5).read()
                 exec(src)
                 return to_snake(text)
-            """,
-        PKG_INIT: "from textkit.cases import to_snake\n"}))
+            """)))
     assert_zero(res, "network")
 
 
@@ -257,9 +254,8 @@ def test_memory_bomb(task, tmp_path):
 
 
 def test_infinite_loop(task, tmp_path):
-    res = grade(task, solution(task, tmp_path, append={
-        CASES: "def to_snake(text):\n    while True:\n        pass\n",
-        PKG_INIT: "from textkit.cases import to_snake\n"}), timeout=20)
+    res = grade(task, solution(task, tmp_path, append=to_snake_as(
+        "def to_snake(text):\n    while True:\n        pass\n")), timeout=20)
     assert_zero(res, "timeout")
     assert res.timed_out
 

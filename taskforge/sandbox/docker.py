@@ -88,8 +88,6 @@ class DockerSandbox(Sandbox):
             raise InfraError(f"cannot start a container from {spec.image}: {_short(exc)}") from None
 
     def exec(self, argv, timeout, env=None, user=None) -> ExecResult:
-        import docker.errors
-
         api = client().api
         cmd = ["timeout", "-s", "KILL", str(max(1, int(timeout + 0.999))), *argv]
         box: dict = {}
@@ -113,10 +111,7 @@ class DockerSandbox(Sandbox):
             self.close()
             return ExecResult(exit_code=None, output="", seconds=seconds, timed_out=True)
         if "exc" in box:
-            exc = box["exc"]
-            if isinstance(exc, docker.errors.DockerException):
-                raise InfraError(f"docker exec failed: {_short(exc)}")
-            raise InfraError(f"docker exec failed: {_short(exc)}")
+            raise InfraError(f"docker exec failed: {_short(box['exc'])}")
         code = api.exec_inspect(box["id"]).get("ExitCode")
         out = (box.get("out") or b"")[-MAX_OUTPUT:].decode("utf-8", "replace")
         return ExecResult(exit_code=code, output=out, seconds=seconds,
