@@ -14,7 +14,8 @@ from pathlib import Path
 from taskforge.errors import InfraError, UserError
 from taskforge.fsutil import copy_tree
 from taskforge.package import apply_patch, scrub
-from taskforge.leaks import Finding, Scanner, image_fs_cache, kept_windows, needles_for
+from taskforge.leaks import (Finding, ImageIndex, Scanner, image_fs_cache, kept_windows,
+                             needles_for)
 from taskforge.task_store import load_task
 
 
@@ -68,7 +69,7 @@ def audit_workspace(record, workspace: Path, image: bool = True) -> AuditReport:
                 raise
             except Exception as exc:  # docker raises several types for a missing image
                 raise InfraError(f"cannot read image {record.image_name}: {str(exc)[:150]}") from None
-            scanner.scan_tree(fs, label="image:/")
+            scanner.scan_indexed(fs, ImageIndex.load(fs))
             rep.image_scanned = True
     rep.findings = scanner.findings
     rep.seconds = time.monotonic() - t0
@@ -111,7 +112,8 @@ def image_leaks(src: Path, symbol_lists, image: str) -> dict[str, str]:
     if not needles:
         return {}
     sc = Scanner(needles)
-    sc.scan_tree(image_fs_cache(image, cache_root()), label="image:/")
+    fs = image_fs_cache(image, cache_root())
+    sc.scan_indexed(fs, ImageIndex.load(fs))
     hits: dict[str, str] = {}
     for f in sc.findings:
         key = next((n.symbol for n in needles if n.symbol == f.symbol or n.short == f.symbol), f.symbol)

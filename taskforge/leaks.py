@@ -262,6 +262,29 @@ class Scanner:
                 pass
         self.match_text(data, where)
 
+    # -- an indexed image -------------------------------------------------
+    def scan_indexed(self, root: Path, index: "ImageIndex", label: str = "image:/") -> None:
+        """Like scan_tree over an image's files, but only files whose identifiers
+        could hold some needle's window are read (see ImageIndex)."""
+        todo: set[int] = set(index.archives)
+        for n in self.needles:
+            # Copies in an image are installed or vendored modules: they define the
+            # symbol by name, and hold every identifier of some matching window.
+            named = index.files_with({n.short.encode()})
+            if not named:
+                continue
+            for group in n.names:
+                todo |= named & index.files_with(group)
+        for short, suffix in self.symbols:
+            todo |= index.code_objects.get((short, suffix), set())
+        for i in sorted(todo):
+            rel = index.files[i]
+            try:
+                data = (root / rel).read_bytes()
+            except OSError:
+                continue
+            self.scan_bytes(data, f"{label}{rel}", rel.rsplit("/", 1)[-1])
+
     # -- trees --------------------------------------------------------------
     def scan_tree(self, root: Path, label: str = "") -> None:
         for p in sorted(root.rglob("*")):
@@ -320,6 +343,89 @@ class Scanner:
             pos = nl + 1 + size + 1
             if header[1] == b"blob":
                 self.match_text(body, f"{where}:{header[0].decode()[:12]}")
+
+
+IDENT_RE = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+INDEX_VERSION = 1
+
+
+class ImageIndex:
+    """Which files of an exported image hold which identifiers, built once per
+    image id and kept beside the export. A window can only match a file that has
+    all its identifiers, so a scan reads a handful of files instead of thousands.
+    Bytecode is indexed by (code name, source file suffix); archives are always read."""
+
+    def __init__(self, files: list[str], postings: dict[bytes, frozenset],
+                 code_objects: dict[tuple[str, str], set[int]], archives: list[int]):
+        self.files, self.postings = files, postings
+        self.code_objects, self.archives = code_objects, archives
+
+    def files_with(self, group) -> set[int]:
+        lists = sorted((self.postings.get(x, frozenset()) for x in group), key=len)
+        if not lists or not lists[0]:
+            return set()
+        return set(lists[0]).intersection(*lists[1:])
+
+    @classmethod
+    def build(cls, root: Path) -> "ImageIndex":
+        files: list[str] = []
+        postings: dict[bytes, set[int]] = {}
+        code: dict[tuple[str, str], set[int]] = {}
+        archives: list[int] = []
+        for p in sorted(root.rglob("*")):
+            if not p.is_file() or p.is_symlink() or p.name.startswith(".tf-"):
+                continue
+            rel = p.relative_to(root).as_posix()
+            try:
+                data = p.read_bytes()
+            except OSError:
+                continue
+            i = len(files)
+            files.append(rel)
+            if p.name.endswith((".pyc", ".pyo")):
+                try:
+                    stack = [marshal.loads(data[16:])]
+                except Exception:
+                    archives.append(i)
+                    continue
+                while stack:
+                    c = stack.pop()
+                    if not hasattr(c, "co_code"):
+                        continue
+                    fname = c.co_filename
+                    # every suffix of the source path, so any module path can be matched
+                    parts = fname.split("/")
+                    for k in range(1, len(parts) + 1):
+                        code.setdefault((c.co_name, "/".join(parts[-k:])), set()).add(i)
+                    stack += [k for k in c.co_consts if hasattr(k, "co_code")]
+                continue
+            if data[:4] == b"PK\x03\x04" or p.name.endswith((".whl", ".zip", ".egg", ".tar.gz",
+                                                                ".tgz")):
+                archives.append(i)
+                continue
+            for ident in set(IDENT_RE.findall(data)):
+                postings.setdefault(ident, set()).add(i)
+        return cls(files, {k: frozenset(v) for k, v in postings.items()}, code, archives)
+
+    @classmethod
+    def load(cls, root: Path) -> "ImageIndex":
+        import pickle
+
+        path = root / ".tf-index.pickle"
+        try:
+            with open(path, "rb") as fh:
+                version, state = pickle.load(fh)
+            if version == INDEX_VERSION:
+                return cls(*state)
+        except (OSError, EOFError, ValueError, TypeError, pickle.UnpicklingError):
+            pass
+        idx = cls.build(root)
+        tmp = path.with_name(path.name + ".tmp")
+        with open(tmp, "wb") as fh:
+            pickle.dump((INDEX_VERSION, (idx.files, idx.postings, idx.code_objects, idx.archives)),
+                        fh, protocol=pickle.HIGHEST_PROTOCOL)
+        tmp.replace(path)
+        return idx
 
 
 def image_fs_cache(image: str, cache_root: Path) -> Path:
