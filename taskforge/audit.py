@@ -103,28 +103,10 @@ class LeakError(Exception):
     """The removed code is still reachable from the task: the candidate is dropped."""
 
 
-def image_leaks(src: Path, symbol_lists, image: str) -> dict[str, str]:
-    """One pass over the image for every candidate at once: {qualname: image path}.
-    The image is shared by all tasks of a repository, so it is read once, not per task."""
-    needles = []
-    for symbols in symbol_lists:
-        needles += needles_for(src, symbols, set())
-    if not needles:
-        return {}
-    sc = Scanner(needles)
-    fs = image_fs_cache(image, cache_root())
-    sc.scan_indexed(fs, ImageIndex.load(fs))
-    hits: dict[str, str] = {}
-    for f in sc.findings:
-        key = next((n.symbol for n in needles if n.symbol == f.symbol or n.short == f.symbol), f.symbol)
-        hits.setdefault(key, f.path)
-    return hits
-
-
 def leak_checker(src: Path, symbols, f2p: list[str], image_hits: dict[str, str]):
     """For generate: scan a task's workspace before it is committed, scrub removed
     code out of text files, and raise LeakError if any leak remains. The image was
-    read once for every candidate by image_leaks; `image_hits` is its answer."""
+    is read once per generate (pipeline.ImageScan); `image_hits` is its answer."""
     def check(ws: Path) -> None:
         for s in symbols:
             if s.qualname in image_hits:

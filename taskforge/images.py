@@ -152,6 +152,7 @@ def ensure_env_image(tree: Path, repo_name: str, commit: str, base_image: str,
     if image_exists(name):
         return name, 0.0
     from taskforge.sandbox.docker import LABEL, client
+    from taskforge.state import owner_token
 
     import docker.errors
 
@@ -164,7 +165,8 @@ def ensure_env_image(tree: Path, repo_name: str, commit: str, base_image: str,
         try:
             container = client().containers.create(
                 base_image, command=["sh", "-c", script], user="0", working_dir="/workspace",
-                network_mode="host", labels={LABEL: "1", "taskforge.role": "env-build"},
+                network_mode="host", labels={LABEL: "1", "taskforge.role": "env-build",
+                        "taskforge.owner": owner_token()},
                 volumes={str(work): {"bind": "/workspace", "mode": "rw"}},
                 environment={"PIP_NO_CACHE_DIR": "1", "HOME": "/tmp"})
             container.start()

@@ -40,7 +40,6 @@ class TaskTimings(BaseModel):
     """Seconds spent in the validation runs of this task (bare test time)."""
     remaining_suite: float = 0.0
     hidden_on_stripped: float = 0.0
-    hidden_on_gold: float = 0.0
     rounds: int = 1
 
 

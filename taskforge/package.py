@@ -15,6 +15,7 @@ import hashlib
 import os
 import re
 import shutil
+import struct
 import subprocess
 import tempfile
 from pathlib import Path
@@ -77,7 +78,30 @@ def fresh_repo(tree: Path) -> str:
     for extra in ("hooks", "logs", "description", "COMMIT_EDITMSG", "info", "branches"):
         p = tree / ".git" / extra
         shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
+    normalize_index(tree / ".git" / "index")
     return sha
+
+
+def normalize_index(path: Path) -> None:
+    """Zero the stat data (times, device, inode, owner) in a git index so two runs
+    write the same bytes. Git then re-reads each file once to see it is unchanged."""
+    data = bytearray(path.read_bytes())
+    if data[:4] != b"DIRC":
+        return
+    version, count = struct.unpack(">II", data[4:12])
+    if version not in (2, 3):
+        return
+    pos = 12
+    for _ in range(count):
+        data[pos:pos + 24] = bytes(24)             # ctime, mtime, dev, ino
+        data[pos + 28:pos + 36] = bytes(8)         # uid, gid (mode at +24 stays)
+        flags = struct.unpack(">H", data[pos + 60:pos + 62])[0]
+        name_at = pos + 62 + (2 if version == 3 and flags & 0x4000 else 0)
+        end = data.index(b"\0", name_at)
+        length = end - pos
+        pos += length + (8 - length % 8)            # 1-8 NULs pad each entry to 8 bytes
+    body = bytes(data[:-20])
+    path.write_bytes(body + hashlib.sha1(body).digest())
 
 
 def apply_patch(tree: Path, text: str) -> str | None:

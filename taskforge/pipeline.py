@@ -6,16 +6,16 @@ parallel warm sandboxes -> package. Every drop is recorded with its reason.
 """
 from __future__ import annotations
 
+import ast
 import os
-import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from taskforge import __version__
-from taskforge.audit import LeakError, image_leaks, leak_checker
+from taskforge.audit import LeakError, cache_root, leak_checker
 from taskforge.coverage_map import CoverageMap
 from taskforge.envdetect import detect
 from taskforge.errors import InfraError, TaskforgeError, UserError
@@ -23,10 +23,12 @@ from taskforge.features import propose
 from taskforge.fsutil import atomic_write, rmtree
 from taskforge.images import ensure_base_image, ensure_env_image
 from taskforge.layout import scan
+from taskforge.leaks import ImageIndex, Scanner, image_fs_cache, needles_for
 from taskforge.models import (DropReason, FeatureInfo, FunnelStage, GenerateReport,
                               RemovedSymbol, TaskRecord, TaskSizes, TaskTimings)
 from taskforge.package import protected_files, task_id, write_task
 from taskforge.source import fetch
+from taskforge.state import BaselineState, RunState, VerdictState, make_scratch, reap_dead_runs
 from taskforge.statement import problem_statement
 from taskforge.symbols import index_repo
 from taskforge.task_store import load_task
@@ -69,11 +71,16 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
     out_dir = Path(out).resolve()
     timings: dict[str, float] = {}
     t_all = time.monotonic()
-    if out_dir.is_dir():  # leftovers of an interrupted run: never half a task
-        for stale in out_dir.glob(".tmp-*"):
-            rmtree(stale)
-    scratch = Path(tempfile.mkdtemp(prefix="taskforge-"))
+    created = not out_dir.exists()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    state = RunState(out_dir)
+    state.lock()
+    for stale in out_dir.glob(".tmp-*"):        # an interrupted run's half-written task
+        rmtree(stale)
+    reap_dead_runs()
+    scratch = make_scratch()
     workers: list[Worker] = []
+    background = ThreadPoolExecutor(max_workers=2, thread_name_prefix="tf-bg")
     try:
         prog.stage("cloning")
         t = time.monotonic()
@@ -88,8 +95,10 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
             raise UserError(f"no tests found in {repo} (looked for test_*.py, *_test.py, tests/)")
         if not layout.source_files:
             raise UserError(f"no package code found in {repo} outside its tests")
-        index = index_repo(src.path, layout)          # raises on syntax errors
-        tests = index_tests(src.path, layout.test_files)
+        check_syntax(src.path, [*layout.source_files, *layout.test_files])
+        # libcst indexing is slow and needs no container: it overlaps the image and baseline.
+        indexing = background.submit(lambda: (index_repo(src.path, layout),
+                                              index_tests(src.path, layout.test_files)))
         plan = detect(src.path, layout)
 
         prog.stage("building the environment image")
@@ -98,16 +107,33 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
         image, build_secs = ensure_env_image(src.path, src.name, src.commit, base, plan.script(),
                                              log=say)
         timings["image"] = time.monotonic() - t
+        image_scan = background.submit(ImageScan.open, image)
 
         prog.stage("baseline runs")
         t = time.monotonic()
+        key = RunState.baseline_key(src.commit, image, __version__, str(opts.timeout))
+        cached = state.load_baseline(key)
         workers.append(Worker(src.path, image, scratch, 0))
-        baseline = run_baseline(workers[0], layout, opts)
+        if cached is None:
+            more = background.submit(_open_workers, src.path, image, scratch, opts.jobs)
+            base_state, cov_file = run_baseline(workers[0], layout, opts, key)
+            cov_file = state.save_baseline(base_state, cov_file)
+            workers += more.result()
+        else:
+            base_state, cov_file = cached
+            say("baseline: reusing the runs of an earlier, interrupted generate")
+            workers += _open_workers(src.path, image, scratch, opts.jobs)
         timings["baseline"] = time.monotonic() - t
-        passing, flaky, failing, all_ids, cov, base_test_secs = baseline
+        passing, flaky = set(base_state.passing), set(base_state.flaky)
+        all_ids = set(base_state.all_ids)
+        cov = CoverageMap.load(cov_file)
+        # Necessary: the two runs as bare runs; what coverage adds is taskforge's cost.
+        base_test_secs = base_state.bare_seconds + min(base_state.bare_seconds,
+                                                       base_state.coverage_seconds)
 
         prog.stage("proposing features")
         t = time.monotonic()
+        index, tests = indexing.result()
         by_key = group_ids(all_ids)
         proposal = propose(index, cov, passing, all_ids, tests, max_share=opts.max_share)
         proposal.candidates = [c for c in proposal.candidates if c.kind in opts.kinds]
@@ -119,25 +145,57 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
 
         prog.stage("validating candidates")
         t = time.monotonic()
-        for n in range(1, opts.jobs):
-            workers.append(Worker(src.path, image, scratch, n))
-        def finished(cand) -> bool:
-            tdir = out_dir / task_id(src.name, src.commit, cand.name, cand.kind)
-            try:
-                return load_task(tdir).record.source_commit == src.commit
-            except TaskforgeError:
-                return False
+        protected = protected_files(src.path)
+        n_flaky = len(flaky)
 
-        verdicts = validate_all(workers, ctx, proposal.candidates, opts.max_tasks, prog, finished)
+        def tid_of(cand) -> str:
+            return task_id(src.name, src.commit, cand.name, cand.kind)
+
+        def earlier(cand) -> Verdict | None:
+            """The verdict an interrupted run already reached for this candidate."""
+            tdir = out_dir / tid_of(cand)
+            try:
+                rec = load_task(tdir).record
+                if rec.source_commit == src.commit:
+                    return Verdict(candidate=cand, ok=True, stage="gold passes", resumed=True,
+                                   seconds={"remaining_suite": rec.timings.remaining_suite,
+                                            "hidden_on_stripped": rec.timings.hidden_on_stripped})
+            except TaskforgeError:
+                pass
+            vs = state.load_verdict(tid_of(cand), src.commit)
+            if vs is not None:
+                return Verdict(candidate=cand, ok=False, stage=vs.stage, reason=vs.reason,
+                               resumed=True)
+            return None
+
+        def settle(w: Worker, cand) -> Verdict:
+            """Validate, then write the task at once (or journal the rejection)."""
+            v = validate(w, ctx, cand)
+            tid = tid_of(cand)
+            if v.ok:
+                try:
+                    scan = image_scan.result()
+                    record_fn = _record_builder(tid, src, image, v, ctx, n_flaky, protected)
+                    check = leak_checker(src.path, cand.symbols, sorted(v.hidden & ctx.passing),
+                                         scan.hits(src.path, cand.symbols))
+                    write_task(out_dir, tid, src.path, v.source_changes, v.test_changes,
+                               protected, record_fn, leak_check=check)
+                except LeakError as exc:
+                    v.ok, v.stage = False, "gold passes"
+                    v.reason = f"leaks the removed code: {exc}"
+            if not v.ok:
+                state.save_verdict(tid, VerdictState(candidate=cand.name, kind=cand.kind,
+                                                     source_commit=src.commit, stage=v.stage,
+                                                     reason=v.reason,
+                                                     test_seconds=v.test_seconds_total))
+            return v
+
+        verdicts = validate_all(workers, proposal.candidates, opts.max_tasks, prog, settle, earlier)
         timings["validate"] = time.monotonic() - t
 
-        prog.stage("packaging tasks")
         t = time.monotonic()
-        protected = protected_files(src.path)
         stage_counts = {s: 0 for s in STAGES}
         tasks: list[str] = []
-        image_hits = image_leaks(src.path, [v.candidate.symbols for v in verdicts
-                                            if v.ok and not v.resumed], image)
         necessary = base_test_secs
         for v in verdicts:
             for s in STAGES[: STAGES.index(v.stage) + 1]:   # leak-free/tasks counted below
@@ -145,53 +203,92 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
             if not v.ok:
                 drops.append(DropReason(candidate=v.candidate.name, stage=v.stage, reason=v.reason))
                 continue
-            if opts.max_tasks is not None and len(tasks) >= opts.max_tasks:
-                continue
-            out_dir.mkdir(parents=True, exist_ok=True)
-            tid = task_id(src.name, src.commit, v.candidate.name, v.candidate.kind)
-            if v.resumed:
-                tasks.append(tid)
-                stage_counts["leak-free"] += 1
-                stage_counts["tasks"] += 1
-                continue
-            record_fn = _record_builder(tid, src, image, v, ctx, len(flaky), protected)
-            check = leak_checker(src.path, v.candidate.symbols, sorted(v.hidden & ctx.passing),
-                                 image_hits)
-            try:
-                write_task(out_dir, tid, src.path, v.source_changes, v.test_changes, protected,
-                           record_fn, leak_check=check)
-            except LeakError as exc:
-                drops.append(DropReason(candidate=v.candidate.name, stage="gold passes",
-                                        reason=f"leaks the removed code: {exc}"))
-                continue
-            tasks.append(tid)
             stage_counts["leak-free"] += 1
             stage_counts["tasks"] += 1
+            tasks.append(tid_of(v.candidate))
             necessary += v.seconds.get("remaining_suite", 0) + v.seconds.get("hidden_on_stripped", 0)
+        # Tasks past the deterministic prefix (validated while it was settling) go,
+        # so the task set never depends on timing.
+        chosen = set(tasks)
+        for v in proposal.candidates:
+            tid = tid_of(v)
+            if tid not in chosen and (out_dir / tid / "task.json").is_file():
+                rmtree(out_dir / tid)
         timings["package"] = time.monotonic() - t
         timings["total"] = time.monotonic() - t_all
-        timings["test_seconds_all"] = base_test_secs + sum(v.test_seconds_total for v in verdicts)
+        timings["test_seconds_all"] = (base_state.bare_seconds + base_state.coverage_seconds
+                                       + sum(v.test_seconds_total for v in verdicts))
         timings["test_seconds_necessary"] = necessary
         timings["image_build"] = build_secs
         report = GenerateReport(
             repo=src.repo, source_commit=src.commit, image_name=image,
             baseline_tests=len(all_ids), baseline_passing=len(passing),
-            baseline_failing=len(failing), flaky_excluded=len(flaky),
+            baseline_failing=len(base_state.failing), flaky_excluded=len(flaky),
             funnel=[FunnelStage(name="symbols considered", count=proposal.considered)]
             + [FunnelStage(name=s, count=(len(proposal.candidates) if s == "candidates"
                                           else stage_counts[s])) for s in STAGES],
             drops=drops, tasks=tasks, timings={k: round(v, 3) for k, v in timings.items()},
             jobs=opts.jobs)
-        out_dir.mkdir(parents=True, exist_ok=True)
         atomic_write(out_dir / "report.json", report.model_dump_json(indent=2) + "\n")
         return report
+    except TaskforgeError:
+        # Bad input or no engine leaves nothing behind; a run that got as far as a
+        # saved baseline keeps it for the rerun.
+        if created and not any(p.name != ".state" for p in out_dir.iterdir()) \
+                and not any(state.dir.glob("baseline-*.json")):
+            state.unlock()
+            rmtree(out_dir)
+        raise
     finally:
         for w in workers:
             w.close()
+        background.shutdown(wait=True, cancel_futures=True)
         rmtree(scratch)
+        state.unlock()
 
 
-def run_baseline(worker: Worker, layout, opts: Options):
+def _open_workers(src: Path, image: str, scratch: Path, jobs: int) -> list[Worker]:
+    return [Worker(src, image, scratch, n) for n in range(1, jobs)]
+
+
+class ImageScan:
+    """The environment image's files and identifier index, read once per generate."""
+
+    def __init__(self, root: Path, index: ImageIndex):
+        self.root, self.index = root, index
+
+    @classmethod
+    def open(cls, image: str) -> "ImageScan":
+        root = image_fs_cache(image, cache_root())
+        return cls(root, ImageIndex.load(root))
+
+    def hits(self, src: Path, symbols) -> dict[str, str]:
+        """{qualname: image path} for removed symbols whose code the image holds."""
+        needles = needles_for(src, symbols, set())
+        if not needles:
+            return {}
+        sc = Scanner(needles)
+        sc.scan_indexed(self.root, self.index)
+        out: dict[str, str] = {}
+        for f in sc.findings:
+            key = next((n.symbol for n in needles if f.symbol in (n.symbol, n.short)), f.symbol)
+            out.setdefault(key, f.path)
+        return out
+
+
+def check_syntax(root: Path, files: list[str]) -> None:
+    """A one-line error for a file Python cannot parse, before any image work."""
+    for rel in files:
+        try:
+            compile((root / rel).read_bytes(), rel, "exec", dont_inherit=True,
+                    flags=ast.PyCF_ONLY_AST)
+        except SyntaxError as exc:
+            raise UserError(f"syntax error in {rel} line {exc.lineno}: {exc.msg}") from None
+        except (ValueError, OSError) as exc:
+            raise UserError(f"cannot read {rel}: {exc}") from None
+
+
+def run_baseline(worker: Worker, layout, opts: Options, key: str) -> tuple[BaselineState, Path]:
     """Two full runs: one with per-test coverage, one without; flaky = outcome differs."""
     cov_sources = layout.source_roots() or [""]
     r1 = worker.runner.run([], timeout=opts.timeout, cov_sources=cov_sources)
@@ -211,8 +308,10 @@ def run_baseline(worker: Worker, layout, opts: Options):
         raise UserError("no test passes at baseline")
     if r1.coverage_file is None:
         raise InfraError("the baseline run wrote no coverage data")
-    cov = CoverageMap.load(r1.coverage_file)
-    return passing, flaky, failing, ids, cov, r1.test_seconds + r2.test_seconds
+    st = BaselineState(key=key, passing=sorted(passing), flaky=sorted(flaky),
+                       failing=sorted(failing), all_ids=sorted(ids),
+                       coverage_seconds=r1.test_seconds, bare_seconds=r2.test_seconds)
+    return st, r1.coverage_file
 
 
 def _check_baseline(r) -> None:
@@ -228,10 +327,11 @@ def _check_baseline(r) -> None:
         raise UserError(f"the test suite did not run at baseline (exit {r.exit_code}): {tail[0][:200]}")
 
 
-def validate_all(workers: list[Worker], ctx: Context, candidates, max_tasks, prog,
-                 finished=lambda c: False) -> list[Verdict]:
-    """Validate in candidate order across workers; stop once max_tasks are found
-    among a completed prefix (so the chosen set does not depend on timing)."""
+def validate_all(workers: list[Worker], candidates, max_tasks, prog, settle,
+                 earlier=lambda c: None) -> list[Verdict]:
+    """Settle candidates in order across workers; stop once max_tasks are found
+    among a completed prefix (so the chosen set does not depend on timing).
+    `earlier` returns a verdict an interrupted run already reached."""
     results: dict[int, Verdict] = {}
     prog.start(len(candidates))
     free = list(workers)
@@ -253,23 +353,24 @@ def validate_all(workers: list[Worker], ctx: Context, candidates, max_tasks, pro
         running = {}
         while True:
             while free and next_i < len(candidates) and not enough():
-                if finished(candidates[next_i]):   # resume: a task already on disk
-                    results[next_i] = Verdict(candidate=candidates[next_i], ok=True,
-                                              stage="gold passes", resumed=True)
-                    prog.advance(f"{candidates[next_i].name}: already written")
+                prior = earlier(candidates[next_i])
+                if prior is not None:
+                    results[next_i] = prior
+                    prog.advance(f"{candidates[next_i].name}: settled by an earlier run")
                     next_i += 1
                     continue
                 w = free.pop()
-                running[pool.submit(validate, w, ctx, candidates[next_i])] = (next_i, w)
+                running[pool.submit(settle, w, candidates[next_i])] = (next_i, w)
                 next_i += 1
             if not running:
                 break
-            fut = next(as_completed(running))
-            i, w = running.pop(fut)
-            results[i] = fut.result()
-            free.append(w)
-            v = results[i]
-            prog.advance(f"{v.candidate.name}: {'ok' if v.ok else v.reason[:60]}")
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for fut in done:
+                i, w = running.pop(fut)
+                results[i] = fut.result()
+                free.append(w)
+                v = results[i]
+                prog.advance(f"{v.candidate.name}: {'ok' if v.ok else v.reason[:60]}")
     prog.done()
     ordered = [results[i] for i in sorted(results)]
     if max_tasks is not None:

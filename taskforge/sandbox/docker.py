@@ -11,6 +11,7 @@ import time
 
 from taskforge.errors import InfraError
 from taskforge.sandbox.base import ExecResult, Sandbox, SandboxSpec
+from taskforge.state import owner_token
 
 LABEL = "taskforge"
 MAX_OUTPUT = 96 * 1024 * 1024
@@ -59,7 +60,7 @@ class DockerSandbox(Sandbox):
             user=spec.user,
             working_dir=spec.workdir,
             environment=spec.env,
-            labels={LABEL: "1", **spec.labels},
+            labels={LABEL: "1", "taskforge.owner": owner_token(), **spec.labels},
             volumes={m.host: {"bind": m.container, "mode": "ro" if m.read_only else "rw"}
                      for m in spec.mounts},
             network_mode=spec.network,
