@@ -88,6 +88,13 @@ class FunnelStage(BaseModel):
     count: int
 
 
+class ResumeInfo(BaseModel):
+    """What this run took over from an interrupted one instead of redoing."""
+    baseline: bool = False
+    tasks: int = 0
+    rejections: int = 0
+
+
 class GenerateReport(BaseModel):
     """report.json: what generate did, with the reason for every drop."""
     repo: str
@@ -102,6 +109,7 @@ class GenerateReport(BaseModel):
     tasks: list[str]
     timings: dict[str, float] = Field(default_factory=dict)
     jobs: int = 1
+    resumed: ResumeInfo = Field(default_factory=ResumeInfo)
 
 
 class VerifyResult(BaseModel):

@@ -25,7 +25,7 @@ from taskforge.images import ensure_base_image, ensure_env_image
 from taskforge.layout import scan
 from taskforge.leaks import ImageIndex, Scanner, image_fs_cache, needles_for
 from taskforge.models import (DropReason, FeatureInfo, FunnelStage, GenerateReport,
-                              RemovedSymbol, TaskRecord, TaskSizes, TaskTimings)
+                              RemovedSymbol, ResumeInfo, TaskRecord, TaskSizes, TaskTimings)
 from taskforge.package import protected_files, task_id, write_task
 from taskforge.source import fetch
 from taskforge.state import BaselineState, RunState, VerdictState, make_scratch, reap_dead_runs
@@ -228,7 +228,10 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
             + [FunnelStage(name=s, count=(len(proposal.candidates) if s == "candidates"
                                           else stage_counts[s])) for s in STAGES],
             drops=drops, tasks=tasks, timings={k: round(v, 3) for k, v in timings.items()},
-            jobs=opts.jobs)
+            jobs=opts.jobs,
+            resumed=ResumeInfo(baseline=cached is not None,
+                               tasks=sum(1 for v in verdicts if v.resumed and v.ok),
+                               rejections=sum(1 for v in verdicts if v.resumed and not v.ok)))
         atomic_write(out_dir / "report.json", report.model_dump_json(indent=2) + "\n")
         return report
     except TaskforgeError:

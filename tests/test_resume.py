@@ -1,0 +1,68 @@
+"""generate killed with SIGKILL mid-run, then rerun, ends with exactly the task
+set of an uninterrupted run, byte-identical workspaces, no finished task
+rewritten, and nothing of the dead run left behind."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from taskforge.sandbox.docker import LABEL, client
+
+MAX_TASKS = 6     # the session's `generated` fixture runs with jobs=2 and this cap
+
+
+def tree_bytes(root: Path) -> dict[str, bytes]:
+    """Every file under root, .git included, by relative path."""
+    return {p.relative_to(root).as_posix(): p.read_bytes()
+            for p in sorted(root.rglob("*")) if p.is_file() and not p.is_symlink()}
+
+
+def task_dirs(out: Path) -> set[str]:
+    return {p.parent.name for p in out.glob("*/task.json")}
+
+
+def test_sigkill_then_rerun_equals_uninterrupted(generated, fixture_repos, tmp_path):
+    ref_out, ref = generated("geomlib", MAX_TASKS)
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "taskforge", "generate", str(fixture_repos["geomlib"]),
+           "--out", str(out), "--max-tasks", str(MAX_TASKS), "--jobs", "2", "-q"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None and len(task_dirs(out)) < 2:
+        time.sleep(0.05)
+    assert proc.poll() is None, "generate finished before it could be killed: " + \
+        proc.stderr.read().decode()[-500:]
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    survivors = task_dirs(out)
+    assert survivors, "no task was written before the kill"
+    assert len(survivors) < MAX_TASKS
+    before = {t: (out / t / "task.json").stat().st_mtime_ns for t in survivors}
+    dead = [c for c in client().containers.list(all=True, filters={"label": LABEL})
+            if (c.labels or {}).get("taskforge.owner", "").split(":")[1:2] == [str(proc.pid)]]
+    assert dead, "the killed run's warm containers should still exist before the rerun"
+
+    res = subprocess.run(cmd[:-1] + ["--json"], capture_output=True, text=True, timeout=900)
+    assert res.returncode == 0, res.stderr
+    # Same task set as the uninterrupted run, with byte-identical workspaces.
+    assert task_dirs(out) == set(ref.tasks)
+    for tid in ref.tasks:
+        assert tree_bytes(out / tid / "workspace") == tree_bytes(ref_out / tid / "workspace"), tid
+        for f in ("gold.patch", "test.patch", "problem_statement.md"):
+            assert (out / tid / f).read_bytes() == (ref_out / tid / f).read_bytes(), (tid, f)
+    # Finished work was not redone: the tasks written before the kill are untouched,
+    # and the baseline was not run again.
+    for tid, mtime in before.items():
+        assert (out / tid / "task.json").stat().st_mtime_ns == mtime, tid
+    import json
+
+    resumed = json.loads(res.stdout)["resumed"]
+    assert resumed["baseline"] is True
+    assert resumed["tasks"] == len(survivors)
+    left = {c.id for c in client().containers.list(all=True, filters={"label": LABEL})}
+    assert not left & {c.id for c in dead}, "the rerun must remove the dead run's containers"
+    assert not list(out.glob(".tmp-*"))
