@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 import os
 import sys
 from pathlib import Path
@@ -64,6 +65,20 @@ class _RichProgress:
   taskforge generate fixtures/repos-git/textkit --out tasks/
 
   taskforge generate https://github.com/org/lib.git --ref v1.2.0 --out tasks/ --max-tasks 20 --json
+
+  taskforge generate ../lib --out tasks/ --python 3.12 --test-cmd "pytest tests -m 'not slow'"
+
+  taskforge generate ../lib --out tasks/ --install "pip install -e .\\[test] hypothesis"
+
+Nothing per repository is needed in the common case: dependencies, test extras,
+pytest plugins and the Python version are read from the project's own files.
+Overrides go in a taskforge.toml in the repository, in LIB.taskforge.toml beside
+a local repository LIB, in --config FILE, or in the flags below (flags win):
+
+  python = "3.12"
+  install = ["pip install -e .\\[test]"]
+  pip = ["hypothesis"]
+  test-cmd = "pytest tests"
 """)
 def generate(
     repo: str = typer.Argument(..., help="Git URL or local git repository."),
@@ -76,10 +91,18 @@ def generate(
     max_share: float = typer.Option(0.25, help="Largest share of the suite one feature may hide."),
     kind: Optional[list[str]] = typer.Option(None, "--kind", help="Feature kinds to propose: "
                                              "function, method, class, module (repeatable; default all)."),
+    python: Optional[str] = typer.Option(None, "--python", help="Python X.Y for the sandbox "
+                                         "(default: what requires-python admits, preferring 3.11)."),
+    install: Optional[list[str]] = typer.Option(None, "--install", help="Shell command that "
+                                                "installs the repository (repeatable; replaces detection)."),
+    test_cmd: Optional[str] = typer.Option(None, "--test-cmd", help='The pytest command, e.g. '
+                                           '"pytest tests -m \'not slow\'".'),
+    config: Optional[Path] = typer.Option(None, "--config", help="A taskforge.toml with overrides."),
     as_json: bool = typer.Option(False, "--json", help="Print report.json to stdout."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress output."),
 ) -> None:
     """Generate feature-reimplementation tasks from REPO into OUT."""
+    from taskforge.envdetect import RepoConfig, load_config
     from taskforge.pipeline import Options, generate as run
 
     kinds = tuple(kind or ("function", "method", "class", "module"))
@@ -87,10 +110,16 @@ def generate(
     if bad:
         typer.echo(f"error: unknown --kind {bad[0]} (function, method, class, module)", err=True)
         raise typer.Exit(2)
+    if python is not None and not re.fullmatch(r"3\.\d{1,2}", python):
+        typer.echo(f"error: --python wants a version like 3.12, not {python!r}", err=True)
+        raise typer.Exit(2)
     prog = _RichProgress(quiet or as_json)
     try:
+        overrides = load_config(config) if config is not None else RepoConfig()
+        overrides = overrides.merged(RepoConfig(python=python, install=install or None,
+                                                test_cmd=test_cmd))
         report = run(repo, out, Options(ref=ref, max_tasks=max_tasks, jobs=jobs, timeout=timeout,
-                                        max_share=max_share, kinds=kinds),
+                                        max_share=max_share, kinds=kinds, config=overrides),
                      progress=prog, log=prog.stage)
     except TaskforgeError as exc:
         prog.done()

@@ -22,25 +22,34 @@ from pathlib import Path
 
 from taskforge.errors import InfraError, UserError
 
-DEFAULT_BASE = "python:3.11-slim"
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 HOST_CA = "/etc/ssl/certs/ca-certificates.crt"
 
 
 LOCAL_BASE = "taskforge/debian-python:bookworm"   # scripts/make-debian-base.sh
+DEFAULT_PYTHON = "3.11"
+# Debian releases whose python3 is a given version (scripts/make-debian-base.sh TAG SUITE).
+DEBIAN_SUITES = {"3.11": "bookworm", "3.13": "trixie", "3.9": "bullseye"}
 
 
-def base_arg() -> str:
-    """$TASKFORGE_BASE_IMAGE, else the locally built Debian base if this host made
-    one (no registry), else python:3.11-slim from a registry."""
-    if os.environ.get("TASKFORGE_BASE_IMAGE"):
+def base_arg(python: str = DEFAULT_PYTHON) -> str:
+    """The image the sandbox base is built FROM, for a Python version:
+    $TASKFORGE_BASE_IMAGE_3_12 (per version) or $TASKFORGE_BASE_IMAGE (the default
+    version), else a locally built Debian base if this host made one (no registry),
+    else python:X.Y-slim from a registry."""
+    env = os.environ.get("TASKFORGE_BASE_IMAGE_" + python.replace(".", "_"))
+    if env:
+        return env
+    if python == DEFAULT_PYTHON and os.environ.get("TASKFORGE_BASE_IMAGE"):
         return os.environ["TASKFORGE_BASE_IMAGE"]
-    try:
-        if image_exists(LOCAL_BASE):
-            return LOCAL_BASE
-    except Exception:
-        pass
-    return DEFAULT_BASE
+    suite = DEBIAN_SUITES.get(python)
+    if suite:
+        try:
+            if image_exists(f"taskforge/debian-python:{suite}"):
+                return f"taskforge/debian-python:{suite}"
+        except Exception:
+            pass
+    return f"python:{python}-slim"
 
 
 def _dockerfile() -> Path:
@@ -54,12 +63,13 @@ def _runner() -> Path:
     return Path(__file__).parent / "data" / "tfrun.py"
 
 
-def base_image_name(base: str | None = None) -> str:
+def base_image_name(base: str | None = None, python: str = DEFAULT_PYTHON) -> str:
     h = hashlib.sha256()
     h.update(_dockerfile().read_bytes())
     h.update(_runner().read_bytes())
-    h.update((base or base_arg()).encode())
-    return f"taskforge/base:{h.hexdigest()[:12]}"
+    h.update((base or base_arg(python)).encode())
+    tag = h.hexdigest()[:12]
+    return f"taskforge/base:{tag}" if python == DEFAULT_PYTHON else f"taskforge/base:py{python}-{tag}"
 
 
 def host_pip_conf() -> str | None:
@@ -106,12 +116,12 @@ def image_exists(name: str) -> bool:
         return False
 
 
-def ensure_base_image(base: str | None = None, log=print) -> str:
+def ensure_base_image(base: str | None = None, log=print, python: str = DEFAULT_PYTHON) -> str:
     """Build the base image unless it exists; returns its name."""
-    name = base_image_name(base)
+    name = base_image_name(base, python)
     if image_exists(name):
         return name
-    base = base or base_arg()
+    base = base or base_arg(python)
     log(f"building sandbox base image {name} from {base}")
     with tempfile.TemporaryDirectory(prefix="tf-ctx-") as ctx:
         ctxp = Path(ctx)
@@ -133,7 +143,14 @@ def ensure_base_image(base: str | None = None, log=print) -> str:
         except docker.errors.BuildError as exc:
             tail = " | ".join(str(x.get("stream", x.get("error", ""))).strip()
                               for x in list(exc.build_log)[-4:])
-            raise InfraError(f"building the base image from {base} failed: {tail}") from None
+            hint = ""
+            if "pull access denied" in tail or "not found" in tail or "manifest" in tail:
+                suite = DEBIAN_SUITES.get(python)
+                hint = (f"; without a registry, build a local base: scripts/make-debian-base.sh "
+                        f"taskforge/debian-python:{suite} {suite}" if suite else
+                        f"; set TASKFORGE_BASE_IMAGE_{python.replace('.', '_')} to an image with "
+                        f"Python {python}")
+            raise InfraError(f"building the base image from {base} failed: {tail[:200]}{hint}") from None
         except docker.errors.APIError as exc:
             raise InfraError(f"building the base image from {base} failed: {exc.explanation}") from None
     return name

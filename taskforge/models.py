@@ -64,7 +64,10 @@ class TaskRecord(BaseModel):
     feature: FeatureInfo
     hidden_test_files: list[str]       # test files that differ from the workspace's
     protected_files: list[str]         # test files and configs restored before grading
-    test_command: list[str]            # pytest arguments used at grading
+    test_command: list[str]            # the grading command, for people (see test_options)
+    test_options: list[str] = Field(default_factory=list)   # pytest options of every run
+    test_paths: list[str] = Field(default_factory=list)     # whole-suite runs only
+    test_env: dict[str, str] = Field(default_factory=dict)
     flaky_excluded: int = 0
     sizes: TaskSizes
     timings: TaskTimings

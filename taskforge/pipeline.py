@@ -17,7 +17,7 @@ from typing import Callable
 from taskforge import __version__
 from taskforge.audit import LeakError, cache_root, leak_checker
 from taskforge.coverage_map import CoverageMap
-from taskforge.envdetect import detect
+from taskforge.envdetect import RepoConfig, detect, find_config
 from taskforge.errors import InfraError, TaskforgeError, UserError
 from taskforge.features import propose
 from taskforge.fsutil import atomic_write, rmtree
@@ -33,7 +33,7 @@ from taskforge.statement import problem_statement
 from taskforge.symbols import index_repo
 from taskforge.task_store import load_task
 from taskforge.testindex import group_ids, index_tests
-from taskforge.validate import Context, Verdict, Worker, validate
+from taskforge.validate import Context, RunArgs, Verdict, Worker, validate
 
 STAGES = ["candidates", "removed cleanly", "remaining suite green", "hidden tests fail",
           "gold passes", "leak-free", "tasks"]
@@ -48,6 +48,7 @@ class Options:
     max_share: float = 0.25
     max_red: float = 0.05
     kinds: tuple[str, ...] = ("function", "method", "class", "module")
+    config: RepoConfig | None = None        # CLI overrides; taskforge.toml is read too
 
 
 class Progress:
@@ -99,30 +100,40 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
         # libcst indexing is slow and needs no container: it overlaps the image and baseline.
         indexing = background.submit(lambda: (index_repo(src.path, layout),
                                               index_tests(src.path, layout.test_files)))
-        plan = detect(src.path, layout)
+        config, config_files = find_config(src.path, repo)
+        if opts.config is not None:
+            config = config.merged(opts.config)
+        plan = detect(src.path, layout, config)
+        for f in config_files:
+            say(f"using overrides from {f}")
+        run_args = RunArgs(options=plan.test_options, paths=plan.test_paths, env=plan.env)
 
         prog.stage("building the environment image")
         t = time.monotonic()
-        base = ensure_base_image(log=say)
-        image, build_secs = ensure_env_image(src.path, src.name, src.commit, base, plan.script(),
-                                             log=say)
+        base = ensure_base_image(log=say, python=plan.python)
+        try:
+            image, build_secs = ensure_env_image(src.path, src.name, src.commit, base,
+                                                 plan.script(), log=say)
+        except UserError as exc:
+            raise UserError(f"{exc.message} (tried: {plan.describe()})") from None
         timings["image"] = time.monotonic() - t
         image_scan = background.submit(ImageScan.open, image)
 
         prog.stage("baseline runs")
         t = time.monotonic()
-        key = RunState.baseline_key(src.commit, image, __version__, str(opts.timeout))
+        key = RunState.baseline_key(src.commit, image, __version__, str(opts.timeout),
+                                    repr(run_args))
         cached = state.load_baseline(key)
-        workers.append(Worker(src.path, image, scratch, 0))
+        workers.append(Worker(src.path, image, scratch, 0, run_args=run_args))
         if cached is None:
-            more = background.submit(_open_workers, src.path, image, scratch, opts.jobs)
+            more = background.submit(_open_workers, src.path, image, scratch, opts.jobs, run_args)
             base_state, cov_file = run_baseline(workers[0], layout, opts, key)
             cov_file = state.save_baseline(base_state, cov_file)
             workers += more.result()
         else:
             base_state, cov_file = cached
             say("baseline: reusing the runs of an earlier, interrupted generate")
-            workers += _open_workers(src.path, image, scratch, opts.jobs)
+            workers += _open_workers(src.path, image, scratch, opts.jobs, run_args)
         timings["baseline"] = time.monotonic() - t
         passing, flaky = set(base_state.passing), set(base_state.flaky)
         all_ids = set(base_state.all_ids)
@@ -141,7 +152,8 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
         drops = [DropReason(candidate=n, stage="candidates", reason=r) for n, r in proposal.drops]
         cap = max(1, int(opts.max_share * len(passing)))
         ctx = Context(src=src.path, index=index, tests=tests, passing=passing, all_ids=all_ids,
-                      by_key=by_key, cap=cap, timeout=opts.timeout, layout=layout)
+                      by_key=by_key, cap=cap, timeout=opts.timeout, layout=layout,
+                      run_args=run_args)
 
         prog.stage("validating candidates")
         t = time.monotonic()
@@ -250,8 +262,8 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
         state.unlock()
 
 
-def _open_workers(src: Path, image: str, scratch: Path, jobs: int) -> list[Worker]:
-    return [Worker(src, image, scratch, n) for n in range(1, jobs)]
+def _open_workers(src: Path, image: str, scratch: Path, jobs: int, run_args) -> list[Worker]:
+    return [Worker(src, image, scratch, n, run_args=run_args) for n in range(1, jobs)]
 
 
 class ImageScan:
@@ -391,7 +403,7 @@ def _record_builder(tid, src, image, v: Verdict, ctx: Context, n_flaky: int,
                     protected: list[str]):
     cand = v.candidate
     f2p = sorted(v.hidden & ctx.passing)
-    p2p = sorted(ctx.passing - v.hidden)
+    p2p = sorted(ctx.passing - v.hidden - v.vanished)
     exports = sorted(f"{m}.{n}" for (m, n) in v.exported      # re-exports of removed names
                      if f"{m}.{n}" != cand.root.qualname and not n.startswith("_"))
     touched = sorted(v.source_changes)
@@ -411,7 +423,10 @@ def _record_builder(tid, src, image, v: Verdict, ctx: Context, n_flaky: int,
                                 touched_files=touched),
             hidden_test_files=hidden_files,
             protected_files=protected,
-            test_command=["python", "-m", "pytest", "-p", "no:cacheprovider"],
+            test_command=["python", "-m", "pytest", "-p", "no:cacheprovider",
+                          *ctx.run_args.options, *ctx.run_args.paths],
+            test_options=ctx.run_args.options, test_paths=ctx.run_args.paths,
+            test_env=ctx.run_args.env,
             flaky_excluded=n_flaky,
             sizes=TaskSizes(removed_lines=v.removed_lines, removed_symbols=len(cand.symbols),
                             hidden_tests=len(f2p), remaining_tests=len(p2p),

@@ -10,7 +10,7 @@ import json
 import shutil
 import threading
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from taskforge.fsutil import share_with_sandbox
 from taskforge.sandbox import Sandbox
@@ -107,9 +107,15 @@ class PytestRunner:
     _lock = threading.Lock()
     _counter = 0
 
-    def __init__(self, sandbox: Sandbox, out_host: Path):
+    def __init__(self, sandbox: Sandbox, out_host: Path, options: list[str] | None = None,
+                 paths: list[str] | None = None, env: dict[str, str] | None = None):
+        """`options` go to every run (the project's test command and pytest config);
+        `paths` only to whole-suite runs, never to runs of chosen test ids."""
         self.sandbox = sandbox
         self.out_host = out_host
+        self.options = list(options or [])
+        self.paths = list(paths or [])
+        self.env = dict(env or {})
 
     def _next(self) -> str:
         with PytestRunner._lock:
@@ -126,12 +132,18 @@ class PytestRunner:
         share_with_sandbox(host)
         inside = f"{OUT_IN_SANDBOX}/{tag}"
         argv = ["python", "-m", "pytest", *BASE_ARGS]
-        env = dict(ENV)
+        env = {**self.env, **ENV}
         if cov_sources is not None:
-            argv += [f"--cov=/workspace/{s}" if s else "--cov=/workspace" for s in cov_sources]
+            # A directory by path; a single-module project by module name (coverage
+            # measures nothing for a .py path given as a source).
+            argv += [f"--cov={PurePosixPath(s).stem}" if s.endswith(".py")
+                     else f"--cov=/workspace/{s}" if s else "--cov=/workspace" for s in cov_sources]
             argv += ["--cov-context=test", "--cov-report=", f"--cov-config={inside}/covrc"]
             env["COVERAGE_FILE"] = f"{inside}/coverage.db"
-        argv += list(extra_args or []) + list(args)
+        whole_suite = all(a.startswith("-") for a in args)
+        argv += self.options + list(extra_args or []) + list(args)
+        if whole_suite:
+            argv += self.paths
         cmd = ["python", "-I", RUNNER, inside, str(timeout), "--", *argv]
         res = self.sandbox.exec(cmd, timeout=timeout + 10, env=env)
         result = RunResult(wall_seconds=res.seconds, timed_out=res.timed_out)

@@ -26,6 +26,15 @@ MAX_ROUNDS = 3
 
 
 @dataclass
+class RunArgs:
+    """How this repository's tests are run: pytest options for every run, paths
+    for whole-suite runs, extra environment."""
+    options: list[str] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
 class Context:
     """What every validation needs, shared read-only between workers."""
     src: Path                                # pristine tree of the source commit
@@ -37,6 +46,7 @@ class Context:
     cap: int
     timeout: float
     layout: object
+    run_args: RunArgs = field(default_factory=RunArgs)
 
 
 @dataclass
@@ -54,12 +64,14 @@ class Verdict:
     test_seconds_total: float = 0.0          # every run, accepted or not
     rounds: int = 0
     resumed: bool = False                    # written by an earlier, interrupted run
+    vanished: set[str] = field(default_factory=set)   # doctests that lived in removed code
 
 
 class Worker:
     """One warm sandbox over one private copy of the source tree."""
 
-    def __init__(self, src: Path, image: str, scratch: Path, n: int, limits: Limits | None = None):
+    def __init__(self, src: Path, image: str, scratch: Path, n: int, limits: Limits | None = None,
+                 run_args: "RunArgs | None" = None):
         self.src = src
         self.tree = scratch / f"tree{n}"
         self.out = scratch / f"out{n}"
@@ -73,7 +85,8 @@ class Worker:
                                                runner_mount()],
                            limits=limits or Limits(), labels={"taskforge.role": "generate"})
         self.sandbox = open_sandbox(spec)
-        self.runner = PytestRunner(self.sandbox, self.out)
+        ra = run_args or RunArgs()
+        self.runner = PytestRunner(self.sandbox, self.out, ra.options, ra.paths, ra.env)
 
     def apply(self, changes: dict[str, str | None]) -> None:
         for rel, content in changes.items():
@@ -130,6 +143,20 @@ def plan_tests(ctx: Context, hidden: set[str], hidden_files: set[str],
     return changes, gone
 
 
+def vanished_doctests(ctx: Context, cand: Candidate, changes: dict[str, str | None]) -> set[str]:
+    """Doctest items (`pkg/mod.py::pkg.mod.func`) of removed code: they go with the
+    docstrings they live in, so they are neither hidden tests nor remaining ones."""
+    names = [s.qualname for s in cand.symbols]
+    out = set()
+    for nid in ctx.all_ids:
+        f, _, name = nid.partition("::")
+        if f in ctx.tests or f not in changes:
+            continue
+        if changes[f] is None or any(name == q or name.startswith(q + ".") for q in names):
+            out.add(nid)
+    return out
+
+
 def validate(worker: Worker, ctx: Context, cand: Candidate) -> Verdict:
     v = Verdict(candidate=cand, ok=False, stage="candidates")
     removal = remove_source(ctx.index, cand.symbols)
@@ -140,7 +167,8 @@ def validate(worker: Worker, ctx: Context, cand: Candidate) -> Verdict:
         return v
     v.source_changes, v.exported, v.removed_lines = removal.changes, removal.exported, removal.removed_lines
     v.stage = "removed cleanly"
-    hidden = expand(ctx, set(cand.hidden))
+    v.vanished = vanished_doctests(ctx, cand, removal.changes)
+    hidden = expand(ctx, set(cand.hidden)) - v.vanished
     hidden_files = set(cand.hidden_files)
     secs = {"remaining_suite": 0.0, "hidden_on_stripped": 0.0}
     try:
@@ -169,7 +197,7 @@ def validate(worker: Worker, ctx: Context, cand: Candidate) -> Verdict:
                     return v
                 hidden_files |= bad
                 continue
-            expected = ctx.passing - hidden
+            expected = ctx.passing - hidden - v.vanished
             failing = {t for t in expected if a.outcomes.get(t) != "passed"}
             if failing:
                 if rnd == MAX_ROUNDS or len((hidden | failing) & ctx.passing) > ctx.cap:
@@ -177,11 +205,11 @@ def validate(worker: Worker, ctx: Context, cand: Candidate) -> Verdict:
                     v.reason = (f"remaining suite red: {len(failing)} test(s) fail without the "
                                 f"feature, e.g. {ex} ({a.outcomes.get(ex, 'missing')})")
                     return v
-                hidden |= expand(ctx, failing)
+                hidden |= expand(ctx, failing) - v.vanished
                 continue
             v.stage = "remaining suite green"
             # B: hidden tests restored on the stripped source.
-            targets = sorted(hidden & ctx.passing)
+            targets = sorted((hidden & ctx.passing) - v.vanished)
             worker.reset()
             worker.apply(removal.changes)
             b = worker.runner.run(targets, timeout=ctx.timeout,

@@ -125,8 +125,9 @@ def verify(task_dir: str | Path, solution: Solution, timeout: float = 900.0,
         for attempt in range(1 + INFRA_RETRIES):
             try:
                 with open_sandbox(spec) as sb:
-                    run = PytestRunner(sb, out).run(["--continue-on-collection-errors"],
-                                                    timeout=timeout)
+                    run = PytestRunner(sb, out, rec.test_options, rec.test_paths,
+                                       rec.test_env).run(["--continue-on-collection-errors"],
+                                                         timeout=timeout)
                 break
             except InfraError as exc:
                 last_error = exc.message
