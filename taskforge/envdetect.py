@@ -491,7 +491,7 @@ def detect(root: Path, layout=None, config: RepoConfig | None = None) -> Install
     plan.extras += [e for e in tox_extras if e in found and e not in plan.extras]
     plan.tried.append(f"test extras: {plan.extras or 'none'}")
     plan.requirement_files = [r for r in REQ_FILES if (root / r).is_file()]
-    plan.requirement_files += [f for f in tox_files if f not in plan.requirement_files]
+    plan.requirement_files = list(dict.fromkeys(plan.requirement_files + tox_files))
     plan.tried.append(f"requirement files: {plan.requirement_files or 'none'}")
     wanted = [r for r in reqs + tox_reqs if not NOT_FOR_TESTS.match(r.strip())]
     plan.requirements = list(dict.fromkeys(wanted + cfg.pip))

@@ -162,6 +162,20 @@ def env_image_name(repo_name: str, commit: str, base_image: str, script: str = "
     return f"taskforge/env-{slug}:{commit[:12]}-{recipe}"
 
 
+GENERIC = ("subprocess-exited-with-error", "metadata-generation-failed", "originates from a subprocess",
+           "did not run successfully", "see above for output", "exit code:", "note:", "hint:")
+
+
+def install_error(logs: str) -> str:
+    """The line of a failed install that says why (pip buries it among generic ones)."""
+    lines = [ln.strip(" |×╰─>") for ln in logs.splitlines() if ln.strip()]
+    specific = [ln for ln in lines if re.search(r"\b(error|Error|ERROR)\b", ln)
+                and not any(g in ln for g in GENERIC)]
+    if specific:
+        return specific[0]
+    return next((ln for ln in reversed(lines) if "error" in ln.lower()), lines[-1] if lines else "no output")
+
+
 def ensure_env_image(tree: Path, repo_name: str, commit: str, base_image: str,
                      script: str, timeout: float = 1800, log=print) -> tuple[str, float]:
     """Build (or reuse) the environment image; returns (name, seconds spent)."""
@@ -193,9 +207,7 @@ def ensure_env_image(tree: Path, repo_name: str, commit: str, base_image: str,
                 raise InfraError(f"installing the repository timed out after {timeout:.0f}s") from None
             logs = container.logs().decode("utf-8", "replace")
             if status.get("StatusCode") != 0:
-                lines = [ln for ln in logs.splitlines() if ln.strip()]
-                err = next((ln for ln in reversed(lines) if "error" in ln.lower()),
-                           lines[-1] if lines else "no output")
+                err = install_error(logs)
                 raise UserError(f"installing the repository failed: {err.strip()[:300]}")
             container.commit(repository=name.split(":")[0], tag=name.split(":")[1],
                              conf={"User": "1000:1000", "WorkingDir": "/workspace",

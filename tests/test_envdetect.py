@@ -1,0 +1,259 @@
+"""Environment detection without per-repo configuration, and its overrides.
+
+The first tests read real project files written to disk (no engine needed);
+the last ones run generate for real on repositories that only work when
+detection (or an override) does its job."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from taskforge.envdetect import RepoConfig, choose_python, detect, find_config, split_test_cmd
+from taskforge.errors import UserError
+from taskforge.layout import scan
+from taskforge.pytestcfg import read as read_pytest_config
+from tests.conftest import make_git_repo
+from tests.test_bad_input import assert_one_line_error, run_cli
+
+
+def write(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
+PKG = {"pkg/__init__.py": "def f():\n    return 1\n",
+       "tests/test_f.py": "from pkg import f\n\ndef test_f():\n    assert f() == 1\n"}
+
+
+def test_poetry_groups_and_python(tmp_path):
+    root = write(tmp_path, {**PKG, "pyproject.toml": """
+[build-system]
+requires = ["poetry-core"]
+build-backend = "poetry.core.masonry.api"
+[tool.poetry]
+name = "pkg"
+version = "1.0"
+[tool.poetry.dependencies]
+python = "^3.12"
+[tool.poetry.group.test.dependencies]
+hypothesis = "^6.0"
+freezegun = {version = "1.2.2", extras = ["x"]}
+local = {path = "../local"}
+[tool.poetry.group.docs.dependencies]
+sphinx = "*"
+[tool.poetry.dev-dependencies]
+mypy = "*"
+pytz = "*"
+"""})
+    plan = detect(root, scan(root))
+    assert plan.requirements == ["hypothesis>=6.0", "freezegun[x]==1.2.2", "pytz"]
+    assert plan.python == "3.12"            # ^3.12 excludes the default 3.11
+    assert "poetry group test" in plan.describe()
+
+
+def test_pdm_hatch_and_dependency_groups(tmp_path):
+    root = write(tmp_path, {**PKG, "pyproject.toml": """
+[project]
+name = "pkg"
+version = "1"
+requires-python = ">=3.9"
+[project.optional-dependencies]
+testing = ["attrs"]
+docs = ["furo"]
+[dependency-groups]
+lint = ["ruff"]
+base = ["six"]
+test = ["toolz", {include-group = "base"}]
+[tool.pdm.dev-dependencies]
+test = ["pytest-mock>=3", "-e file:///${PROJECT_ROOT}/sub"]
+[tool.hatch.envs.default]
+dependencies = ["coverage[toml]", "cachetools"]
+"""})
+    plan = detect(root, scan(root))
+    assert plan.extras == ["testing"]
+    assert plan.requirements == ["pytest-mock>=3", "cachetools", "toolz", "six"]
+    assert plan.python == "3.11"
+    assert "pip install -e '.[testing]'" in plan.script()
+
+
+def test_tox_nox_requirement_files_and_setup_py(tmp_path):
+    root = write(tmp_path, {**PKG, "setup.py": "from setuptools import setup\nsetup(name='pkg', "
+                            "python_requires='>=3.8', tests_require=['mock'], "
+                            "extras_require={'dev': ['x']})\n",
+                            "tox.ini": "[testenv]\ndeps =\n    -rreqs/ci.txt\n    py38: old\n"
+                            "    {[base]deps}\n    responses\nextras = dev\n",
+                            "reqs/ci.txt": "idna\n",
+                            "requirements-dev.txt": "six\n",
+                            "noxfile.py": "import nox\n@nox.session\ndef tests(session):\n"
+                            "    session.install('-r', 'reqs/ci.txt')\n"
+                            "    session.install('pytest', 'toml', '.')\n"})
+    plan = detect(root, scan(root))
+    assert plan.extras == ["dev"]
+    assert plan.requirement_files == ["requirements-dev.txt", "reqs/ci.txt"]
+    assert plan.requirements == ["mock", "old", "responses", "toml"]
+
+
+def test_pytest_config_drops_what_cannot_run_and_finds_plugins(tmp_path):
+    root = write(tmp_path, {**PKG, "setup.cfg": "[tool:pytest]\naddopts = -ra --cov=pkg "
+                            "--cov-report term -n auto -x --timeout 30 --flake8 -p pytest_mock\n"
+                            "asyncio_mode = auto\nrequired_plugins = pytest-flake8 pytest-env>=1\n",
+                            "tests/test_more.py": "import pytest\n\n@pytest.fixture\ndef benchmark():\n"
+                            "    return 1\n\n@pytest.mark.asyncio\nasync def test_a(mocker, benchmark):\n"
+                            "    pass\n"})
+    cfg = read_pytest_config(root)
+    assert cfg.source == "setup.cfg"
+    assert cfg.kept_addopts == ["-ra", "--timeout", "30", "-p", "pytest_mock"]
+    assert {"pytest-timeout", "pytest-mock", "pytest-asyncio", "pytest-env>=1"} <= cfg.plugins
+    assert not any("flake8" in p for p in cfg.plugins)
+    assert cfg.override_args() == ["-o", "addopts=-ra --timeout 30 -p pytest_mock",
+                                   "-o", "required_plugins="]
+    plan = detect(root, scan(root))
+    # mocker comes from pytest-mock; benchmark is the repo's own fixture, not pytest-benchmark
+    assert "pytest-mock" in plan.plugins and "pytest-benchmark" not in plan.plugins
+
+
+@pytest.mark.parametrize("spec,want", [(None, "3.11"), (">=3.8", "3.11"), (">=3.12", "3.12"),
+                                       ("<3.10,>=3.8", "3.9"), (">=3.7,<4", "3.11"),
+                                       ("~=3.13.0", "3.13"), ("nonsense", "3.11")])
+def test_choose_python(spec, want):
+    assert choose_python(spec)[0] == want
+
+
+def test_overrides_from_files_and_flags(tmp_path):
+    repo = write(tmp_path / "lib", {**PKG, "taskforge.toml": 'python = "3.12"\npip = ["a"]\n'
+                                    'test-cmd = "pytest tests -q -m \'not slow\'"\n'})
+    (tmp_path / "lib.taskforge.toml").write_text('[taskforge]\npython = "3.13"\n'
+                                                 'install = "pip install -e ."\n')
+    cfg, used = find_config(repo, str(repo))
+    assert cfg.python == "3.13" and cfg.pip == ["a"] and cfg.install == ["pip install -e ."]
+    assert len(used) == 2
+    cfg = cfg.merged(RepoConfig(python="3.10"))
+    plan = detect(repo, scan(repo), cfg)
+    assert plan.python == "3.10"
+    assert plan.test_paths == ["tests"] and plan.test_options[-3:] == ["-q", "-m", "not slow"]
+    assert plan.script().count("pip install -e .") == 1 and "'a'" not in plan.script() \
+        and "pip install a" in plan.script()
+
+
+def test_bad_overrides_are_one_line_errors(tmp_path):
+    with pytest.raises(UserError, match="must run pytest"):
+        split_test_cmd("make test", tmp_path)
+    bad = write(tmp_path / "r", {"taskforge.toml": "pythn = 1\n"})
+    with pytest.raises(UserError, match="pythn"):
+        find_config(bad)
+    res = run_cli("generate", str(tmp_path / "r"), "--out", str(tmp_path / "o"), "--python", "three")
+    assert_one_line_error(res, "--python", code=2)
+
+
+# -- for real ---------------------------------------------------------------------
+
+NEEDS_DETECTION = {
+    "pyproject.toml": """[build-system]
+requires = ["setuptools>=61"]
+build-backend = "setuptools.build_meta"
+[project]
+name = "shapes"
+version = "0.1.0"
+requires-python = ">=3.8"
+[dependency-groups]
+test = ["six"]
+[tool.pytest.ini_options]
+addopts = "-ra --cov=shapes -n 2 --strict-markers"
+testpaths = ["tests/unit"]
+""",
+    "shapes/__init__.py": "from shapes.ops import area, perimeter, scale, label\n",
+    "shapes/ops.py": '''def area(w, h):
+    """Area of a w x h rectangle."""
+    product = w * h
+    return product if product >= 0 else -product
+
+
+def perimeter(w, h):
+    """Perimeter of a w x h rectangle."""
+    total = 2 * (abs(w) + abs(h))
+    return total
+
+
+def scale(w, h, k):
+    """The rectangle scaled by k."""
+    nw, nh = w * k, h * k
+    return (nw, nh)
+
+
+def label(w, h):
+    """A text label for the rectangle."""
+    shape = "square" if w == h else "rectangle"
+    return f"{shape} {w}x{h}"
+''',
+    # six is imported inside the tests (so only the dependency group can provide it)
+    "tests/unit/test_area.py": "from shapes import area\n\n"
+    + "".join(f"def test_area_{i}():\n    import six\n    assert six.PY3 and area({i}, 2) == {2 * i}\n\n"
+              for i in range(4)),
+    "tests/unit/test_perimeter.py": "from shapes import perimeter\n\n"
+    + "".join(f"def test_perimeter_{i}(mocker):\n    spy = mocker.Mock(return_value={i})\n"
+              f"    assert perimeter(spy(), 1) == {2 * (i + 1)}\n\n" for i in range(4)),
+    "tests/unit/test_scale.py": "from shapes import scale\n\n"
+    + "".join(f"def test_scale_{i}():\n    assert scale(1, 2, {i}) == ({i}, {2 * i})\n\n"
+              for i in range(4)),
+    "tests/unit/test_label.py": "from shapes import label\n\n"
+    + "".join(f"def test_label_{i}():\n    assert label({i}, {i}).startswith('square')\n\n"
+              for i in range(4)),
+    "tests/slow/test_broken.py": "def test_broken():\n    assert False\n",
+}
+
+
+def generate_cli(repo: Path, out: Path, *extra: str) -> dict:
+    res = subprocess.run([sys.executable, "-m", "taskforge", "generate", str(repo), "--out",
+                          str(out), "--json", "-q", "--max-tasks", "2", *extra],
+                         capture_output=True, text=True, timeout=900)
+    assert res.returncode == 0, res.stderr[-2000:]
+    return json.loads(res.stdout)
+
+
+def test_generate_needs_group_plugin_and_config_detection(tmp_path, base_image):
+    """six only in a PEP 735 group, mocker from pytest-mock (declared nowhere),
+    addopts asking for xdist and coverage: all handled with no configuration."""
+    src = write(tmp_path / "shapes-src", {k: v for k, v in NEEDS_DETECTION.items()
+                                          if "/slow/" not in k})
+    repo = make_git_repo(src, tmp_path / "shapes")
+    report = generate_cli(repo, tmp_path / "out")
+    assert report["baseline_passing"] == 16
+    assert len(report["tasks"]) == 2
+    rec = json.loads((tmp_path / "out" / report["tasks"][0] / "task.json").read_text())
+    assert "-n" not in rec["test_options"] and "--strict-markers" in " ".join(rec["test_options"])
+    from taskforge.verify import Solution, verify
+
+    assert verify(tmp_path / "out" / report["tasks"][0], Solution.gold()).reward == 1.0
+
+
+def test_generate_with_test_cmd_override(tmp_path, base_image):
+    """With no testpaths, a red test directory makes the baseline red; the test
+    command override (a LIB.taskforge.toml beside the repo) leaves it out."""
+    files = dict(NEEDS_DETECTION)
+    files["pyproject.toml"] = files["pyproject.toml"].replace('testpaths = ["tests/unit"]\n', "")
+    src = write(tmp_path / "shapes-src", files)
+    repo = make_git_repo(src, tmp_path / "shapes")
+    res = run_cli("generate", str(repo), "--out", str(tmp_path / "red"), "--max-tasks", "1")
+    assert res.returncode == 2 and "red at baseline" in res.stderr
+    (tmp_path / "shapes.taskforge.toml").write_text('test-cmd = "pytest tests/unit"\n')
+    report = generate_cli(repo, tmp_path / "out")
+    assert report["baseline_tests"] == 16 and len(report["tasks"]) == 2
+    rec = json.loads((tmp_path / "out" / report["tasks"][0] / "task.json").read_text())
+    assert rec["test_paths"] == ["tests/unit"]
+
+
+def test_install_failure_says_what_was_tried(tmp_path, base_image):
+    repo = make_git_repo(write(tmp_path / "boom-src", {
+        "setup.py": "raise SystemExit('this package cannot be built here')\n",
+        "boom/__init__.py": "def f():\n    return 1\n",
+        "tests/test_boom.py": "from boom import f\n\ndef test_f():\n    assert f() == 1\n"}),
+        tmp_path / "boom")
+    res = run_cli("generate", str(repo), "--out", str(tmp_path / "out"))
+    assert_one_line_error(res, "installing the repository failed", "tried:", "python 3.11", code=2)
+    assert not (tmp_path / "out").exists()
