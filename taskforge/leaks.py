@@ -17,7 +17,10 @@ import marshal
 import re
 import shutil
 import subprocess
+import tempfile
+import time
 import zipfile
+from array import array
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -275,8 +278,8 @@ class Scanner:
                 continue
             for group in n.names:
                 todo |= named & index.files_with(group)
-        for short, suffix in self.symbols:
-            todo |= index.code_objects.get((short, suffix), set())
+        for short, _suffix in self.symbols:      # match_pyc checks the source path
+            todo |= index.code_objects.get(short, set())
         for i in sorted(todo):
             rel = index.files[i]
             try:
@@ -346,7 +349,7 @@ class Scanner:
 
 
 IDENT_RE = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
-INDEX_VERSION = 1
+INDEX_VERSION = 2
 
 
 class ImageIndex:
@@ -355,22 +358,28 @@ class ImageIndex:
     all its identifiers, so a scan reads a handful of files instead of thousands.
     Bytecode is indexed by (code name, source file suffix); archives are always read."""
 
-    def __init__(self, files: list[str], postings: dict[bytes, frozenset],
-                 code_objects: dict[tuple[str, str], set[int]], archives: list[int]):
+    def __init__(self, files: list[str], postings: dict[bytes, bytes],
+                 code_objects: dict[str, set[int]], archives: list[int]):
         self.files, self.postings = files, postings
         self.code_objects, self.archives = code_objects, archives
 
     def files_with(self, group) -> set[int]:
-        lists = sorted((self.postings.get(x, frozenset()) for x in group), key=len)
-        if not lists or not lists[0]:
+        """Files holding every identifier of `group` (postings are packed uint32 arrays)."""
+        packed = sorted((self.postings.get(x, b"") for x in group), key=len)
+        if not packed or not packed[0]:
             return set()
-        return set(lists[0]).intersection(*lists[1:])
+        out = set(array("I", packed[0]))
+        for p in packed[1:]:
+            out &= set(array("I", p))
+            if not out:
+                break
+        return out
 
     @classmethod
     def build(cls, root: Path) -> "ImageIndex":
         files: list[str] = []
         postings: dict[bytes, set[int]] = {}
-        code: dict[tuple[str, str], set[int]] = {}
+        code: dict[str, set[int]] = {}
         archives: list[int] = []
         for p in sorted(root.rglob("*")):
             if not p.is_file() or p.is_symlink() or p.name.startswith(".tf-"):
@@ -392,11 +401,7 @@ class ImageIndex:
                     c = stack.pop()
                     if not hasattr(c, "co_code"):
                         continue
-                    fname = c.co_filename
-                    # every suffix of the source path, so any module path can be matched
-                    parts = fname.split("/")
-                    for k in range(1, len(parts) + 1):
-                        code.setdefault((c.co_name, "/".join(parts[-k:])), set()).add(i)
+                    code.setdefault(c.co_name, set()).add(i)
                     stack += [k for k in c.co_consts if hasattr(k, "co_code")]
                 continue
             if data[:4] == b"PK\x03\x04" or p.name.endswith((".whl", ".zip", ".egg", ".tar.gz",
@@ -405,7 +410,8 @@ class ImageIndex:
                 continue
             for ident in set(IDENT_RE.findall(data)):
                 postings.setdefault(ident, set()).add(i)
-        return cls(files, {k: frozenset(v) for k, v in postings.items()}, code, archives)
+        return cls(files, {k: array("I", sorted(v)).tobytes() for k, v in postings.items()},
+                   code, archives)
 
     @classmethod
     def load(cls, root: Path) -> "ImageIndex":
@@ -438,9 +444,11 @@ def image_fs_cache(image: str, cache_root: Path) -> Path:
     dest = cache_root / img.id.replace(":", "_")
     if (dest / ".complete").exists():
         return dest
-    tmp = dest.with_name(dest.name + ".partial")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
+    cache_root.mkdir(parents=True, exist_ok=True)
+    for stale in cache_root.glob(dest.name + ".partial*"):   # a dead exporter's leftovers
+        if time.time() - stale.stat().st_mtime > 3600:
+            shutil.rmtree(stale, ignore_errors=True)
+    tmp = Path(tempfile.mkdtemp(prefix=dest.name + ".partial-", dir=cache_root))
     skip = ("proc/", "sys/", "dev/", "usr/share/", "usr/lib/x86_64-linux-gnu/", "usr/lib/aarch64",
             "usr/bin/", "usr/sbin/", "bin/", "sbin/", "lib/", "lib64/", "etc/", "var/lib/",
             "usr/include/", "boot/", "usr/lib/gcc", "usr/libexec/")
@@ -465,9 +473,12 @@ def image_fs_cache(image: str, cache_root: Path) -> Path:
     finally:
         container.remove(force=True)
     (tmp / ".complete").write_text("")
-    if dest.exists():
-        shutil.rmtree(dest)
-    tmp.rename(dest)
+    try:
+        tmp.rename(dest)
+    except OSError:          # another process finished the same export first
+        shutil.rmtree(tmp, ignore_errors=True)
+        if not (dest / ".complete").exists():
+            raise
     return dest
 
 

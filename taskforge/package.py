@@ -70,7 +70,7 @@ def scrub(tree: Path) -> list[str]:
 
 def fresh_repo(tree: Path) -> str:
     """Make `tree` a new git repository with one commit and nothing else."""
-    git(tree, "init", "-q")
+    git(tree, "init", "-q", "--template=")
     git(tree, "config", "core.logAllRefUpdates", "false")
     git(tree, "add", "-A")
     git(tree, "commit", "-q", "--no-verify", "-m", "Initial commit")
@@ -119,27 +119,31 @@ def apply_patch(tree: Path, text: str) -> str | None:
     return None
 
 
-def make_patch(base: Path, new_files: dict[str, bytes | None]) -> str:
-    """A git-style diff turning `base` (a tree) into `base` with `new_files` applied."""
+def make_patches(base: Path, *groups: dict[str, bytes | None]) -> list[str]:
+    """Git-style diffs, one per group, each turning `base` (a tree) into `base`
+    with that group's files applied. One scratch repository serves every group."""
     with tempfile.TemporaryDirectory(prefix="tf-patch-") as tmp:
         t = Path(tmp)
-        for rel in new_files:
+        every = [rel for g in groups for rel in g]
+        for rel in every:
             if (base / rel).is_file():
                 (t / rel).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(base / rel, t / rel)
-        git(t, "init", "-q")
+        git(t, "init", "-q", "--template=")
         git(t, "add", "-A")
         git(t, "commit", "-q", "--allow-empty", "--no-verify", "-m", "base")
-        for rel, data in new_files.items():
-            p = t / rel
-            if data is None:
-                p.unlink(missing_ok=True)
-            else:
-                p.parent.mkdir(parents=True, exist_ok=True)
-                p.write_bytes(data)
+        for g in groups:
+            for rel, data in g.items():
+                p = t / rel
+                if data is None:
+                    p.unlink(missing_ok=True)
+                else:
+                    p.parent.mkdir(parents=True, exist_ok=True)
+                    p.write_bytes(data)
         git(t, "add", "-A")
-        return git(t, "diff", "--cached", "--binary", "--no-color", "--no-ext-diff",
-                   "--full-index", "--no-renames")
+        return [git(t, "diff", "--cached", "--binary", "--no-color", "--no-ext-diff",
+                    "--full-index", "--no-renames", "--", *sorted(g)) if g else ""
+                for g in groups]
 
 
 def write_task(out_dir: Path, tid: str, src: Path, source_changes: dict[str, str | None],
@@ -167,10 +171,11 @@ def write_task(out_dir: Path, tid: str, src: Path, source_changes: dict[str, str
             if (src / rel).is_file():
                 (hidden / rel).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(src / rel, hidden / rel)
-        gold = make_patch(ws, {rel: (src / rel).read_bytes() if (src / rel).is_file() else None
-                               for rel in sorted(source_changes)})
-        test_patch = make_patch(ws, {rel: (src / rel).read_bytes() if (src / rel).is_file() else None
-                                     for rel in sorted(test_changes)})
+        def originals(rels):
+            return {rel: (src / rel).read_bytes() if (src / rel).is_file() else None
+                    for rel in sorted(rels)}
+
+        gold, test_patch = make_patches(ws, originals(source_changes), originals(test_changes))
         n_files = sum(1 for _ in walk(ws))
         record = build_record(base_commit=base_commit, patch=gold, test_patch=test_patch,
                               workspace_files=n_files)

@@ -126,14 +126,15 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
         cached = state.load_baseline(key)
         workers.append(Worker(src.path, image, scratch, 0, run_args=run_args))
         if cached is None:
-            more = background.submit(_open_workers, src.path, image, scratch, opts.jobs, run_args)
+            more = background.submit(_open_workers, src.path, image, scratch, opts.jobs, run_args,
+                                     workers)
             base_state, cov_file = run_baseline(workers[0], layout, opts, key)
             cov_file = state.save_baseline(base_state, cov_file)
-            workers += more.result()
+            more.result()
         else:
             base_state, cov_file = cached
             say("baseline: reusing the runs of an earlier, interrupted generate")
-            workers += _open_workers(src.path, image, scratch, opts.jobs, run_args)
+            _open_workers(src.path, image, scratch, opts.jobs, run_args, workers)
         timings["baseline"] = time.monotonic() - t
         passing, flaky = set(base_state.passing), set(base_state.flaky)
         all_ids = set(base_state.all_ids)
@@ -255,15 +256,20 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
             rmtree(out_dir)
         raise
     finally:
-        for w in workers:
-            w.close()
         background.shutdown(wait=True, cancel_futures=True)
+        if workers:        # removing a container takes a while: all at once
+            with ThreadPoolExecutor(max_workers=len(workers)) as closer:
+                list(closer.map(Worker.close, workers))
         rmtree(scratch)
         state.unlock()
 
 
-def _open_workers(src: Path, image: str, scratch: Path, jobs: int, run_args) -> list[Worker]:
-    return [Worker(src, image, scratch, n, run_args=run_args) for n in range(1, jobs)]
+def _open_workers(src: Path, image: str, scratch: Path, jobs: int, run_args,
+                  into: list[Worker]) -> None:
+    """Workers 1..jobs-1, each added to `into` as soon as it exists (so it is
+    closed even if the run fails while the others are still starting)."""
+    for n in range(1, jobs):
+        into.append(Worker(src, image, scratch, n, run_args=run_args))
 
 
 class ImageScan:
