@@ -14,10 +14,12 @@ import ast
 import hashlib
 import io
 import marshal
+import os
 import re
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 import zipfile
 from array import array
@@ -426,7 +428,7 @@ class ImageIndex:
         except (OSError, EOFError, ValueError, TypeError, pickle.UnpicklingError):
             pass
         idx = cls.build(root)
-        tmp = path.with_name(path.name + ".tmp")
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
         with open(tmp, "wb") as fh:
             pickle.dump((INDEX_VERSION, (idx.files, idx.postings, idx.code_objects, idx.archives)),
                         fh, protocol=pickle.HIGHEST_PROTOCOL)
