@@ -26,10 +26,9 @@ TEST_EXTRAS = ("test", "tests", "testing", "dev", "develop", "development", "all
 TEST_GROUPS = ("test", "tests", "testing", "dev", "develop", "development")
 REQ_FILES = ("requirements.txt", "requirements-test.txt", "requirements_test.txt",
              "requirements-tests.txt", "requirements-testing.txt", "test-requirements.txt",
-             "test_requirements.txt", "requirements-dev.txt", "requirements_dev.txt",
-             "dev-requirements.txt", "requirements/test.txt", "requirements/tests.txt",
-             "requirements/testing.txt", "requirements/dev.txt", "requirements/base.txt",
-             "tests/requirements.txt", "test/requirements.txt", "requirements/ci.txt")
+             "test_requirements.txt", "requirements-dev.txt", "requirements/test.txt",
+             "requirements/tests.txt", "requirements/testing.txt", "requirements/base.txt",
+             "tests/requirements.txt", "test/requirements.txt")
 # Tools in dev groups that tests never need: skipped (they are slow to install and
 # often pin old versions of everything).
 NOT_FOR_TESTS = re.compile(

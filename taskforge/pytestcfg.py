@@ -226,7 +226,9 @@ _PLUGINS_RE = re.compile(r"^pytest_plugins\s*=\s*(.+)$", re.M)
 
 def plugins_from_tests(root: Path, test_files: list[str], defined_fixtures: set[str]) -> dict[str, str]:
     """Distributions the tests use without declaring: conftest `pytest_plugins`,
-    plugin fixtures they request, plugin marks. {distribution: evidence}."""
+    plugin fixtures they request, plugin marks. {distribution: evidence}.
+    Only explicit evidence counts: an `async def` test alone may well be run by
+    the project's own conftest, and an unasked-for plugin can break a suite."""
     import ast
 
     found: dict[str, str] = {}
@@ -258,11 +260,6 @@ def plugins_from_tests(root: Path, test_files: list[str], defined_fixtures: set[
                         dist = MARK_PLUGINS.get(name.split(".")[2])
                         if dist:
                             found.setdefault(dist, f"{rel}: @{name}")
-                other_loop = any(k in _decorator_name(d) for d in node.decorator_list
-                                 for k in ("anyio", "trio"))
-                if isinstance(node, ast.AsyncFunctionDef) and node.name.startswith("test") \
-                        and not other_loop:
-                    found.setdefault("pytest-asyncio", f"{rel}: async test {node.name}")
     return found
 
 

@@ -1,8 +1,9 @@
 """generate killed with SIGKILL mid-run, then rerun, ends with exactly the task
-set of an uninterrupted run, byte-identical workspaces, no finished task
-rewritten, and nothing of the dead run left behind."""
+set of an uninterrupted run, byte-identical workspaces (the git index included),
+no finished task rewritten, and nothing of the dead run left behind."""
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -12,7 +13,7 @@ from pathlib import Path
 
 from taskforge.sandbox.docker import LABEL, client
 
-MAX_TASKS = 6     # the session's `generated` fixture runs with jobs=2 and this cap
+MAX_TASKS = 6
 
 
 def tree_bytes(root: Path) -> dict[str, bytes]:
@@ -25,11 +26,23 @@ def task_dirs(out: Path) -> set[str]:
     return {p.parent.name for p in out.glob("*/task.json")}
 
 
-def test_sigkill_then_rerun_equals_uninterrupted(generated, fixture_repos, tmp_path):
-    ref_out, ref = generated("geomlib", MAX_TASKS)
+def cli(repo: Path, out: Path) -> list[str]:
+    return [sys.executable, "-m", "taskforge", "generate", str(repo), "--out", str(out),
+            "--max-tasks", str(MAX_TASKS), "--jobs", "2", "-q"]
+
+
+def test_sigkill_then_rerun_equals_uninterrupted(fixture_repos, base_image, tmp_path):
+    # The reference: a complete, uninterrupted run (its own copy: other tests run git
+    # in the shared fixtures' workspaces, and git rewrites the index when it does).
+    ref_out = tmp_path / "ref"
+    res = subprocess.run(cli(fixture_repos["geomlib"], ref_out) + ["--json"], capture_output=True,
+                         text=True, timeout=900)
+    assert res.returncode == 0, res.stderr
+
+    ref_tasks = json.loads(res.stdout)["tasks"]
+    assert len(ref_tasks) == MAX_TASKS
     out = tmp_path / "out"
-    cmd = [sys.executable, "-m", "taskforge", "generate", str(fixture_repos["geomlib"]),
-           "--out", str(out), "--max-tasks", str(MAX_TASKS), "--jobs", "2", "-q"]
+    cmd = cli(fixture_repos["geomlib"], out)
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and proc.poll() is None and len(task_dirs(out)) < 2:
@@ -49,8 +62,8 @@ def test_sigkill_then_rerun_equals_uninterrupted(generated, fixture_repos, tmp_p
     res = subprocess.run(cmd[:-1] + ["--json"], capture_output=True, text=True, timeout=900)
     assert res.returncode == 0, res.stderr
     # Same task set as the uninterrupted run, with byte-identical workspaces.
-    assert task_dirs(out) == set(ref.tasks)
-    for tid in ref.tasks:
+    assert task_dirs(out) == set(ref_tasks)
+    for tid in ref_tasks:
         assert tree_bytes(out / tid / "workspace") == tree_bytes(ref_out / tid / "workspace"), tid
         for f in ("gold.patch", "test.patch", "problem_statement.md"):
             assert (out / tid / f).read_bytes() == (ref_out / tid / f).read_bytes(), (tid, f)
@@ -58,8 +71,6 @@ def test_sigkill_then_rerun_equals_uninterrupted(generated, fixture_repos, tmp_p
     # and the baseline was not run again.
     for tid, mtime in before.items():
         assert (out / tid / "task.json").stat().st_mtime_ns == mtime, tid
-    import json
-
     resumed = json.loads(res.stdout)["resumed"]
     assert resumed["baseline"] is True
     assert resumed["tasks"] == len(survivors)
