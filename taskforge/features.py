@@ -23,6 +23,7 @@ class Candidate:
     symbols: list[Symbol]           # root + private helpers
     hidden: set[str] = field(default_factory=set)          # test ids to hide (P and others)
     hidden_files: set[str] = field(default_factory=set)    # test files hidden whole
+    late: bool = False              # risky (dispatched by computed name): tried last
 
 
 @dataclass
@@ -53,7 +54,42 @@ def _users(index: RepoIndex, sym: Symbol, exclude: set[str]) -> list[str]:
                 if sym.kind != "method" and sym.name in class_level_names:
                     if not any(cls.qualname == e for e in exclude):
                         users.append(cls.qualname)
+                # `IFEXP = IF` or `@IF.setter` in a class body uses method IF at import time.
+                if sym.kind == "method" and sym.cls == cls.name and mod.module == sym.module \
+                        and sym.name in _class_body_names(mod, cls.name):
+                    users.append(f"{cls.qualname} (class body)")
     return sorted(set(users))
+
+
+_CLASS_BODY: dict[tuple[str, str], set[str]] = {}
+
+
+def _class_body_names(mod: ModuleInfo, cls_name: str) -> set[str]:
+    """Names a class body itself loads (assignments, decorators, defaults), not
+    those inside its methods' bodies."""
+    key = (mod.path, cls_name)
+    if key not in _CLASS_BODY:
+        import ast
+
+        names: set[str] = set()
+        try:
+            tree = ast.parse(mod.code)
+        except SyntaxError:
+            tree = ast.Module(body=[], type_ignores=[])
+        node = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls_name), None)
+        for st in node.body if node else []:
+            if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                parts = [*st.decorator_list, *st.args.defaults, *st.args.kw_defaults]
+            elif isinstance(st, ast.ClassDef):
+                parts = [*st.decorator_list, *st.bases]
+            else:
+                parts = [st]
+            for part in parts:
+                if part is not None:
+                    names |= {n.id for n in ast.walk(part) if isinstance(n, ast.Name)
+                              and isinstance(n.ctx, ast.Load)}
+        _CLASS_BODY[key] = names
+    return _CLASS_BODY[key]
 
 
 def _references(mod: ModuleInfo, names: set[str], attrs: set[str], sym: Symbol) -> bool:
@@ -141,7 +177,11 @@ def hidden_tests(index, cov: CoverageMap, tests, module_names, by_key, all_ids,
 
 
 def propose(index: RepoIndex, cov: CoverageMap, passing: set[str], all_ids: set[str],
-            tests: dict[str, TestModule], max_share: float = 0.25) -> Proposal:
+            tests: dict[str, TestModule], max_share: float = 0.25,
+            hopeless=lambda sym: None, late=lambda sym: False) -> Proposal:
+    """`hopeless(symbol)` gives a reason a symbol cannot go that references do not
+    show, or None; `late(symbol)` puts a risky candidate at the end of the order
+    (dynamic.hopeless_check makes both)."""
     drops: list[tuple[str, str]] = []
     cands: list[Candidate] = []
     considered = 0
@@ -156,6 +196,10 @@ def propose(index: RepoIndex, cov: CoverageMap, passing: set[str], all_ids: set[
         considered += 1
         if not cov.measured(sym.path):
             drops.append((sym.qualname, "module never imported by the tests"))
+            continue
+        why = hopeless(sym)
+        if why:
+            drops.append((sym.qualname, why))
             continue
         helpers = helpers_of(index, sym)
         feature = [sym, *helpers]
@@ -175,9 +219,10 @@ def propose(index: RepoIndex, cov: CoverageMap, passing: set[str], all_ids: set[
                                         f"depend on it (cap {cap})"))
             continue
         cands.append(Candidate(name=sym.qualname, kind=sym.kind, root=sym, symbols=feature,
-                               hidden=hidden, hidden_files=files))
+                               hidden=hidden, hidden_files=files, late=late(sym)))
     for mod in index.modules.values():
-        cand, reason = _module_candidate(index, mod, cov, tests, module_names, by_key, all_ids)
+        cand, reason = _module_candidate(index, mod, cov, tests, module_names, by_key, all_ids,
+                                         hopeless)
         if cand is None and reason is None:
             continue
         considered += 1
@@ -211,7 +256,7 @@ def module_symbol(mod: ModuleInfo, tops: list[Symbol]) -> Symbol:
 
 
 def _module_candidate(index: RepoIndex, mod: ModuleInfo, cov: CoverageMap, tests, module_names,
-                      by_key, all_ids):
+                      by_key, all_ids, hopeless=lambda sym: None):
     """A whole module as a feature: (candidate, None), (None, drop reason) or (None, None)."""
     if mod.is_package:
         return None, None
@@ -236,6 +281,9 @@ def _module_candidate(index: RepoIndex, mod: ModuleInfo, cov: CoverageMap, tests
         users = _users(index, s, exclude)
         if users:
             return None, f"used by other code: {', '.join(users[:3])}"
+        why = hopeless(s)
+        if why:
+            return None, why
     module_refs = {rel for rel, tm in tests.items() if any(
         b.module == mod.module or (b.name and f"{b.module}.{b.name}" == mod.module)
         for b in tm.bindings)}     # a test file importing the module itself cannot stay
@@ -247,8 +295,11 @@ def _module_candidate(index: RepoIndex, mod: ModuleInfo, cov: CoverageMap, tests
 
 
 def order(cands: list[Candidate]) -> list[Candidate]:
-    """Functions first, then methods, then classes; modules interleaved for variety."""
+    """Functions first, then methods, then classes; modules interleaved for variety;
+    risky candidates (Candidate.late) last."""
     rank = {"function": 0, "method": 1, "class": 2, "module": 3}
+    risky = [c for c in cands if c.late]
+    cands = [c for c in cands if not c.late]
     groups: dict[tuple[int, str], list[Candidate]] = {}
     for c in sorted(cands, key=lambda c: (rank[c.kind], c.root.path, c.root.start)):
         groups.setdefault((rank[c.kind], c.root.path), []).append(c)
@@ -259,4 +310,4 @@ def order(cands: list[Candidate]) -> list[Candidate]:
         while any(i < len(v) for v in lists):
             out += [v[i] for v in lists if i < len(v)]
             i += 1
-    return out
+    return out + sorted(risky, key=lambda c: (c.root.path, c.root.start))

@@ -17,6 +17,7 @@ from typing import Callable
 from taskforge import __version__
 from taskforge.audit import LeakError, cache_root, leak_checker
 from taskforge.coverage_map import CoverageMap
+from taskforge.dynamic import hopeless_check
 from taskforge.envdetect import RepoConfig, detect, find_config
 from taskforge.errors import InfraError, TaskforgeError, UserError
 from taskforge.features import propose
@@ -147,7 +148,9 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
         t = time.monotonic()
         index, tests = indexing.result()
         by_key = group_ids(all_ids)
-        proposal = propose(index, cov, passing, all_ids, tests, max_share=opts.max_share)
+        hopeless, late = hopeless_check(src.path, layout, image_scan.result())
+        proposal = propose(index, cov, passing, all_ids, tests, max_share=opts.max_share,
+                           hopeless=hopeless, late=late)
         proposal.candidates = [c for c in proposal.candidates if c.kind in opts.kinds]
         timings["propose"] = time.monotonic() - t
         drops = [DropReason(candidate=n, stage="candidates", reason=r) for n, r in proposal.drops]
