@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from taskforge import bigfiles
 from taskforge.symbols import RepoIndex, Symbol, dotted, resolve_relative
 from taskforge.testindex import TestModule, is_test_name
 
@@ -196,6 +197,10 @@ def strip_tests(tm: TestModule, code: str, hidden: set[tuple[str, ...]],
                 exported: set[tuple[str, str]]) -> tuple[str | None, bool]:
     """New content of a test file (None: nothing left, remove the file)."""
     drop_bindings = {(b.module, b.name) for b in tm.bindings if b.name and (b.module, b.name) in exported}
+    if tm.tree is None and len(code) > bigfiles.HUGE:
+        done = bigfiles.strip_tests(tm, code, hidden, drop_bindings)
+        if done is not None:
+            return done
     is_pkg = tm.rel.endswith("__init__.py")
     new, changed = strip_module(tm.tree or code, tm.module, is_pkg, drop_bindings=drop_bindings,
                                 drop_tests=hidden)

@@ -182,3 +182,68 @@ def test_install_plan_drops_installers_that_vendor_the_repo(tmp_path):
     assert "python - p <<'PY'" in script and "vendors a copy" in script
     (root / "p/__init__.py").write_text("import pkg_resources\n")
     assert "vendors a copy" not in detect(root, scan(root)).script()
+
+
+def test_huge_test_files_index_and_strip_like_libcst(tmp_path):
+    """Generated test-vector files over bigfiles.HUGE skip libcst (a gigabyte of
+    tree): the ast indexer and line stripper must agree with the libcst path."""
+    import ast as pyast
+
+    from taskforge import bigfiles
+    from taskforge.removal import strip_module, strip_tests
+    from taskforge.testindex import index_test_module, is_test_name
+
+    body = ["import unittest", "from pkg.ops import area, perimeter as per, scale", "",
+            "VECTORS = [" + ", ".join(str(i) for i in range(200)) + "]", ""]
+    for i in range(5000):
+        body += [f"def test_area_{i}():", f"    assert area({i}, 1) == {i}  # vector {i}", ""]
+    body += ["class TestScale(unittest.TestCase):", "    FACTOR = scale",
+             "", "    @unittest.skipIf(False, 'never')", "    def test_s0(self):",
+             "        assert scale(1, 2) == 2", "", "    def test_s1(self):",
+             "        assert per(1, 1) == 4", "", "    def helper(self):", "        return 1", ""]
+    body += ["class TestOnlyArea(unittest.TestCase):", "    def test_a(self):",
+             "        assert area(2, 2) == 4", ""]
+    code = "\n".join(body) + "\n"
+    assert len(code) > bigfiles.HUGE
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_big.py").write_text(code)
+    light = index_test_module(tmp_path, "tests/test_big.py")
+    assert light.tree is None
+    full_tree = strip_module(code, "tests.test_big", False)[0]      # libcst, for comparison
+    from taskforge.testindex import TestModule
+
+    assert {d.path for d in light.defs} >= {("test_area_0",), ("TestScale", "test_s1"),
+                                             ("TestScale",), ("TestOnlyArea", "test_a")}
+    s1 = next(d for d in light.defs if d.path == ("TestScale", "test_s1"))
+    assert {"per", "scale"} <= s1.name_refs      # class body (FACTOR = scale) counts
+    assert {(b.module, b.name) for b in light.bindings} >= {("pkg.ops", "area"), ("pkg.ops", "perimeter")}
+
+    hidden = {("test_area_3",), ("TestScale", "test_s0"), ("TestOnlyArea", "test_a")}
+    exported = {("pkg.ops", "area")}
+    new_light, changed = strip_tests(light, code, hidden, exported)
+    heavy = TestModule(rel="tests/test_big.py", module="tests.test_big", tree=full_tree,
+                       bindings=light.bindings)
+    new_heavy, _ = strip_tests(heavy, code, hidden, exported)
+    assert changed
+
+    def shape(src):
+        tree = pyast.parse(src)
+        out = set()
+        for st in tree.body:
+            if isinstance(st, pyast.FunctionDef):
+                out.add((st.name,))
+            elif isinstance(st, pyast.ClassDef):
+                out.add((st.name,))
+                out |= {(st.name, m.name) for m in st.body if isinstance(m, pyast.FunctionDef)}
+            elif isinstance(st, pyast.ImportFrom):
+                out |= {("import", a.name) for a in st.names}
+        return out
+
+    assert shape(new_light) == shape(new_heavy)
+    assert ("test_area_3",) not in shape(new_light) and ("test_area_4",) in shape(new_light)
+    assert ("TestOnlyArea",) not in shape(new_light)          # every test hidden: class goes
+    assert ("TestScale", "helper") in shape(new_light)
+    assert ("import", "area") not in shape(new_light) and ("import", "perimeter") in shape(new_light)
+    # Hiding every test leaves nothing: the file goes.
+    every = {d.path for d in light.defs if is_test_name(d.path[-1])}
+    assert strip_tests(light, code, every, set())[0] is None
