@@ -13,12 +13,27 @@ SKIP_DIRS = {".git", "__pycache__", ".tox", ".nox", ".venv", "venv", "env", "bui
              "node_modules", ".eggs", ".mypy_cache", ".pytest_cache", ".ruff_cache",
              ".hypothesis", "htmlcov", ".pytype", ".pyre", "site-packages"}
 NON_SOURCE_TOP = {"docs", "doc", "examples", "example", "benchmarks", "bench", "scripts",
-                  "tools", "ci", ".github", "tasks", "contrib", "asv_bench"}
+                  "tools", "ci", ".github", "tasks", "contrib", "asv_bench", "bin", "demo",
+                  "demos", "samples", "sample"}
+# Directories of test data: Python files there are inputs, not tests or helpers.
+TEST_DATA_DIRS = {"testdata", "test_data", "data", "fixtures", "snapshots", "cassettes", "samples",
+                  "resources", "input", "inputs", "expected"}
 NON_SOURCE_FILES = {"setup.py", "noxfile.py", "fabfile.py", "conftest.py", "tasks.py",
                     "runtests.py", "run_tests.py"}
 TEST_DIRS = {"tests", "test", "testing", "unittests", "unit_tests"}
 TEST_CONFIGS = ("pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml", "noxfile.py",
                 ".pytest.ini")
+
+
+def is_test_data(rel: str) -> bool:
+    """A non-test file under a test-data directory inside the tests: an input the
+    tests read (sometimes not even valid Python 3), never imported as code."""
+    p = PurePosixPath(rel)
+    name = p.name
+    if name == "conftest.py" or name.startswith("test_") or name.endswith("_test.py"):
+        return False
+    parts = p.parts[:-1]
+    return any(part in TEST_DIRS for part in parts) and any(part in TEST_DATA_DIRS for part in parts)
 
 
 def is_test_path(rel: str) -> bool:
@@ -109,7 +124,8 @@ def scan(root: Path) -> RepoLayout:
         if not f.endswith(".py"):
             continue
         if is_test_path(f):
-            layout.test_files.append(f)
+            if not is_test_data(f):
+                layout.test_files.append(f)
             continue
         top = f.split("/")[0]
         if top in NON_SOURCE_TOP or (("/" not in f) and f in NON_SOURCE_FILES):
