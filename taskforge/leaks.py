@@ -282,8 +282,19 @@ class Scanner:
                 todo |= named & index.files_with(group)
         for short, _suffix in self.symbols:      # match_pyc checks the source path
             todo |= index.code_objects.get(short, set())
+        opened: dict[str, dict[str, bytes]] = {}
         for i in sorted(todo):
             rel = index.files[i]
+            if "!" in rel:                      # one member of an indexed archive
+                arc, member = rel.split("!", 1)
+                if arc not in opened:
+                    try:
+                        opened[arc] = dict(_archive_members((root / arc).read_bytes(), arc) or [])
+                    except OSError:
+                        opened[arc] = {}
+                if member in opened[arc]:
+                    self.match_text(opened[arc][member], f"{label}{rel}")
+                continue
             try:
                 data = (root / rel).read_bytes()
             except OSError:
@@ -351,7 +362,7 @@ class Scanner:
 
 
 IDENT_RE = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
-INDEX_VERSION = 2
+INDEX_VERSION = 4
 
 
 class ImageIndex:
@@ -408,7 +419,18 @@ class ImageIndex:
                 continue
             if data[:4] == b"PK\x03\x04" or p.name.endswith((".whl", ".zip", ".egg", ".tar.gz",
                                                                 ".tgz")):
-                archives.append(i)
+                # Indexed by its members' identifiers (and code names), so it is only
+                # opened when it could hold a copy; one that cannot be read is always read.
+                members = _archive_members(data, p.name)
+                if members is None or any(m.endswith((".pyc", ".pyo")) for m, _ in members):
+                    archives.append(i)
+                    continue
+                files.pop()
+                for name, blob in members:       # each member is an entry: ARCHIVE!MEMBER
+                    j = len(files)
+                    files.append(f"{rel}!{name}")
+                    for ident in set(IDENT_RE.findall(blob)):
+                        postings.setdefault(ident, set()).add(j)
                 continue
             for ident in set(IDENT_RE.findall(data)):
                 postings.setdefault(ident, set()).add(i)
@@ -434,6 +456,26 @@ class ImageIndex:
                         fh, protocol=pickle.HIGHEST_PROTOCOL)
         tmp.replace(path)
         return idx
+
+
+def _archive_members(data: bytes, name: str):
+    """[(member name, bytes)] of a zip or tarball, or None if it cannot be read."""
+    try:
+        if data[:4] == b"PK\x03\x04" or name.endswith((".whl", ".zip", ".egg")):
+            with zipfile.ZipFile(io.BytesIO(data)) as z:
+                return [(m.filename, z.read(m)) for m in z.infolist()[:5000]
+                        if m.file_size <= MAX_FILE and not m.is_dir()]
+        import tarfile
+
+        with tarfile.open(fileobj=io.BytesIO(data)) as t:
+            out = []
+            for m in t.getmembers()[:5000]:
+                f = t.extractfile(m) if m.isfile() and m.size <= MAX_FILE else None
+                if f is not None:
+                    out.append((m.name, f.read()))
+            return out
+    except Exception:
+        return None
 
 
 def image_fs_cache(image: str, cache_root: Path) -> Path:
