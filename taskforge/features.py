@@ -61,35 +61,39 @@ def _users(index: RepoIndex, sym: Symbol, exclude: set[str]) -> list[str]:
     return sorted(set(users))
 
 
-_CLASS_BODY: dict[tuple[str, str], set[str]] = {}
+_CLASS_BODY: dict[tuple[str, int], dict[str, set[str]]] = {}
 
 
 def _class_body_names(mod: ModuleInfo, cls_name: str) -> set[str]:
     """Names a class body itself loads (assignments, decorators, defaults), not
-    those inside its methods' bodies."""
-    key = (mod.path, cls_name)
+    those inside its methods' bodies. One parse per module, for all its classes."""
+    key = (mod.path, hash(mod.code))          # by content: a library may index many repos
     if key not in _CLASS_BODY:
         import ast
 
-        names: set[str] = set()
         try:
             tree = ast.parse(mod.code)
         except SyntaxError:
             tree = ast.Module(body=[], type_ignores=[])
-        node = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls_name), None)
-        for st in node.body if node else []:
-            if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                parts = [*st.decorator_list, *st.args.defaults, *st.args.kw_defaults]
-            elif isinstance(st, ast.ClassDef):
-                parts = [*st.decorator_list, *st.bases]
-            else:
-                parts = [st]
-            for part in parts:
-                if part is not None:
-                    names |= {n.id for n in ast.walk(part) if isinstance(n, ast.Name)
-                              and isinstance(n.ctx, ast.Load)}
-        _CLASS_BODY[key] = names
-    return _CLASS_BODY[key]
+        table: dict[str, set[str]] = {}
+        for node in tree.body:
+            if not isinstance(node, ast.ClassDef):
+                continue
+            names: set[str] = set()
+            for st in node.body:
+                if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    parts = [*st.decorator_list, *st.args.defaults, *st.args.kw_defaults]
+                elif isinstance(st, ast.ClassDef):
+                    parts = [*st.decorator_list, *st.bases]
+                else:
+                    parts = [st]
+                for part in parts:
+                    if part is not None:
+                        names |= {n.id for n in ast.walk(part) if isinstance(n, ast.Name)
+                                  and isinstance(n.ctx, ast.Load)}
+            table[node.name] = names
+        _CLASS_BODY[key] = table
+    return _CLASS_BODY[key].get(cls_name, set())
 
 
 def _references(mod: ModuleInfo, names: set[str], attrs: set[str], sym: Symbol) -> bool:
