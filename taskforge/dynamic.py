@@ -105,55 +105,108 @@ def dispatched(method_name: str, cls: str | None, prefixes: dict[str, set[str]])
     return None
 
 
-def runner_users(image_scan, packages: list[str]) -> tuple[set[int], str] | None:
+def runner_users(image_scan, packages: list[str], python: str = "3.11"
+                 ) -> tuple[set[int], str] | None:
     """Files of the test runner (in the environment image) that import one of the
-    repository's packages: (their ids in the image index, an example path), or None."""
-    import re
-
+    repository's packages on this Python: (their ids in the image index, an example
+    path), or None. An import under `if sys.version_info < (3, 11)` does not count."""
     if image_scan is None:
         return None
     idx = image_scan.index
+    version = tuple(int(x) for x in python.split(".")[:2])
     users: set[int] = set()
     for pkg in packages:
-        imports = re.compile(rf"^\s*(?:import|from)\s+{re.escape(pkg)}\b".encode(), re.M)
         for i in idx.files_with({pkg.encode()}):
             rel = idx.files[i]
-            if not rel.endswith(".py") or not any(f"site-packages/{r}/" in rel
-                                                  or rel.endswith(f"site-packages/{r}.py")
-                                                  for r in RUNNER_PACKAGES):
+            if not rel.endswith(".py") or "!" in rel or not any(
+                    f"site-packages/{r}/" in rel or rel.endswith(f"site-packages/{r}.py")
+                    for r in RUNNER_PACKAGES):
                 continue
             try:
-                if imports.search((image_scan.root / rel).read_bytes()):
+                if _imports(ast.parse((image_scan.root / rel).read_bytes()), pkg, version):
                     users.add(i)
-            except OSError:
+            except (OSError, SyntaxError, ValueError):
                 continue
     if not users:
         return None
-    # The runner imports the repository: a name any runner file uses is used by the runner.
-    runner = {i for i, rel in enumerate(idx.files) if rel.endswith(".py") and any(
-        f"site-packages/{r}/" in rel or rel.endswith(f"site-packages/{r}.py") for r in RUNNER_PACKAGES)}
-    return runner, idx.files[min(users)]
+    return users, idx.files[min(users)]
 
 
-def used_by_runner(name: str, users: tuple[set[int], str] | None, image_scan) -> str | None:
-    """A runner file that imports the repository and names `name`, if any."""
-    if users is None or len(name) < 3:
+def _imports(tree: ast.Module, pkg: str, version: tuple[int, int]) -> bool:
+    """Does this module import `pkg` at run time on `version`?"""
+    def walk(nodes, live: bool) -> bool:
+        for n in nodes:
+            if isinstance(n, ast.If):
+                cond = _version_test(n.test, version)
+                if walk(n.body, live and cond is not False) or walk(n.orelse, live and cond is not True):
+                    return True
+                continue
+            if live and isinstance(n, ast.Import) and any(
+                    a.name == pkg or a.name.startswith(pkg + ".") for a in n.names):
+                return True
+            if live and isinstance(n, ast.ImportFrom) and not n.level and n.module and (
+                    n.module == pkg or n.module.startswith(pkg + ".")):
+                return True
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                inner = getattr(n, field, None)
+                if isinstance(inner, list) and walk(inner, live):
+                    return True
+        return False
+
+    return walk(tree.body, True)
+
+
+def _version_test(test, version: tuple[int, int]) -> bool | None:
+    """The value of `sys.version_info <op> (3, N)` on `version`, or None if it is not one."""
+    import operator
+
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1
+            and isinstance(test.left, ast.Attribute) and test.left.attr == "version_info"
+            and isinstance(test.comparators[0], ast.Tuple)):
         return None
-    ids, _ = users
-    hit = ids & image_scan.index.files_with({name.encode()})
-    return image_scan.index.files[min(hit)] if hit else None
+    try:
+        other = tuple(int(e.value) for e in test.comparators[0].elts)
+    except (AttributeError, TypeError, ValueError):
+        return None
+    ops = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge}
+    op = ops.get(type(test.ops[0]))
+    return op(version[:len(other)], other) if op else None
 
 
-def hopeless_check(root: Path, layout, image_scan):
+def used_by_runner(sym, users: tuple[set[int], str] | None, image_scan) -> str | None:
+    """A runner file that uses `sym`, when the runner imports the repository.
+    Top-level names count in the files that import it. Methods are called on objects
+    passed anywhere in the runner, so any runner file counts, but only for a
+    distinctive name (`set_blocked`, `load_setuptools_entrypoints`): a `get` or
+    `parse` there is somebody else's."""
+    if users is None or len(sym.name) < 3:
+        return None
+    idx = image_scan.index
+    if sym.kind == "method":
+        if not ("_" in sym.name.strip("_") or len(sym.name) >= 12) or sym.name.startswith("_"):
+            return None
+        ids = _runner_files(idx)
+    else:
+        ids, _ = users
+    hit = ids & idx.files_with({sym.name.encode()})
+    return idx.files[min(hit)] if hit else None
+
+
+def _runner_files(idx) -> set[int]:
+    return {i for i, rel in enumerate(idx.files) if rel.endswith(".py") and "!" not in rel and any(
+        f"site-packages/{r}/" in rel or rel.endswith(f"site-packages/{r}.py") for r in RUNNER_PACKAGES)}
+
+
+def hopeless_check(root: Path, layout, image_scan, python: str = "3.11"):
     """(hopeless, late) for features.propose: `hopeless(symbol)` is a reason the symbol
     cannot be removed (the test runner uses it), `late(symbol)` says it is reached by
     computed name, so its removal often breaks far more than its own tests: such
     candidates are tried last rather than dropped (many still make good tasks)."""
     prefixes = dispatch_prefixes(root, layout.source_files)
-    users = runner_users(image_scan, list(layout.packages))
+    users = runner_users(image_scan, list(layout.packages), python)
 
     def hopeless(sym) -> str | None:
-        where = used_by_runner(sym.name, users, image_scan)
+        where = used_by_runner(sym, users, image_scan)
         return f"the test runner uses it: {where} (which imports this repository)" if where else None
 
     def late(sym) -> bool:

@@ -148,7 +148,7 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
         t = time.monotonic()
         index, tests = indexing.result()
         by_key = group_ids(all_ids)
-        hopeless, late = hopeless_check(src.path, layout, image_scan.result())
+        hopeless, late = hopeless_check(src.path, layout, image_scan.result(), plan.python)
         proposal = propose(index, cov, passing, all_ids, tests, max_share=opts.max_share,
                            hopeless=hopeless, late=late)
         proposal.candidates = [c for c in proposal.candidates if c.kind in opts.kinds]

@@ -179,7 +179,8 @@ def vanished_doctests(ctx: Context, cand: Candidate, changes: dict[str, str | No
 def named_in_params(ctx: Context, cand: Candidate) -> set[str]:
     """Parametrized cases whose id names a removed symbol (`test_doc[max_ver]`): tests
     parametrized over the package's own names lose that case with the symbol."""
-    names = {s.name for s in cand.symbols if len(s.name) >= 3}
+    # Top-level names only: a method name (`copy`, `get`) in an id is a coincidence.
+    names = {s.name for s in cand.symbols if len(s.name) >= 3 and s.kind in ("function", "class")}
     if not names:
         return set()
     pat = re.compile(r"(?<![A-Za-z0-9_])(?:%s)(?![A-Za-z0-9_])" % "|".join(map(re.escape, names)))
