@@ -108,7 +108,10 @@ def apply_patch(tree: Path, text: str) -> str | None:
     """Apply a unified diff to a tree (git apply, then patch -p1); the error line, or None."""
     if not text.strip():
         return None
-    res = subprocess.run(["git", "apply", "--whitespace=nowarn", "--unsafe-paths", "-"],
+    # Never --unsafe-paths: a diff naming ../x must not write outside the tree (verify
+    # applies agents' diffs as root). git apply also refuses to write through symlinks;
+    # GNU patch, the fallback, ignores "dangerous" names with .. or absolute paths.
+    res = subprocess.run(["git", "apply", "--whitespace=nowarn", "-"],
                          cwd=tree, input=text, capture_output=True, text=True)
     if res.returncode != 0:
         res2 = subprocess.run(["patch", "-p1", "--forward", "--batch", "--silent"], cwd=tree,

@@ -214,7 +214,9 @@ def validate(worker: Worker, ctx: Context, cand: Candidate) -> Verdict:
             return
         worker.reset()
         worker.apply(removal.changes)
-        b = worker.runner.run(new, timeout=ctx.timeout, extra_args=["--continue-on-collection-errors"])
+        # These are meant to fail: one line per failure, not a traceback.
+        b = worker.runner.run(new, timeout=ctx.timeout,
+                              extra_args=["--continue-on-collection-errors", "--tb=line"])
         v.test_seconds_total += b.test_seconds
         if not on_stripped:          # necessary: one run of the hidden tests (later top-ups
             secs["hidden_on_stripped"] = b.test_seconds     # count as overhead)
@@ -246,7 +248,11 @@ def validate(worker: Worker, ctx: Context, cand: Candidate) -> Verdict:
             # A: the stripped workspace, hidden tests out.
             worker.reset()
             worker.apply({**removal.changes, **test_changes})
-            a = worker.runner.run([], timeout=ctx.timeout)
+            # Past this many failures the candidate is too central anyway: stop the run
+            # there (a suite that fails everywhere is slow to run to the end).
+            budget = ctx.cap - len(hidden & ctx.passing) + 1 + len(ctx.all_ids - ctx.passing)
+            a = worker.runner.run([], timeout=ctx.timeout,
+                                  extra_args=[f"--maxfail={budget}", "--tb=line"])
             v.test_seconds_total += a.test_seconds
             secs["remaining_suite"] = a.test_seconds
             if a.timed_out:
