@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -294,8 +295,13 @@ def create_app(cfg: ServeConfig):
 
     @asynccontextmanager
     async def lifespan(app):
+        print(f"taskforge serve: {n_tasks} task(s) from {cfg.tasks} on http://{cfg.host}:{cfg.port}",
+              file=sys.stderr, flush=True)
         yield
-        gate.pool.shutdown(wait=True, cancel_futures=True)   # graded answers finish; containers go
+        # Answers being graded finish (their containers go with them); queued ones are dropped.
+        await asyncio.get_running_loop().run_in_executor(
+            None, lambda: gate.pool.shutdown(wait=True, cancel_futures=True))
+        print(f"taskforge serve: stopped after {gate.served} answer(s)", file=sys.stderr, flush=True)
 
     routes = [Route("/health", health, methods=["GET"]),
               Route("/reward", wrap(reward_one), methods=["POST"]),
