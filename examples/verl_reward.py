@@ -5,8 +5,8 @@
     # or, graded concurrently:
     reward_model.reward_manager=batch
     custom_reward_function.name=compute_score_batch
-    +custom_reward_function.reward_kwargs.tasks=/data/taskforge-shards
-    +custom_reward_function.reward_kwargs.workers=8
+    ++custom_reward_function.reward_kwargs.tasks=/data/taskforge-shards
+    ++custom_reward_function.reward_kwargs.workers=8
 
 verl calls compute_score(data_source, solution_str, ground_truth, extra_info,
 **reward_kwargs) and gets {"score", "resolved", "infra_error", "f2p_frac"}.

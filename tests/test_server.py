@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
 import socket
 import subprocess
 import sys
@@ -185,10 +186,17 @@ def test_fifty_concurrent_requests(tasks, shard_dir, tmp_path):
         assert call(base, "/reward", method="GET")[0] == 405
 
 
-def test_overload_and_deadline(tasks, tmp_path):
+def test_overload_deadline_and_engine_failures(tasks, tmp_path):
     out, ids = tasks
     gold = (out / ids[0] / "gold.patch").read_text()
-    with server(out, tmp_path, "--concurrency", "1", "--max-queue", "0", "--timeout", "120") as base:
+    root = tmp_path / "tasks"
+    shutil.copytree(out / ids[0], root / ids[0], symlinks=True)
+    broken = root / "broken-image"          # its environment image is gone: the engine refuses
+    shutil.copytree(out / ids[0], broken, symlinks=True)
+    rec = json.loads((broken / "task.json").read_text())
+    rec["image_name"] = "taskforge/env-gone:missing"
+    (broken / "task.json").write_text(json.dumps(rec))
+    with server(root, tmp_path, "--concurrency", "1", "--max-queue", "0", "--timeout", "120") as base:
         first = {}
 
         def slow():
@@ -214,9 +222,20 @@ def test_overload_and_deadline(tasks, tmp_path):
                 continue
             break
         assert status == 200 and body["reward"] == 1.0, body
-        status, health, _ = call(base, "/health")
-        assert status == 200 and health["timeouts"] == 1 and health["in_flight"] == 0
         assert saw_busy
+
+        # Engine failures come back flagged (reward null), OpenRLHF's as a 503 to
+        # retry; the server carries on.
+        status, body, _ = call(base, "/reward", {"instance_id": "broken-image", "solution": gold})
+        assert status == 200 and body["reward"] is None and "not found" in body["infra_error"]
+        status, body, _ = call(base, "/get_reward", {"query": [gold], "prompts": [""],
+                                                     "labels": ["broken-image"]})
+        assert status == 503 and "could not be graded" in body["error"]
+        status, body, _ = call(base, "/reward", {"instance_id": ids[0], "solution": gold})
+        assert status == 200 and body["reward"] == 1.0
+        status, health, _ = call(base, "/health")
+        assert status == 200 and health["status"] == "ok"
+        assert health["timeouts"] == 1 and health["infra_errors"] == 3 and health["in_flight"] == 0
 
 
 def test_serve_refuses_a_bad_task_source(tmp_path):
