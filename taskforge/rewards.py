@@ -134,6 +134,7 @@ class TaskSource:
 
         self.root = Path(root)
         self.cache = cache
+        self.built: dict[str, Path] = {}     # instance_id -> its rebuilt task directory
         self.index = None
         if (self.root / "manifest.json").is_file():
             self.index = shards.ShardIndex([self.root])
@@ -153,9 +154,12 @@ class TaskSource:
     def get(self, instance_id: str) -> Path:
         if instance_id not in self:
             raise UserError(f"no task {instance_id!r} in {self.root}")
-        if self.index is not None:
-            return materialize(self.index.row(instance_id), self.cache)
-        return self.root / instance_id
+        if self.index is None:
+            return self.root / instance_id
+        hit = self.built.get(instance_id)
+        if hit is None or not (hit / "task.json").is_file():
+            hit = self.built[instance_id] = materialize(self.index.row(instance_id), self.cache)
+        return hit
 
 
 def _valid_id(instance_id: str) -> bool:

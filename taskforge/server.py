@@ -133,7 +133,7 @@ def create_app(cfg: ServeConfig):
 
     from starlette.applications import Starlette
     from starlette.exceptions import HTTPException
-    from starlette.requests import Request
+    from starlette.requests import ClientDisconnect, Request
     from starlette.responses import JSONResponse
     from starlette.routing import Route
 
@@ -151,6 +151,8 @@ def create_app(cfg: ServeConfig):
         declared = request.headers.get("content-length")
         if declared is not None and not declared.strip().isdigit():
             raise HTTPError(400, "bad Content-Length header")
+        if declared is not None and int(declared) > DRAIN_LIMIT:
+            raise HTTPError(413, f"request body over {cfg.max_body} bytes", {"Connection": "close"})
         chunks, total, over = [], 0, False
         async for chunk in request.stream():
             total += len(chunk)
@@ -283,6 +285,8 @@ def create_app(cfg: ServeConfig):
                 return await handler(request)
             except HTTPError as exc:
                 return answer(exc.status, {"error": exc.message}, exc.headers)
+            except ClientDisconnect:
+                return answer(400, {"error": "client went away"})
             except UserError as exc:
                 return answer(400, {"error": exc.message})
             except Exception as exc:
