@@ -49,6 +49,11 @@ POLICY_COLUMNS = ("instance_id", "repo", "base_commit", "problem_statement", "im
                   "workspace_tgz", "workspace_sha256")
 
 
+class EnvVar(BaseModel):
+    name: str
+    value: str
+
+
 class ShardRow(BaseModel):
     """One task as a shard row (schema version 1). Field order is column order."""
     model_config = ConfigDict(extra="forbid", ser_json_bytes="base64", val_json_bytes="base64")
@@ -79,12 +84,14 @@ class ShardRow(BaseModel):
     workspace_files: int
     timing_remaining_suite: float
     timing_hidden_on_stripped: float
-    timing_hidden_on_gold: float
     validation_rounds: int
     flaky_excluded: int
     hidden_test_files: list[str]
     protected_files: list[str]
     test_command: list[str]
+    test_options: list[str]
+    test_paths: list[str]
+    test_env: list[EnvVar]          # a list, not a map: `datasets` has no map type
     task_schema_version: int
     taskforge_version: str
     workspace_tgz: bytes            # deterministic tar.gz of workspace/ without .git
@@ -101,8 +108,9 @@ def arrow_schema():
     s, i64, f64 = pa.string(), pa.int64(), pa.float64()
     symbol = pa.struct([("qualname", s), ("kind", s), ("path", s), ("start_line", i64),
                         ("end_line", i64), ("signature", s), ("public", pa.bool_())])
+    env = pa.struct([("name", s), ("value", s)])
     types = {str: s, int: i64, float: f64, bytes: pa.large_binary(), list[str]: pa.list_(s),
-             list[RemovedSymbol]: pa.list_(symbol)}
+             list[RemovedSymbol]: pa.list_(symbol), list[EnvVar]: pa.list_(env)}
     fields = [pa.field(name, types[f.annotation], nullable=False)
               for name, f in ShardRow.model_fields.items()]
     return pa.schema(fields, metadata={META_KEY: str(SHARD_SCHEMA_VERSION).encode()})
@@ -155,8 +163,9 @@ def _check_clean(task_dir: Path, ws: Path) -> None:
     if not (ws / ".git").is_dir():
         raise UserError(f"corrupt task {task_dir}: workspace/.git is missing")
     try:
-        dirty = git(ws, "-c", "safe.directory=*", "-c", "core.fileMode=false",
-                    "status", "--porcelain", "--untracked-files=all")
+        # --no-optional-locks: status must not refresh (rewrite) the task's index
+        dirty = git(ws, "--no-optional-locks", "-c", "safe.directory=*", "-c",
+                    "core.fileMode=false", "status", "--porcelain", "--untracked-files=all")
     except RuntimeError as exc:
         raise UserError(f"corrupt task {task_dir}: {exc}") from None
     if dirty.strip():
@@ -193,14 +202,26 @@ def task_to_row(task_dir: str | Path) -> ShardRow:
         workspace_files=rec.sizes.workspace_files,
         timing_remaining_suite=rec.timings.remaining_suite,
         timing_hidden_on_stripped=rec.timings.hidden_on_stripped,
-        timing_hidden_on_gold=rec.timings.hidden_on_gold, validation_rounds=rec.timings.rounds,
+        validation_rounds=rec.timings.rounds,
         flaky_excluded=rec.flaky_excluded, hidden_test_files=rec.hidden_test_files,
         protected_files=rec.protected_files, test_command=rec.test_command,
+        test_options=rec.test_options, test_paths=rec.test_paths,
+        test_env=[{"name": k, "value": v} for k, v in rec.test_env.items()],
         task_schema_version=rec.schema_version, taskforge_version=rec.taskforge_version,
         workspace_tgz=ws, workspace_sha256=archive.sha256(ws),
         hidden_tgz=hidden, hidden_sha256=archive.sha256(hidden))
     fields["row_sha256"] = row_digest(fields)
     return ShardRow.model_validate(fields)
+
+
+# TaskRecord fields the row carries (under these or other names). A new TaskRecord
+# field must get a column and a SHARD_SCHEMA_VERSION bump: tests compare the two.
+RECORD_FIELDS = frozenset({
+    "schema_version", "instance_id", "repo", "base_commit", "source_commit",
+    "environment_setup_commit", "version", "created_at", "patch", "test_patch",
+    "problem_statement", "FAIL_TO_PASS", "PASS_TO_PASS", "image_name", "feature",
+    "hidden_test_files", "protected_files", "test_command", "test_options", "test_paths",
+    "test_env", "flaky_excluded", "sizes", "timings", "taskforge_version"})
 
 
 def row_to_record(row: ShardRow) -> TaskRecord:
@@ -214,13 +235,14 @@ def row_to_record(row: ShardRow) -> TaskRecord:
         feature=FeatureInfo(kind=row.feature_kind, name=row.feature_name,
                             symbols=row.removed_symbols, touched_files=row.touched_files),
         hidden_test_files=row.hidden_test_files, protected_files=row.protected_files,
-        test_command=row.test_command, flaky_excluded=row.flaky_excluded,
+        test_command=row.test_command, test_options=row.test_options,
+        test_paths=row.test_paths, test_env={e.name: e.value for e in row.test_env},
+        flaky_excluded=row.flaky_excluded,
         sizes=TaskSizes(removed_lines=row.removed_lines, removed_symbols=row.n_removed_symbols,
                         hidden_tests=row.hidden_tests, remaining_tests=row.remaining_tests,
                         workspace_files=row.workspace_files),
         timings=TaskTimings(remaining_suite=row.timing_remaining_suite,
                             hidden_on_stripped=row.timing_hidden_on_stripped,
-                            hidden_on_gold=row.timing_hidden_on_gold,
                             rounds=row.validation_rounds),
         taskforge_version=row.taskforge_version)
 

@@ -114,7 +114,14 @@ def test_loads_with_pyarrow_pandas_and_datasets(sharded, tmp_path, monkeypatch):
 
 
 def test_task_record_round_trips(task_roots):
+    from taskforge.models import TaskRecord, TaskSizes, TaskTimings
+
     assert [f.name for f in shards.arrow_schema()] == list(shards.ShardRow.model_fields)
+    # A field added to task.json needs a column (and a schema version bump).
+    assert set(TaskRecord.model_fields) == shards.RECORD_FIELDS
+    assert set(TaskSizes.model_fields) == {"removed_lines", "removed_symbols", "hidden_tests",
+                                           "remaining_tests", "workspace_files"}
+    assert set(TaskTimings.model_fields) == {"remaining_suite", "hidden_on_stripped", "rounds"}
     for d in shards.find_tasks(task_roots)[::4]:
         assert shards.row_to_record(shards.task_to_row(d)) == load_task(d).record
 
@@ -132,10 +139,8 @@ def test_unshard_rebuilds_tasks_that_verify_the_same(sharded, task_roots, tmp_pa
             assert filecmp.cmp(old / name, new / name, shallow=False), (new.name, name)
         cmp = filecmp.dircmp(old / "hidden", new / "hidden")
         assert not (cmp.left_only or cmp.right_only or cmp.diff_files)
-        assert files_of(old / "workspace") .keys() == files_of(new / "workspace").keys()
-        ws_old = {k: v for k, v in files_of(old / "workspace").items() if not k.startswith(".git/")}
-        ws_new = {k: v for k, v in files_of(new / "workspace").items() if not k.startswith(".git/")}
-        assert ws_old == ws_new
+        # The whole workspace, its one-commit repository included, comes back byte for byte.
+        assert files_of(old / "workspace") == files_of(new / "workspace"), new.name
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=new / "workspace",
                               capture_output=True, text=True).stdout.strip()
         assert head == load_task(new).record.base_commit
@@ -255,3 +260,10 @@ def test_dirty_workspace_is_refused(task_roots, tmp_path):
     assert "changes since generation" in str(exc.value)
     assert not (tmp_path / "out").exists()
     assert os.listdir(tmp_path) == [copy.name]
+
+
+def test_sharding_leaves_the_tasks_untouched(task_roots):
+    d = shards.find_tasks(task_roots)[1]
+    before = files_of(d)
+    shards.task_to_row(d)
+    assert files_of(d) == before
