@@ -33,7 +33,7 @@ from contextlib import asynccontextmanager
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from taskforge.errors import InfraError, TaskforgeError, UserError
-from taskforge.rewards import RewardResult, TaskSource, score_task
+from taskforge.rewards import RewardResult, TaskSource, instance_id_of, score_task
 
 log = logging.getLogger("taskforge.serve")
 DRAIN_LIMIT = 256 * 1024 * 1024     # past this an oversized body is cut off, not drained
@@ -190,6 +190,9 @@ def create_app(cfg: ServeConfig):
                 raise HTTPError(404, f"no task {iid!r}")
 
     def admit(n: int) -> None:
+        if n > gate.capacity:               # would never fit: retrying cannot help
+            raise HTTPError(422, f"{n} answers in one request; this server admits at most "
+                                 f"{gate.capacity} at once (--concurrency + --max-queue)")
         if not gate.admit(n):
             raise HTTPError(503, f"server busy: more than {gate.capacity} answers admitted",
                             {"Retry-After": "5"})
@@ -236,10 +239,11 @@ def create_app(cfg: ServeConfig):
         n = len(req.query)
         if len(req.labels) != n or (req.prompts is not None and len(req.prompts) != n):
             raise HTTPError(422, "query, prompts and labels must have the same length")
-        check_known(req.labels)
+        labels = [instance_id_of(label) for label in req.labels]   # an id, or its JSON
+        check_known(labels)
         admit(n)
         items = []
-        for q, p, label in zip(req.query, req.prompts or [""] * n, req.labels):
+        for q, p, label in zip(req.query, req.prompts or [""] * n, labels):
             sol = q[len(p):] if p and q.startswith(p) else q
             items.append(RewardRequest(instance_id=label, solution=sol))
         results = await asyncio.gather(*(grade(i) for i in items))

@@ -224,6 +224,11 @@ def test_overload_deadline_and_engine_failures(tasks, tmp_path):
         assert status == 200 and body["reward"] == 1.0, body
         assert saw_busy
 
+        # A batch larger than the server could ever admit is refused for good, not 503.
+        status, body, _ = call(base, "/reward/batch", {"items": [
+            {"instance_id": ids[0], "solution": gold}] * 2})
+        assert status == 422 and "at most 1" in body["error"]
+
         # Engine failures come back flagged (reward null), OpenRLHF's as a 503 to
         # retry; the server carries on.
         status, body, _ = call(base, "/reward", {"instance_id": "broken-image", "solution": gold})
