@@ -9,6 +9,7 @@ from taskforge.errors import InfraError, TaskforgeError, UserError
 
 __version__ = "0.1.0"
 __all__ = ["generate", "verify", "load_task", "TaskforgeError", "UserError", "InfraError"]
+__all__ += ["reward"]
 
 
 def __getattr__(name: str):
@@ -22,4 +23,7 @@ def __getattr__(name: str):
     if name == "load_task":
         from taskforge.task_store import load_task
         return load_task
+    if name == "reward":            # verl's signature; the rest is in taskforge.rewards
+        from taskforge.rewards import reward
+        return reward
     raise AttributeError(name)

@@ -328,5 +328,115 @@ def cleanup(as_json: bool = typer.Option(False, "--json")) -> None:
     typer.echo(json.dumps({"removed": n}) if as_json else f"removed {n} container(s)")
 
 
+@app.command(epilog="""Examples:
+
+  taskforge shard tasks/ --out shards/
+
+  taskforge shard tasks-a/ tasks-b/ --out shards/ --splits train=0.8,val=0.1,test=0.1 --seed 7
+
+  taskforge shard tasks/ --out shards-jsonl/ --format jsonl --shard-size 100 --json
+
+Writes OUT/data/<split>-NNNNN-of-NNNNN.<format> and OUT/manifest.json. A repository's
+tasks all go to one split; the same tasks and options give byte-identical files.
+""")
+def shard(
+    tasks: list[Path] = typer.Argument(..., help="Task directories, or directories of tasks."),
+    out: Path = typer.Option(..., "--out", "-o", help="Shard directory to write (replaced whole)."),
+    fmt: str = typer.Option("parquet", "--format", help="parquet or jsonl."),
+    shard_size: int = typer.Option(256, "--shard-size", min=1, help="Rows per shard file."),
+    splits: str = typer.Option("train=1", help="Split fractions by repository, e.g. "
+                               "train=0.8,val=0.1,test=0.1."),
+    seed: int = typer.Option(0, help="Seed of the repository-to-split hash."),
+    as_json: bool = typer.Option(False, "--json", help="Print manifest.json to stdout."),
+) -> None:
+    """Write TASKS as deterministic shards with a manifest, split by repository."""
+    from taskforge.shards import parse_splits, write_shards
+
+    try:
+        manifest = write_shards(tasks, out, fmt=fmt, shard_size=shard_size,
+                                splits=parse_splits(splits), seed=seed)
+    except TaskforgeError as exc:
+        _fail(exc)
+    if as_json:
+        typer.echo(manifest.model_dump_json(indent=2))
+    else:
+        for f in manifest.shards:
+            typer.echo(f"{out / f.path}  {f.rows} rows  {f.bytes} bytes  sha256 {f.sha256[:16]}")
+        typer.echo(f"{manifest.total_rows} task(s) in {len(manifest.shards)} shard(s): "
+                   + ", ".join(f"{k} {v}" for k, v in manifest.split_rows.items()))
+
+
+@app.command(epilog="""Examples:
+
+  taskforge unshard shards/ --out tasks/
+
+  taskforge unshard shards/data/train-00000-of-00001.parquet --out tasks/ --json
+
+Checks every shard against its manifest and every row against its digests, and
+refuses a row whose rebuilt workspace commit is not its base_commit.
+""")
+def unshard(
+    shards: list[Path] = typer.Argument(..., help="Shard directories (with manifest.json) or "
+                                                  "shard files."),
+    out: Path = typer.Option(..., "--out", "-o", help="Directory to write task directories to."),
+    as_json: bool = typer.Option(False, "--json", help="Print the task directories as JSON."),
+) -> None:
+    """Rebuild task directories from shard rows."""
+    from taskforge.shards import unshard as run
+
+    try:
+        written = run(shards, out)
+    except TaskforgeError as exc:
+        _fail(exc)
+    if as_json:
+        typer.echo(json.dumps({"tasks": [str(p) for p in written]}, indent=2))
+    else:
+        for p in written:
+            typer.echo(str(p))
+        typer.echo(f"{len(written)} task(s) in {out}")
+
+
+@app.command(epilog="""Examples:
+
+  taskforge serve --tasks tasks/ --port 8000
+
+  taskforge serve --tasks shards/ --concurrency 4 --max-queue 256 --timeout 300
+
+  curl -s localhost:8000/health
+  curl -s localhost:8000/reward -d '{"instance_id": "ID", "solution": "<unified diff>"}'
+
+Endpoints: GET /health, POST /reward, POST /reward/batch {"items": [...]},
+POST /get_reward (OpenRLHF: {"query", "prompts", "labels"} -> {"rewards", ...}).
+""")
+def serve(
+    tasks: Path = typer.Option(..., "--tasks", help="A directory of tasks, or a shard directory."),
+    host: str = typer.Option("127.0.0.1", help="Address to listen on."),
+    port: int = typer.Option(8000, help="Port to listen on."),
+    concurrency: int = typer.Option(max(1, min(os.cpu_count() or 1, 4)), min=1,
+                                    help="Answers graded at once."),
+    max_queue: int = typer.Option(64, "--max-queue", min=0,
+                                  help="Answers waiting beyond those; past it, 503."),
+    max_body: int = typer.Option(8 * 1024 * 1024, "--max-body", min=1024,
+                                 help="Largest request body in bytes; past it, 413."),
+    timeout: float = typer.Option(300.0, help="Seconds allowed for one answer, queue included."),
+    infra_score: Optional[float] = typer.Option(None, "--infra-score",
+                                                help="OpenRLHF endpoint: score for an answer that "
+                                                     "could not be graded (default: answer 503)."),
+    cache: Optional[Path] = typer.Option(None, help="Where shard rows become task directories "
+                                                    "(default ~/.cache/taskforge/tasks)."),
+    log_level: str = typer.Option("warning", "--log-level", help="debug, info, warning, error."),
+) -> None:
+    """Serve rewards over HTTP: JSON in and out, bounded concurrency and queue."""
+    from taskforge.server import ServeConfig, serve as run
+
+    try:
+        cfg = ServeConfig(tasks=str(tasks), host=host, port=port, concurrency=concurrency,
+                          max_queue=max_queue, max_body=max_body, timeout=timeout,
+                          infra_score=infra_score, cache=str(cache) if cache else None)
+        run(cfg, log_level=log_level)
+    except TaskforgeError as exc:
+        _fail(exc)
+
+
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(app())

@@ -1,0 +1,445 @@
+"""Rewards for RL trainers: a policy's answer (a unified diff against the task's
+workspace, possibly wrapped in prose) graded by `verify`.
+
+- `score` / `score_many`: the core; a `RewardResult` per answer. An
+  infrastructure failure comes back with `reward=None` and `infra_error` set,
+  never as reward 0. A diff that does not apply, or is unsafe, is the policy's
+  fault: reward 0 with the reason.
+- `reward` (also `compute_score`) and `compute_score_batch`: verl's custom
+  reward signatures (`data_source, solution_str, ground_truth, extra_info`).
+- `trl_reward_func`: a reward function for TRL's GRPOTrainer (None = masked).
+- `openrlhf_rewards`: OpenRLHF's remote reward protocol (`query/prompts/labels`).
+
+Where tasks come from (first match wins): `extra_info["task_dir"]`; a shard row
+in `extra_info` (unsharded on demand into a content-addressed cache, so a Ray
+worker needs only the shards); the `tasks` argument or $TASKFORGE_TASKS, which
+is a directory of task directories or a shard directory (with manifest.json).
+With $TASKFORGE_REWARD_URL set (or `url=`), grading is sent to `taskforge serve`.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+import time
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Callable
+
+from pydantic import BaseModel
+
+from taskforge.errors import InfraError, UserError
+
+DEFAULT_TIMEOUT = 300.0
+
+
+class RewardResult(BaseModel):
+    """One graded answer. `reward` is None exactly when `infra_error` is set."""
+    instance_id: str
+    reward: float | None
+    resolved: bool = False
+    infra_error: str | None = None
+    reason: str = ""
+    f2p_passed: int = 0
+    f2p_total: int = 0
+    p2p_passed: int = 0
+    p2p_total: int = 0
+    seconds: float = 0.0
+
+
+# ---------------------------------------------------------------- the answer
+
+_FENCE = re.compile(r"^```[ \t]*(diff|patch|udiff)[^\n]*\n(.*?)^```[ \t]*$", re.S | re.M)
+_DIFF_START = re.compile(r"^(diff --git |--- (a/|/dev/null))", re.M)
+
+
+def extract_diff(text: str) -> str:
+    """The diff in an LLM answer: every ```diff (or ```patch) block, in order;
+    else everything from the first diff header on; else the text itself."""
+    if not text:
+        return ""
+    blocks = [m.group(2) for m in _FENCE.finditer(text)]
+    if blocks:
+        return "".join(b if b.endswith("\n") else b + "\n" for b in blocks)
+    m = _DIFF_START.search(text)
+    if m:
+        body = text[m.start():]
+        end = re.search(r"^```[ \t]*$", body, re.M)    # an unlabelled fence closing it
+        return body[:end.start()] if end else body
+    return text
+
+
+_HEADER = re.compile(r"^(?:diff --git |--- |\+\+\+ |rename from |rename to |copy from |copy to )(.*)$",
+                     re.M)
+_PARENT = re.compile(r"(?:^|[/\s])\.\.(?:[/\s]|$)")
+_SYMLINK = re.compile(r"^(?:new file mode|new mode) 120000|^index [0-9a-f]+\.\.[0-9a-f]+ 120000", re.M)
+
+
+def unsafe_diff(diff: str) -> str | None:
+    """Why a diff may not be applied on the host, or None. Every path must stay
+    inside the workspace: no `..` component, no quoted or escaped names (git
+    would unescape them into anything), and no symbolic links, which could lead
+    a later write out of the tree."""
+    for m in _HEADER.finditer(diff):
+        rest = m.group(1)
+        if _PARENT.search(rest):
+            return f"unsafe path in {m.group(0)[:120]!r}"
+        if "\\" in rest or '"' in rest:
+            return f"quoted or escaped path in {m.group(0)[:120]!r}"
+    if _SYMLINK.search(diff):
+        return "creates or changes a symbolic link"
+    return None
+
+
+# ---------------------------------------------------------------- where tasks live
+
+def _cache_root() -> Path:
+    return Path(os.environ.get("TASKFORGE_CACHE") or Path.home() / ".cache" / "taskforge") / "tasks"
+
+
+_locks: dict[str, threading.Lock] = {}
+_locks_guard = threading.Lock()
+
+
+def _lock(key: str) -> threading.Lock:
+    with _locks_guard:
+        return _locks.setdefault(key, threading.Lock())
+
+
+def materialize(row, cache: Path | None = None) -> Path:
+    """A shard row as a task directory in the cache, keyed by the row's content
+    digest; built once (atomically, first writer wins) and reused."""
+    from taskforge import shards
+
+    if isinstance(row, dict):
+        row = shards.parse_row(row)
+    shards._safe_id(row.instance_id)
+    dest = (cache or _cache_root()) / f"{row.instance_id}-{row.row_sha256[:16]}"
+    if (dest / "task.json").is_file():
+        return dest
+    with _lock(str(dest)):
+        if not (dest / "task.json").is_file():
+            shards.row_to_task(row, dest, replace=False)
+    return dest
+
+
+class TaskSource:
+    """Tasks by instance_id from a directory of task directories or a shard directory."""
+
+    def __init__(self, root: str | Path, cache: Path | None = None):
+        from taskforge import shards
+
+        self.root = Path(root)
+        self.cache = cache
+        self.built: dict[str, Path] = {}     # instance_id -> its rebuilt task directory
+        self.index = None
+        if (self.root / "manifest.json").is_file():
+            self.index = shards.ShardIndex([self.root])
+        elif not self.root.is_dir():
+            raise UserError(f"no such task or shard directory: {root}")
+
+    def ids(self) -> list[str]:
+        if self.index is not None:
+            return self.index.ids()
+        return sorted(p.name for p in self.root.iterdir() if (p / "task.json").is_file())
+
+    def __contains__(self, instance_id: str) -> bool:
+        if self.index is not None:
+            return instance_id in self.index
+        return _valid_id(instance_id) and (self.root / instance_id / "task.json").is_file()
+
+    def get(self, instance_id: str) -> Path:
+        if instance_id not in self:
+            raise UserError(f"no task {instance_id!r} in {self.root}")
+        if self.index is None:
+            return self.root / instance_id
+        hit = self.built.get(instance_id)
+        if hit is None or not (hit / "task.json").is_file():
+            hit = self.built[instance_id] = materialize(self.index.row(instance_id), self.cache)
+        return hit
+
+
+def _valid_id(instance_id: str) -> bool:
+    from taskforge.shards import _safe_id
+
+    try:
+        _safe_id(instance_id)
+        return True
+    except UserError:
+        return False
+
+
+_sources: dict[tuple[str, str], TaskSource] = {}
+_sources_guard = threading.Lock()
+
+
+def task_source(root: str | Path | None = None, cache: Path | None = None) -> TaskSource:
+    """The TaskSource for `root` (default $TASKFORGE_TASKS), built once per process."""
+    root = root or os.environ.get("TASKFORGE_TASKS")
+    if not root:
+        raise UserError("no task source: pass tasks= or set TASKFORGE_TASKS to a directory of "
+                        "tasks or shards")
+    key = (str(Path(root).resolve()), str(cache or ""))
+    with _sources_guard:
+        if key not in _sources:
+            _sources[key] = TaskSource(root, cache)
+        return _sources[key]
+
+
+def instance_id_of(ground_truth: Any, extra_info: dict | None = None) -> str:
+    """verl's ground_truth (an instance id, its JSON, or a dict) or extra_info's."""
+    gt = ground_truth
+    if isinstance(gt, str) and gt.lstrip().startswith("{"):
+        try:
+            gt = json.loads(gt)
+        except ValueError:
+            pass
+    if isinstance(gt, dict):
+        gt = gt.get("instance_id")
+    if not gt and extra_info:
+        gt = extra_info.get("instance_id")
+    if not isinstance(gt, str) or not gt:
+        raise UserError(f"ground_truth names no task: {str(ground_truth)[:80]!r}")
+    return gt
+
+
+def resolve_task(ground_truth: Any, extra_info: dict | None = None,
+                 tasks: str | Path | None = None) -> Path:
+    extra = extra_info or {}
+    if extra.get("task_dir"):
+        return Path(extra["task_dir"])
+    if "workspace_tgz" in extra:
+        return materialize(extra)
+    if extra.get("tasks") and not tasks:
+        tasks = extra["tasks"]
+    return task_source(tasks).get(instance_id_of(ground_truth, extra))
+
+
+# ---------------------------------------------------------------- scoring
+
+def _from_verify(v, t0: float) -> RewardResult:
+    if v.error:
+        reason = f"infrastructure: {v.error}"
+    elif v.resolved:
+        reason = "resolved"
+    else:
+        fatal = [t for t in v.tampering if not t.startswith(("restored-file", "removed-unshipped"))]
+        parts = []
+        if fatal:
+            parts.append(fatal[0])
+        if v.f2p_failures:
+            parts.append(f"hidden tests failing: {len(v.f2p_failures)}/{v.f2p_total}")
+        if v.p2p_regressions:
+            parts.append(f"regressions: {len(v.p2p_regressions)}/{v.p2p_total}")
+        if v.timed_out:
+            parts.append("timed out")
+        reason = "; ".join(parts) or "not resolved"
+    return RewardResult(instance_id=v.instance_id, reward=v.reward, resolved=v.resolved,
+                        infra_error=v.error, reason=reason[:500], f2p_passed=v.f2p_passed,
+                        f2p_total=v.f2p_total, p2p_passed=v.p2p_passed, p2p_total=v.p2p_total,
+                        seconds=round(time.monotonic() - t0, 3))
+
+
+def score(solution_str: str, ground_truth: Any, extra_info: dict | None = None,
+          tasks: str | Path | None = None, timeout: float | None = None,
+          url: str | None = None) -> RewardResult:
+    """Grade one answer. Raises UserError when the task cannot be found (a set-up
+    mistake); every other failure is a result."""
+    url = url if url is not None else os.environ.get("TASKFORGE_REWARD_URL")
+    timeout = timeout or float(os.environ.get("TASKFORGE_REWARD_TIMEOUT", DEFAULT_TIMEOUT))
+    if url:
+        return _score_remote(url, instance_id_of(ground_truth, extra_info), solution_str, timeout)
+    t0 = time.monotonic()
+    task_dir = resolve_task(ground_truth, extra_info, tasks)
+    return score_task(task_dir, solution_str, timeout, t0)
+
+
+def score_task(task_dir: str | Path, solution_str: str, timeout: float = DEFAULT_TIMEOUT,
+               t0: float | None = None) -> RewardResult:
+    """Grade one answer for a task directory."""
+    from taskforge.task_store import load_task
+    from taskforge.verify import Solution, verify
+
+    t0 = t0 if t0 is not None else time.monotonic()
+    rec = load_task(task_dir).record
+    diff = extract_diff(solution_str or "")
+
+    def zero(reason: str) -> RewardResult:
+        return RewardResult(instance_id=rec.instance_id, reward=0.0, reason=reason,
+                            f2p_total=len(rec.FAIL_TO_PASS), p2p_total=len(rec.PASS_TO_PASS),
+                            seconds=round(time.monotonic() - t0, 3))
+
+    if not diff.strip():
+        # The untouched workspace fails the hidden tests by construction (generate
+        # checks it), so no sandbox is spent on it.
+        return zero("empty solution: no diff")
+    bad = unsafe_diff(diff)
+    if bad:
+        return zero(f"patch-rejected: {bad}")
+    try:
+        v = verify(task_dir, Solution.from_patch(diff), timeout=timeout)
+    except InfraError as exc:
+        return RewardResult(instance_id=rec.instance_id, reward=None, infra_error=exc.message,
+                            reason=f"infrastructure: {exc.message}",
+                            seconds=round(time.monotonic() - t0, 3))
+    except OSError as exc:          # disk full, a vanished temp dir: not the policy's doing
+        msg = f"{type(exc).__name__}: {exc}"
+        return RewardResult(instance_id=rec.instance_id, reward=None, infra_error=msg,
+                            reason=f"infrastructure: {msg}", seconds=round(time.monotonic() - t0, 3))
+    return _from_verify(v, t0)
+
+
+def _score_remote(url: str, instance_id: str, solution: str, timeout: float) -> RewardResult:
+    body = json.dumps({"instance_id": instance_id, "solution": solution, "timeout": timeout}).encode()
+    req = urllib.request.Request(url.rstrip("/") + "/reward", data=body, method="POST",
+                                 headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout + 60) as resp:
+            return RewardResult.model_validate_json(resp.read())
+    except urllib.error.HTTPError as exc:
+        detail = exc.read()[:300].decode(errors="replace")
+        if exc.code == 404:
+            raise UserError(f"reward server has no task {instance_id!r}") from None
+        if 400 <= exc.code < 500 and exc.code not in (408, 429):
+            raise UserError(f"reward server refused the request ({exc.code}): {detail}") from None
+        msg = f"reward server answered {exc.code}: {detail}"
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        msg = f"reward server unreachable: {exc}"
+    return RewardResult(instance_id=instance_id, reward=None, infra_error=msg,
+                        reason=f"infrastructure: {msg}")
+
+
+def default_workers() -> int:
+    return int(os.environ.get("TASKFORGE_REWARD_WORKERS") or max(1, min(os.cpu_count() or 1, 4)))
+
+
+def score_many(items: list[dict], workers: int | None = None, tasks: str | Path | None = None,
+               timeout: float | None = None, url: str | None = None) -> list[RewardResult]:
+    """Grade many answers concurrently, results in input order. Each item is a
+    dict with `solution_str`, `ground_truth` and optionally `extra_info`."""
+    def one(item: dict) -> RewardResult:
+        return score(item.get("solution_str") or "", item.get("ground_truth"),
+                     item.get("extra_info"), tasks=tasks, timeout=timeout, url=url)
+
+    if not items:
+        return []
+    with ThreadPoolExecutor(max_workers=max(1, min(workers or default_workers(), len(items)))) as pool:
+        return list(pool.map(one, items))
+
+
+# ---------------------------------------------------------------- verl
+
+def _infra_score(kwargs: dict) -> float | None:
+    v = kwargs.get("infra_score")
+    if v is None:
+        v = os.environ.get("TASKFORGE_INFRA_SCORE")
+    return None if v in (None, "") else float(v)
+
+
+def _verl_dict(r: RewardResult, infra_score: float | None) -> dict:
+    if r.infra_error is not None:
+        if infra_score is None:
+            raise InfraError(f"{r.instance_id}: {r.infra_error} (set infra_score or "
+                             f"TASKFORGE_INFRA_SCORE to score such samples with a flag instead)")
+        score_ = infra_score
+    else:
+        score_ = float(r.reward)
+    return {"score": score_, "resolved": float(r.resolved),
+            "infra_error": float(r.infra_error is not None),
+            "f2p_frac": r.f2p_passed / r.f2p_total if r.f2p_total else 0.0}
+
+
+def reward(data_source: str, solution_str: str, ground_truth: Any, extra_info: dict | None = None,
+           **kwargs) -> dict:
+    """verl's custom reward function. Returns {"score", "resolved", "infra_error",
+    "f2p_frac"} (all numbers, so verl can log them as metrics).
+
+    verl cannot mask a sample, so an infrastructure failure raises InfraError
+    unless `infra_score` (a verl reward_kwargs entry) or $TASKFORGE_INFRA_SCORE
+    gives the score to use, which then comes flagged with infra_error=1.
+    Other kwargs: tasks, timeout, url.
+    """
+    r = score(solution_str, ground_truth, extra_info, tasks=kwargs.get("tasks"),
+              timeout=kwargs.get("timeout"), url=kwargs.get("url"))
+    return _verl_dict(r, _infra_score(kwargs))
+
+
+compute_score = reward
+
+
+def compute_score_batch(data_sources: list, solution_strs: list, ground_truths: list,
+                        extra_infos: list | None = None, **kwargs) -> list[dict]:
+    """verl's BatchRewardManager signature: graded concurrently (`workers`)."""
+    extra_infos = extra_infos or [None] * len(solution_strs)
+    items = [{"solution_str": s, "ground_truth": g, "extra_info": e}
+             for s, g, e in zip(solution_strs, ground_truths, extra_infos)]
+    results = score_many(items, workers=kwargs.get("workers"), tasks=kwargs.get("tasks"),
+                         timeout=kwargs.get("timeout"), url=kwargs.get("url"))
+    infra = _infra_score(kwargs)
+    return [_verl_dict(r, infra) for r in results]
+
+
+# ---------------------------------------------------------------- TRL
+
+def _completion_text(c: Any) -> str:
+    """TRL completions are strings, or chat messages for conversational data."""
+    if isinstance(c, str):
+        return c
+    if isinstance(c, dict):
+        return str(c.get("content") or "")
+    if isinstance(c, (list, tuple)):
+        texts = [m.get("content") or "" for m in c if isinstance(m, dict)
+                 and m.get("role", "assistant") == "assistant"]
+        return "\n".join(str(t) for t in texts)
+    return str(c or "")
+
+
+def trl_reward_func(tasks: str | Path | None = None, workers: int | None = None,
+                    id_column: str = "instance_id", timeout: float | None = None,
+                    url: str | None = None) -> Callable[..., list[float | None]]:
+    """A reward function for TRL's GRPOTrainer(reward_funcs=[...]). The dataset
+    needs an `id_column` column; TRL passes it as a keyword list. An
+    infrastructure failure gives None, which TRL leaves out of the reward."""
+    def taskforge_reward(prompts=None, completions=None, **kwargs) -> list[float | None]:
+        ids = kwargs.get(id_column)
+        if ids is None:
+            raise UserError(f"the dataset has no {id_column!r} column for taskforge_reward")
+        items = [{"solution_str": _completion_text(c), "ground_truth": i}
+                 for c, i in zip(completions or [], ids)]
+        return [r.reward for r in score_many(items, workers, tasks, timeout, url)]
+
+    return taskforge_reward
+
+
+# ---------------------------------------------------------------- OpenRLHF
+
+def openrlhf_rewards(payload: dict, tasks: str | Path | None = None, workers: int | None = None,
+                     timeout: float | None = None, infra_score: float | None = None,
+                     url: str | None = None) -> dict:
+    """OpenRLHF's remote reward protocol: {"query": [prompt+response, ...],
+    "prompts": [...], "labels": [instance id, ...]} -> {"rewards", "scores",
+    "extra_logs"}. The response is the query with its prompt prefix removed.
+    Without `infra_score`, an infrastructure failure raises InfraError (the
+    server answers 503, which OpenRLHF's client retries)."""
+    queries = payload.get("query") or []
+    prompts = payload.get("prompts") or [""] * len(queries)
+    labels = payload.get("labels")
+    if labels is None or len(labels) != len(queries) or len(prompts) != len(queries):
+        raise UserError("query, prompts and labels must be lists of the same length")
+    items = []
+    for q, p, label in zip(queries, prompts, labels):
+        q, p = str(q or ""), str(p or "")
+        items.append({"solution_str": q[len(p):] if p and q.startswith(p) else q,
+                      "ground_truth": label})
+    results = score_many(items, workers, tasks, timeout, url)
+    infra = [r for r in results if r.infra_error is not None]
+    if infra and infra_score is None:
+        raise InfraError(f"{len(infra)} of {len(results)} could not be graded: "
+                         f"{infra[0].infra_error}")
+    rewards = [infra_score if r.infra_error is not None else r.reward for r in results]
+    return {"rewards": rewards, "scores": rewards,
+            "extra_logs": {"resolved": [float(r.resolved) for r in results],
+                           "infra_error": [float(r.infra_error is not None) for r in results]}}

@@ -1,0 +1,199 @@
+"""The reward API against real tasks and the real engine: verl's signature (from
+a task root and from a bare shard row), TRL's and OpenRLHF's adapters, batch
+concurrency, answers wrapped in prose, hostile diffs, and infrastructure
+failures that come back flagged instead of as 0."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import taskforge
+from taskforge import rewards, shards
+from taskforge.errors import InfraError, UserError
+from tests.conftest import ROOT
+
+NEW_FILE = ("diff --git a/NOTES.md b/NOTES.md\nnew file mode 100644\n--- /dev/null\n"
+            "+++ b/NOTES.md\n@@ -0,0 +1 @@\n+notes\n")
+
+
+@pytest.fixture(scope="module")
+def tasks(generated):
+    out, report = generated("textkit")
+    return out, sorted(report.tasks)[:3]
+
+
+@pytest.fixture(scope="module")
+def shard_dir(tasks, tmp_path_factory):
+    out, ids = tasks
+    d = tmp_path_factory.mktemp("reward-shards") / "s"
+    shards.write_shards([out / i for i in ids], d)
+    return d
+
+
+@pytest.fixture(autouse=True)
+def isolated(tmp_path, monkeypatch):
+    monkeypatch.setenv("TASKFORGE_CACHE", str(tmp_path / "cache"))
+    for var in ("TASKFORGE_TASKS", "TASKFORGE_REWARD_URL", "TASKFORGE_INFRA_SCORE"):
+        monkeypatch.delenv(var, raising=False)
+
+
+def gold_answer(task: Path) -> str:
+    return ("I restored the function.\n\n```diff\n" + (task / "gold.patch").read_text()
+            + "```\nThat should do it.")
+
+
+def test_extract_diff():
+    d = "--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-a\n+b\n"
+    assert rewards.extract_diff(f"prose\n```diff\n{d}```\nmore") == d
+    assert rewards.extract_diff(f"```patch\n{d}```\n```diff\n{d}```") == d + d
+    assert rewards.extract_diff(f"Here:\n{d}```\n") == d
+    assert rewards.extract_diff(d) == d
+    assert rewards.extract_diff("no diff at all") == "no diff at all"
+    assert rewards.extract_diff("") == ""
+
+
+def test_unsafe_diffs_score_zero_and_touch_nothing(tasks, tmp_path):
+    out, ids = tasks
+    marker = Path("/tmp") / f"tf-escape-{os.getpid()}"
+    evil = {
+        "parent": f"--- a/../../../..{marker}\n+++ b/../../../..{marker}\n@@ -0,0 +1 @@\n+x\n",
+        "quoted": 'diff --git "a/\\056\\056/x" "b/\\056\\056/x"\nnew file mode 100644\n'
+                  '--- /dev/null\n+++ "b/\\056\\056/x"\n@@ -0,0 +1 @@\n+x\n',
+        "symlink": "diff --git a/link b/link\nnew file mode 120000\n--- /dev/null\n+++ b/link\n"
+                   "@@ -0,0 +1 @@\n+/etc\n\\ No newline at end of file\n",
+    }
+    for name, diff in evil.items():
+        r = rewards.score(diff, ids[0], tasks=out)
+        assert r.reward == 0.0 and r.infra_error is None, (name, r)
+        assert r.reason.startswith("patch-rejected:"), (name, r.reason)
+    assert not marker.exists()
+
+
+def test_verl_signature_from_a_task_root(tasks, monkeypatch):
+    out, ids = tasks
+    monkeypatch.setenv("TASKFORGE_TASKS", str(out))
+    got = taskforge.reward("taskforge", gold_answer(out / ids[0]), ids[0], {"split": "train"})
+    assert got == {"score": 1.0, "resolved": 1.0, "infra_error": 0.0, "f2p_frac": 1.0}
+    r = rewards.score("", json.dumps({"instance_id": ids[0]}))
+    assert r.reward == 0.0 and r.reason.startswith("empty solution") and r.seconds < 1
+    with pytest.raises(UserError, match="no task"):
+        rewards.score("x", "textkit__no-such-task")
+    with pytest.raises(UserError, match="no task"):
+        rewards.score("x", "../" + ids[0])
+
+
+def test_verl_signature_from_a_bare_shard_row(tasks, shard_dir, tmp_path, monkeypatch):
+    """A Ray worker with only the data: the row in extra_info is rebuilt once into
+    a content-addressed cache and graded."""
+    import datasets
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    out, ids = tasks
+    ds = datasets.load_dataset("parquet", data_dir=str(shard_dir), split="train",
+                               cache_dir=str(tmp_path / "hf"))
+    row = next(r for r in ds if r["instance_id"] == ids[1])
+    gold = rewards.reward("taskforge", f"```diff\n{row['patch']}```", row["instance_id"], row)
+    empty = rewards.reward("taskforge", "", row["instance_id"], row)
+    assert gold["score"] == 1.0 and empty["score"] == 0.0
+    cached = list((tmp_path / "cache" / "tasks").iterdir())
+    assert [p.name for p in cached] == [f"{row['instance_id']}-{row['row_sha256'][:16]}"]
+    stamp = (cached[0] / "task.json").stat().st_mtime_ns
+    assert rewards.materialize(row) == cached[0]
+    assert (cached[0] / "task.json").stat().st_mtime_ns == stamp
+
+
+def test_batch_trl_and_openrlhf(tasks, shard_dir):
+    out, ids = tasks
+    a, b = out / ids[0], out / ids[1]
+    got = rewards.compute_score_batch(
+        ["taskforge"] * 5,
+        [gold_answer(a), gold_answer(b), NEW_FILE, "```diff\n--- a/x\n+++ b/x\n@@ junk\n```", ""],
+        [ids[0], ids[1], ids[0], ids[1], ids[0]],
+        [None] * 5, tasks=str(shard_dir), workers=3)
+    assert [g["score"] for g in got] == [1.0, 1.0, 0.0, 0.0, 0.0]
+    assert [g["infra_error"] for g in got] == [0.0] * 5
+
+    trl = rewards.trl_reward_func(tasks=out, workers=2)
+    assert trl.__name__ == "taskforge_reward"
+    scores = trl(prompts=["p", "p"], completions=[[{"role": "assistant", "content": gold_answer(a)}],
+                                                  [{"role": "assistant", "content": "no idea"}]],
+                 instance_id=[ids[0], ids[0]], trainer_state=None)
+    assert scores == [1.0, 0.0]
+
+    prompt = "<|user|>fix it<|assistant|>"
+    res = rewards.openrlhf_rewards({"query": [prompt + gold_answer(b), prompt + "nothing"],
+                                    "prompts": [prompt, prompt], "labels": [ids[1], ids[1]]},
+                                   tasks=out, workers=2)
+    assert res["rewards"] == [1.0, 0.0] and res["extra_logs"]["infra_error"] == [0.0, 0.0]
+
+
+def test_infrastructure_failures_are_flagged_never_zero(tasks, tmp_path):
+    """A task whose environment image is gone: the engine cannot grade it."""
+    out, ids = tasks
+    root = tmp_path / "tasks"
+    broken = root / ids[0]
+    shutil.copytree(out / ids[0], broken, symlinks=True)
+    rec = json.loads((broken / "task.json").read_text())
+    rec["image_name"] = "taskforge/env-gone:missing"
+    (broken / "task.json").write_text(json.dumps(rec, indent=2))
+    answer = gold_answer(broken)
+
+    r = rewards.score(answer, ids[0], tasks=root)
+    assert r.reward is None and "not found" in r.infra_error and not r.resolved
+    with pytest.raises(InfraError, match="infra_score"):
+        rewards.reward("taskforge", answer, ids[0], {"task_dir": str(broken)})
+    flagged = rewards.reward("taskforge", answer, ids[0], {"task_dir": str(broken)}, infra_score=0.0)
+    assert flagged["infra_error"] == 1.0 and flagged["score"] == 0.0
+    assert rewards.trl_reward_func(tasks=root)(completions=[answer], instance_id=[ids[0]]) == [None]
+    payload = {"query": [answer], "prompts": [""], "labels": [ids[0]]}
+    with pytest.raises(InfraError):
+        rewards.openrlhf_rewards(payload, tasks=root)
+    assert rewards.openrlhf_rewards(payload, tasks=root, infra_score=-1.0)["extra_logs"] == {
+        "resolved": [0.0], "infra_error": [1.0]}
+
+
+def test_reward_demo_example_runs(tasks, tmp_path):
+    out, ids = tasks
+    src = tmp_path / "src"
+    src.mkdir()
+    for i in ids[:2]:
+        shutil.copytree(out / i, src / i, symlinks=True)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
+    res = subprocess.run([sys.executable, "examples/reward_demo.py", str(src), "--workdir",
+                          str(tmp_path / "work")], cwd=ROOT, env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
+    shown = json.loads(res.stdout)
+    assert shown["verl_gold"]["score"] == 1.0 and shown["trl"] == [1.0, 0.0]
+
+
+def test_make_verl_dataset_example_keeps_the_answer_out(tasks, shard_dir, tmp_path):
+    import pandas as pd
+
+    out, ids = tasks
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    res = subprocess.run([sys.executable, "examples/make_verl_dataset.py", str(shard_dir),
+                          str(tmp_path / "verl")], cwd=ROOT, env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    df = pd.read_parquet(tmp_path / "verl" / "train.parquet")
+    assert list(df.columns) == ["data_source", "prompt", "ability", "reward_model", "extra_info"]
+    for _, rec in df.iterrows():
+        iid = rec["reward_model"]["ground_truth"]
+        prompt = rec["prompt"][0]["content"]
+        hunks, cur = [], []
+        for ln in (out / iid / "gold.patch").read_text().splitlines() + ["@@"]:
+            if ln.startswith("+") and not ln.startswith("+++"):
+                cur.append(ln[1:])
+            elif cur:
+                hunks.append("\n".join(cur))
+                cur = []
+        body = max(hunks, key=len)                  # the removed definition itself
+        assert body.count("\n") >= 2 and body not in prompt, iid
+        assert "Answer with a unified diff" in prompt
