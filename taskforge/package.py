@@ -104,10 +104,35 @@ def normalize_index(path: Path) -> None:
     path.write_bytes(body + hashlib.sha1(body).digest())
 
 
+_HEADER = re.compile(r"^(?:diff --git |--- |\+\+\+ |rename from |rename to |copy from |copy to )(.*)$",
+                     re.M)
+_PARENT = re.compile(r"(?:^|[/\s])\.\.(?:[/\s]|$)")
+_SYMLINK = re.compile(r"^(?:new file mode|new mode) 120000|^index [0-9a-f]+\.\.[0-9a-f]+ 120000", re.M)
+
+
+def unsafe_diff(diff: str) -> str | None:
+    """Why a diff may not be applied on the host, or None. Every path must stay
+    inside the workspace: no `..` component, no quoted or escaped names (git
+    would unescape them into anything), and no symbolic links, which could lead
+    a later write out of the tree."""
+    for m in _HEADER.finditer(diff):
+        rest = m.group(1)
+        if _PARENT.search(rest):
+            return f"unsafe path in {m.group(0)[:120]!r}"
+        if "\\" in rest or '"' in rest:
+            return f"quoted or escaped path in {m.group(0)[:120]!r}"
+    if _SYMLINK.search(diff):
+        return "creates or changes a symbolic link"
+    return None
+
+
 def apply_patch(tree: Path, text: str) -> str | None:
     """Apply a unified diff to a tree (git apply, then patch -p1); the error line, or None."""
     if not text.strip():
         return None
+    why = unsafe_diff(text)
+    if why:
+        return why
     # Never --unsafe-paths: a diff naming ../x must not write outside the tree (verify
     # applies agents' diffs as root). git apply also refuses to write through symlinks;
     # GNU patch, the fallback, ignores "dangerous" names with .. or absolute paths.

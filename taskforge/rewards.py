@@ -32,6 +32,7 @@ from typing import Any, Callable
 from pydantic import BaseModel
 
 from taskforge.errors import InfraError, UserError
+from taskforge.package import unsafe_diff
 
 DEFAULT_TIMEOUT = 300.0
 
@@ -70,28 +71,6 @@ def extract_diff(text: str) -> str:
         end = re.search(r"^```[ \t]*$", body, re.M)    # an unlabelled fence closing it
         return body[:end.start()] if end else body
     return text
-
-
-_HEADER = re.compile(r"^(?:diff --git |--- |\+\+\+ |rename from |rename to |copy from |copy to )(.*)$",
-                     re.M)
-_PARENT = re.compile(r"(?:^|[/\s])\.\.(?:[/\s]|$)")
-_SYMLINK = re.compile(r"^(?:new file mode|new mode) 120000|^index [0-9a-f]+\.\.[0-9a-f]+ 120000", re.M)
-
-
-def unsafe_diff(diff: str) -> str | None:
-    """Why a diff may not be applied on the host, or None. Every path must stay
-    inside the workspace: no `..` component, no quoted or escaped names (git
-    would unescape them into anything), and no symbolic links, which could lead
-    a later write out of the tree."""
-    for m in _HEADER.finditer(diff):
-        rest = m.group(1)
-        if _PARENT.search(rest):
-            return f"unsafe path in {m.group(0)[:120]!r}"
-        if "\\" in rest or '"' in rest:
-            return f"quoted or escaped path in {m.group(0)[:120]!r}"
-    if _SYMLINK.search(diff):
-        return "creates or changes a symbolic link"
-    return None
 
 
 # ---------------------------------------------------------------- where tasks live

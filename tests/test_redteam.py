@@ -4,6 +4,7 @@ and graded by the real engine. Every attack must score 0 (with the reason in
 under the same hardening, and nothing may be left running afterwards."""
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import textwrap
@@ -340,3 +341,23 @@ def test_cli_verify_batch(generated, tmp_path):
     assert res.returncode == 0, res.stderr
     rewards = [json.loads(x)["reward"] for x in res.stdout.splitlines()]
     assert rewards == [1.0, 0.0, 1.0, 0.0]
+
+
+@pytest.mark.parametrize("kind", ["parent", "symlink"])
+def test_patch_that_escapes_the_workspace(task, tmp_path, kind):
+    """verify applies diffs as root on the host: a diff naming ../x, or one that
+    plants a symlink to write through, must touch nothing outside its copy."""
+    marker = f"tf-escape-{kind}-{os.getpid()}"
+    if kind == "parent":
+        patch = (f"diff --git a/../../../../tmp/{marker} b/../../../../tmp/{marker}\n"
+                 "new file mode 100644\n--- /dev/null\n"
+                 f"+++ b/../../../../tmp/{marker}\n@@ -0,0 +1 @@\n+pwned\n")
+    else:
+        patch = ("diff --git a/escape b/escape\nnew file mode 120000\n--- /dev/null\n"
+                 "+++ b/escape\n@@ -0,0 +1 @@\n+/tmp\n\\ No newline at end of file\n"
+                 f"diff --git a/escape/{marker} b/escape/{marker}\nnew file mode 100644\n"
+                 f"--- /dev/null\n+++ b/escape/{marker}\n@@ -0,0 +1 @@\n+pwned\n")
+    res = verify(task, Solution.from_patch(patch), timeout=60)
+    assert res.reward == 0.0 and res.error is None
+    assert any("patch-rejected" in t for t in res.tampering), res.tampering
+    assert not Path(f"/tmp/{marker}").exists()
