@@ -1,7 +1,7 @@
 """Run `taskforge generate` over a corpus of real libraries (bench/corpus.toml)
 with no per-repository configuration, and report per repository and in total:
-environment built, baseline green, flaky tests excluded, candidates, tasks,
-yield, wall time, necessary test time, overhead ratio and peak memory.
+environment built, baseline green, flaky tests excluded, candidates, candidates
+tried (validated, up to the --max-tasks prefix), tasks, yield (tasks / tried), wall time, necessary test time, overhead ratio and peak memory.
 
     python bench/bench_corpus.py                      # whole corpus, warm runs
     python bench/bench_corpus.py --only cachetools toolz --max-tasks 5
@@ -81,6 +81,7 @@ def row_for(name: str, res: dict) -> dict:
         "flaky": rep.get("flaky_excluded", 0),
         "failing_excluded": rep.get("baseline_failing", 0),
         "candidates": funnel.get("candidates", 0),
+        "tried": funnel.get("removed cleanly", 0),      # validated (the --max-tasks prefix)
         "tasks": len(rep.get("tasks", [])),
         "wall": round(res["wall"], 2),
         "necessary": round(necessary, 2),
@@ -92,27 +93,28 @@ def row_for(name: str, res: dict) -> dict:
 
 
 def table(rows: list[dict], jobs: int, max_tasks) -> str:
-    head = ("| repo | env built | baseline green | tests | flaky excl. | candidates | tasks | "
+    head = ("| repo | env built | baseline green | tests | flaky excl. | candidates | tried | tasks | "
             "yield | wall s | necessary s | overhead ratio | peak MB | error |")
-    out = [head, "|" + "---|" * 13]
+    out = [head, "|" + "---|" * 14]
     for r in rows:
-        yld = f"{r['tasks'] / r['candidates']:.0%}" if r["candidates"] else "-"
+        yld = f"{r['tasks'] / r['tried']:.0%}" if r["tried"] else "-"
         ratio = f"{r['ratio']:.2f}" if r["ratio"] else "-"
         peak = f"{r['peak_mb']:.0f}" if r["peak_mb"] else "-"
         out.append(f"| {r['repo']} | {'yes' if r['env'] else 'no'} | {'yes' if r['green'] else 'no'} "
-                   f"| {r['tests']} | {r['flaky']} | {r['candidates']} | {r['tasks']} | {yld} "
+                   f"| {r['tests']} | {r['flaky']} | {r['candidates']} | {r['tried']} | {r['tasks']} | {yld} "
                    f"| {r['wall']:.1f} | {r['necessary']:.1f} | {ratio} | {peak} "
                    f"| {r['error'][:90]} |")
     with_tasks = sum(1 for r in rows if r["tasks"])
     wall = sum(r["wall"] for r in rows if r["green"])
     nec = sum(r["necessary"] for r in rows if r["green"])
     cands = sum(r["candidates"] for r in rows)
+    tried = sum(r["tried"] for r in rows)
     tasks = sum(r["tasks"] for r in rows)
     peaks = [r["peak_mb"] for r in rows if r["peak_mb"]]
     out.append(f"| **total** | {sum(r['env'] for r in rows)}/{len(rows)} "
                f"| {sum(r['green'] for r in rows)}/{len(rows)} | {sum(r['tests'] for r in rows)} "
-               f"| {sum(r['flaky'] for r in rows)} | {cands} | {tasks} "
-               f"| {tasks / cands:.0%} | {wall:.1f} | {nec:.1f} | {wall / nec if nec else 0:.2f} "
+               f"| {sum(r['flaky'] for r in rows)} | {cands} | {tried} | {tasks} "
+               f"| {tasks / tried if tried else 0:.0%} | {wall:.1f} | {nec:.1f} | {wall / nec if nec else 0:.2f} "
                f"| {max(peaks) if peaks else 0:.0f} | |")
     out.append("")
     out.append(f"Repositories with tasks: {with_tasks} of {len(rows)} "
