@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import importlib.util
 import io
 import marshal
 import os
@@ -225,9 +226,8 @@ class Scanner:
 
     # -- bytecode -----------------------------------------------------------
     def match_pyc(self, data: bytes, where: str) -> None:
-        try:
-            code = marshal.loads(data[16:])
-        except Exception:
+        code = load_pyc(data)
+        if code is None:       # another Python's bytecode: its names are plain strings in it
             return self.match_text(data, where)
         stack = [code]
         while stack:
@@ -361,8 +361,20 @@ class Scanner:
                 self.match_text(body, f"{where}:{header[0].decode()[:12]}")
 
 
+def load_pyc(data: bytes):
+    """The code object of a .pyc written by this very Python, else None. marshal
+    data of another version can crash the interpreter, so it is never loaded
+    (the sandbox's Python may differ from the host's)."""
+    if data[:4] != importlib.util.MAGIC_NUMBER:
+        return None
+    try:
+        return marshal.loads(data[16:])
+    except Exception:
+        return None
+
+
 IDENT_RE = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
-INDEX_VERSION = 4
+INDEX_VERSION = 6
 
 
 class ImageIndex:
@@ -405,11 +417,12 @@ class ImageIndex:
             i = len(files)
             files.append(rel)
             if p.name.endswith((".pyc", ".pyo")):
-                try:
-                    stack = [marshal.loads(data[16:])]
-                except Exception:
-                    archives.append(i)
+                top = load_pyc(data)
+                if top is None:         # another Python's bytecode: index it as text
+                    for ident in set(IDENT_RE.findall(data)):
+                        postings.setdefault(ident, set()).add(i)
                     continue
+                stack = [top]
                 while stack:
                     c = stack.pop()
                     if not hasattr(c, "co_code"):

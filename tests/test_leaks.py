@@ -161,3 +161,19 @@ def test_generated_tasks_audit_clean_even_from_a_leaky_repo(tmp_path, base_image
     ws = out / snake / "workspace"
     assert "join(word.lower() for word in split_words(text))" not in (ws / "README.md").read_text()
     assert not (ws / "build").exists() and not (ws / "textkit/cases.py.orig").exists()
+
+
+def test_bytecode_of_another_python_is_never_unmarshalled():
+    """The sandbox may run another Python (3.13 for a project that asks for it):
+    marshal data of another version can crash the host interpreter, so such a
+    .pyc is read as text, and only this Python's own bytecode as code objects."""
+    import importlib.util
+    import marshal
+
+    from taskforge.leaks import load_pyc
+
+    code = compile("def restore_feature():\n    return 42\n", "pkg/mod.py", "exec")
+    ours = importlib.util.MAGIC_NUMBER + b"\0" * 12 + marshal.dumps(code)
+    assert load_pyc(ours).co_consts[0].co_name == "restore_feature"
+    foreign = bytes([ours[0] ^ 0x55, ours[1]]) + ours[2:]
+    assert load_pyc(foreign) is None
