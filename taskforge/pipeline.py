@@ -127,11 +127,11 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
         cached = state.load_baseline(key)
         workers.append(Worker(src.path, image, scratch, 0, run_args=run_args))
         if cached is None:
-            more = background.submit(_open_workers, src.path, image, scratch, opts.jobs, run_args,
-                                     workers)
-            base_state, cov_file = run_baseline(workers[0], layout, opts, key)
+            base_state, cov_file = run_baseline(workers, layout, opts, key,
+                                                lambda n: _open_workers(src.path, image, scratch,
+                                                                        n, run_args, workers))
             cov_file = state.save_baseline(base_state, cov_file)
-            more.result()
+            _open_workers(src.path, image, scratch, opts.jobs, run_args, workers)
         else:
             base_state, cov_file = cached
             say("baseline: reusing the runs of an earlier, interrupted generate")
@@ -269,9 +269,9 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
 
 def _open_workers(src: Path, image: str, scratch: Path, jobs: int, run_args,
                   into: list[Worker]) -> None:
-    """Workers 1..jobs-1, each added to `into` as soon as it exists (so it is
-    closed even if the run fails while the others are still starting)."""
-    for n in range(1, jobs):
+    """Workers up to `jobs` in all, each added to `into` as soon as it exists (so
+    it is closed even if the run fails while the others are still starting)."""
+    for n in range(len(into), jobs):
         into.append(Worker(src, image, scratch, n, run_args=run_args))
 
 
@@ -312,12 +312,23 @@ def check_syntax(root: Path, files: list[str]) -> None:
             raise UserError(f"cannot read {rel}: {exc}") from None
 
 
-def run_baseline(worker: Worker, layout, opts: Options, key: str) -> tuple[BaselineState, Path]:
-    """Two full runs: one with per-test coverage, one without; flaky = outcome differs."""
+def run_baseline(workers: list[Worker], layout, opts: Options, key: str, open_workers
+                 ) -> tuple[BaselineState, Path]:
+    """Two full runs: one with per-test coverage, one without; flaky = outcome differs.
+    With two jobs or more they run at once, each on its own worker and tree (they
+    are independent), while the remaining workers start."""
     cov_sources = layout.source_roots() or [""]
-    r1 = worker.runner.run([], timeout=opts.timeout, cov_sources=cov_sources)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="tf-cov") as cov_run:
+        first = cov_run.submit(workers[0].runner.run, [], timeout=opts.timeout,
+                               cov_sources=cov_sources)
+        r2 = None
+        if opts.jobs > 1:
+            open_workers(2)
+            r2 = workers[1].runner.run([], timeout=opts.timeout)
+        r1 = first.result()
     _check_baseline(r1)
-    r2 = worker.runner.run([], timeout=opts.timeout)
+    if r2 is None:
+        r2 = workers[0].runner.run([], timeout=opts.timeout)
     _check_baseline(r2)
     ids = set(r1.outcomes) | set(r2.outcomes)
     flaky = {i for i in ids if r1.outcomes.get(i) != r2.outcomes.get(i)}
