@@ -106,10 +106,11 @@ def dispatched(method_name: str, cls: str | None, prefixes: dict[str, set[str]])
 
 
 def runner_users(image_scan, packages: list[str], python: str = "3.11"
-                 ) -> tuple[set[int], str] | None:
-    """Files of the test runner (in the environment image) that import one of the
-    repository's packages on this Python: (their ids in the image index, an example
-    path), or None. An import under `if sys.version_info < (3, 11)` does not count."""
+                 ) -> tuple[set[int], set[int]] | None:
+    """When the test runner (in the environment image) imports one of the
+    repository's packages on this Python: (ids of the runner files that import it,
+    ids of every runner file), else None. An import under
+    `if sys.version_info < (3, 11)` does not count."""
     if image_scan is None:
         return None
     idx = image_scan.index
@@ -118,9 +119,7 @@ def runner_users(image_scan, packages: list[str], python: str = "3.11"
     for pkg in packages:
         for i in idx.files_with({pkg.encode()}):
             rel = idx.files[i]
-            if not rel.endswith(".py") or "!" in rel or not any(
-                    f"site-packages/{r}/" in rel or rel.endswith(f"site-packages/{r}.py")
-                    for r in RUNNER_PACKAGES):
+            if not _is_runner_file(rel):
                 continue
             try:
                 if _imports(ast.parse((image_scan.root / rel).read_bytes()), pkg, version):
@@ -129,7 +128,12 @@ def runner_users(image_scan, packages: list[str], python: str = "3.11"
                 continue
     if not users:
         return None
-    return users, idx.files[min(users)]
+    return users, {i for i, rel in enumerate(idx.files) if _is_runner_file(rel)}
+
+
+def _is_runner_file(rel: str) -> bool:
+    return rel.endswith(".py") and "!" not in rel and any(
+        f"site-packages/{r}/" in rel or rel.endswith(f"site-packages/{r}.py") for r in RUNNER_PACKAGES)
 
 
 def _imports(tree: ast.Module, pkg: str, version: tuple[int, int]) -> bool:
@@ -173,7 +177,7 @@ def _version_test(test, version: tuple[int, int]) -> bool | None:
     return op(version[:len(other)], other) if op else None
 
 
-def used_by_runner(sym, users: tuple[set[int], str] | None, image_scan) -> str | None:
+def used_by_runner(sym, users: tuple[set[int], set[int]] | None, image_scan) -> str | None:
     """A runner file that uses `sym`, when the runner imports the repository.
     Top-level names count in the files that import it. Methods are called on objects
     passed anywhere in the runner, so any runner file counts, but only for a
@@ -185,16 +189,11 @@ def used_by_runner(sym, users: tuple[set[int], str] | None, image_scan) -> str |
     if sym.kind == "method":
         if not ("_" in sym.name.strip("_") or len(sym.name) >= 12) or sym.name.startswith("_"):
             return None
-        ids = _runner_files(idx)
+        ids = users[1]
     else:
-        ids, _ = users
+        ids = users[0]
     hit = ids & idx.files_with({sym.name.encode()})
     return idx.files[min(hit)] if hit else None
-
-
-def _runner_files(idx) -> set[int]:
-    return {i for i, rel in enumerate(idx.files) if rel.endswith(".py") and "!" not in rel and any(
-        f"site-packages/{r}/" in rel or rel.endswith(f"site-packages/{r}.py") for r in RUNNER_PACKAGES)}
 
 
 def hopeless_check(root: Path, layout, image_scan, python: str = "3.11"):

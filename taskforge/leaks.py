@@ -243,28 +243,12 @@ class Scanner:
     def scan_bytes(self, data: bytes, where: str, name: str) -> None:
         if name.endswith((".pyc", ".pyo")):
             return self.match_pyc(data, where)
-        if name.endswith((".whl", ".zip", ".egg")) or data[:4] == b"PK\x03\x04":
-            try:
-                with zipfile.ZipFile(io.BytesIO(data)) as z:
-                    for info in z.infolist()[:5000]:
-                        if info.file_size <= MAX_FILE:
-                            self.scan_bytes(z.read(info), f"{where}!{info.filename}", info.filename)
+        if name.endswith((".whl", ".zip", ".egg", ".tar.gz", ".tgz")) or data[:4] == b"PK\x03\x04":
+            members = _archive_members(data, name)
+            if members is not None:
+                for member, blob in members:
+                    self.scan_bytes(blob, f"{where}!{member}", member)
                 return
-            except (zipfile.BadZipFile, OSError, RuntimeError):
-                pass
-        if name.endswith((".tar.gz", ".tgz")):
-            import tarfile
-
-            try:
-                with tarfile.open(fileobj=io.BytesIO(data)) as t:
-                    for m in t.getmembers()[:5000]:
-                        if m.isfile() and m.size <= MAX_FILE:
-                            f = t.extractfile(m)
-                            if f:
-                                self.scan_bytes(f.read(), f"{where}!{m.name}", m.name)
-                return
-            except (tarfile.TarError, OSError, EOFError):
-                pass
         self.match_text(data, where)
 
     # -- an indexed image -------------------------------------------------

@@ -62,3 +62,21 @@ def generated(fixture_repos, base_image, tmp_path_factory):
         return cache[key]
 
     return get
+
+
+@pytest.fixture(scope="module")
+def tasks(generated):
+    """Three textkit tasks: (their output dir, their ids), for reward and serve tests."""
+    out, report = generated("textkit")
+    return out, sorted(report.tasks)[:3]
+
+
+@pytest.fixture(scope="module")
+def shard_dir(tasks, tmp_path_factory):
+    """Those tasks written as shards."""
+    from taskforge import shards
+
+    out, ids = tasks
+    d = tmp_path_factory.mktemp("shards") / "s"
+    shards.write_shards([out / i for i in ids], d)
+    return d

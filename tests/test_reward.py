@@ -14,26 +14,12 @@ from pathlib import Path
 import pytest
 
 import taskforge
-from taskforge import rewards, shards
+from taskforge import rewards
 from taskforge.errors import InfraError, UserError
 from tests.conftest import ROOT
 
 NEW_FILE = ("diff --git a/NOTES.md b/NOTES.md\nnew file mode 100644\n--- /dev/null\n"
             "+++ b/NOTES.md\n@@ -0,0 +1 @@\n+notes\n")
-
-
-@pytest.fixture(scope="module")
-def tasks(generated):
-    out, report = generated("textkit")
-    return out, sorted(report.tasks)[:3]
-
-
-@pytest.fixture(scope="module")
-def shard_dir(tasks, tmp_path_factory):
-    out, ids = tasks
-    d = tmp_path_factory.mktemp("reward-shards") / "s"
-    shards.write_shards([out / i for i in ids], d)
-    return d
 
 
 @pytest.fixture(autouse=True)

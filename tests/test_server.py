@@ -18,9 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
-import pytest
-
-from taskforge import rewards, shards
+from taskforge import rewards
 from tests.conftest import ROOT
 
 NEW_FILE = ("diff --git a/NOTES.md b/NOTES.md\nnew file mode 100644\n--- /dev/null\n"
@@ -81,20 +79,6 @@ def server(tasks: Path, tmp: Path, *extra: str):
         # uvicorn stops gracefully on SIGTERM, then re-raises it: -15 is a clean stop.
         assert code in (0, -15) and "taskforge serve: stopped after" in text, (code, text)
         assert "Traceback" not in text, text
-
-
-@pytest.fixture(scope="module")
-def tasks(generated):
-    out, report = generated("textkit")
-    return out, sorted(report.tasks)[:3]
-
-
-@pytest.fixture(scope="module")
-def shard_dir(tasks, tmp_path_factory):
-    out, ids = tasks
-    d = tmp_path_factory.mktemp("serve-shards") / "s"
-    shards.write_shards([out / i for i in ids], d)
-    return d
 
 
 def test_fifty_concurrent_requests(tasks, shard_dir, tmp_path):
