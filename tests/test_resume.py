@@ -23,7 +23,9 @@ def tree_bytes(root: Path) -> dict[str, bytes]:
 
 
 def task_dirs(out: Path) -> set[str]:
-    return {p.parent.name for p in out.glob("*/task.json")}
+    """Finished tasks: a `.tmp-*` dir is one being assembled (task.json is written
+    inside it just before the rename), which the rerun removes."""
+    return {p.parent.name for p in out.glob("*/task.json") if not p.parent.name.startswith(".tmp-")}
 
 
 def cli(repo: Path, out: Path) -> list[str]:
