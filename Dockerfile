@@ -20,7 +20,6 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 # pip.conf and ca-bundle.crt are optional (the globs match nothing without them);
 # taskforge drops the host's in when the host reaches the index through a proxy.
 COPY Dockerfile pip.con[f] ca-bundle.cr[t] /opt/tf/build/
-COPY taskforge/data/tfrun.py /opt/tf/bin/tfrun.py
 
 RUN set -eu; \
     if [ -f /opt/tf/build/pip.conf ]; then cp /opt/tf/build/pip.conf /etc/pip.conf; fi; \
@@ -28,8 +27,7 @@ RUN set -eu; \
     /opt/tf/venv/bin/pip install "pytest>=7.4" "pytest-cov>=4.1" "coverage>=7.4"; \
     if ! getent passwd 1000 >/dev/null; then useradd -u 1000 -U -m -s /bin/sh sandbox; fi; \
     mkdir -p /workspace /opt/tf/out; \
-    chown 1000:1000 /workspace /opt/tf/out; \
-    chmod 0555 /opt/tf/bin/tfrun.py
+    chown 1000:1000 /workspace /opt/tf/out
 
 USER 1000
 WORKDIR /workspace

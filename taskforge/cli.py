@@ -163,12 +163,16 @@ def verify(
     empty: bool = typer.Option(False, "--empty", help="Grade the untouched workspace (expect 0)."),
     patch: Optional[Path] = typer.Option(None, "--patch", help="A unified diff against workspace/."),
     solution: Optional[Path] = typer.Option(None, "--solution", help="A solved copy of workspace/."),
-    timeout: float = typer.Option(900.0, help="Seconds allowed for the test run."),
+    timeout: Optional[float] = typer.Option(None, help="Seconds allowed for the test run "
+                                            "(default: the task's own limit, from its measured run)."),
+    policy: str = typer.Option("score", help="What monitor findings cost: 'score' (high-confidence "
+                                             "ones score 0) or 'flag' (reported only)."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
     """Grade a solution for TASK in a fresh sandbox; exit 0 resolved, 1 not, 2+ error."""
     from taskforge.verify import Solution, verify as run
 
+    defences = _defences(policy)
     chosen = [x for x in (gold, empty, patch is not None, solution is not None) if x]
     if len(chosen) != 1:
         typer.echo("error: give exactly one of --gold, --empty, --patch FILE, --solution DIR", err=True)
@@ -185,7 +189,7 @@ def verify(
             sol = Solution.from_patch(patch.read_text(encoding="utf-8", errors="replace"))
         else:
             sol = Solution.from_dir(solution)
-        result = run(task, sol, timeout=timeout)
+        result = run(task, sol, timeout=timeout, defences=defences)
     except TaskforgeError as exc:
         _fail(exc)
     if as_json:
@@ -203,12 +207,25 @@ def verify(
             typer.echo(f"  regression:  {t}")
         for t in result.collection_errors[:5]:
             typer.echo(f"  not collected: {t}")
-        for t in result.tampering:
-            typer.echo(f"  tampering:   {t}")
+        for f in result.findings:
+            typer.echo(f"  {f.severity.value + ':':<8} {f.text()}")
+        if result.mutants_planted:
+            typer.echo(f"mutants: {result.mutants_killed}/{result.mutants_planted} failed as on the gold")
         typer.echo(f"time: {result.wall_seconds:.1f}s (tests {result.test_seconds:.1f}s)")
     if result.error:
         raise typer.Exit(3)
     raise typer.Exit(0 if result.resolved else 1)
+
+
+def _defences(policy: str):
+    from taskforge.grade.findings import Policy
+    from taskforge.verify import Defences
+
+    try:
+        return Defences(policy=Policy(policy))
+    except ValueError:
+        typer.echo(f"error: --policy must be 'score' or 'flag', not {policy!r}", err=True)
+        raise typer.Exit(2)
 
 
 @app.command("verify-batch", epilog="""Examples:
@@ -222,12 +239,16 @@ def verify_batch(
     pairs: Path = typer.Argument(..., help="JSON lines of {task, solution}."),
     workers: int = typer.Option(max(1, os.cpu_count() or 1), "--workers", "-w", min=1,
                                 help="Verifications at once."),
-    timeout: float = typer.Option(900.0, help="Seconds allowed for each test run."),
+    timeout: Optional[float] = typer.Option(None, help="Seconds allowed for each test run "
+                                            "(default: each task's own limit)."),
+    policy: str = typer.Option("score", help="What monitor findings cost: 'score' or 'flag'."),
     as_json: bool = typer.Option(False, "--json", help="One JSON result a line."),
 ) -> None:
-    """Grade many (task, solution) pairs concurrently; results in input order."""
+    """Grade many (task, solution) pairs concurrently; results in input order.
+    One bad item (a missing task, a crashing solution) never costs the others."""
     from taskforge.verify import Solution, verify_many
 
+    defences = _defences(policy)
     if not pairs.is_file():
         typer.echo(f"error: no such file: {pairs}", err=True)
         raise typer.Exit(2)
@@ -253,7 +274,7 @@ def verify_batch(
             msg = exc.message if isinstance(exc, TaskforgeError) else str(exc)
             typer.echo(f"error: {pairs}:{n}: {msg}", err=True)
             raise typer.Exit(2)
-    results = verify_many(items, workers=workers, timeout=timeout)
+    results = verify_many(items, workers=workers, timeout=timeout, defences=defences)
     for r in results:
         if as_json:
             typer.echo(r.model_dump_json())

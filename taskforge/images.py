@@ -59,14 +59,9 @@ def _dockerfile() -> Path:
     raise InfraError("the sandbox Dockerfile is missing from this installation")
 
 
-def _runner() -> Path:
-    return Path(__file__).parent / "data" / "tfrun.py"
-
-
 def base_image_name(base: str | None = None, python: str = DEFAULT_PYTHON) -> str:
     h = hashlib.sha256()
     h.update(_dockerfile().read_bytes())
-    h.update(_runner().read_bytes())
     h.update((base or base_arg(python)).encode())
     tag = h.hexdigest()[:12]
     return f"taskforge/base:{tag}" if python == DEFAULT_PYTHON else f"taskforge/base:py{python}-{tag}"
@@ -126,8 +121,6 @@ def ensure_base_image(base: str | None = None, log=print, python: str = DEFAULT_
     with tempfile.TemporaryDirectory(prefix="tf-ctx-") as ctx:
         ctxp = Path(ctx)
         shutil.copy(_dockerfile(), ctxp / "Dockerfile")
-        (ctxp / "taskforge" / "data").mkdir(parents=True)
-        shutil.copy(_runner(), ctxp / "taskforge" / "data" / "tfrun.py")
         conf = host_pip_conf()
         if conf:
             (ctxp / "pip.conf").write_text(conf)

@@ -5,6 +5,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from taskforge.grade.findings import Finding
+from taskforge.grade.mutants import Mutant
+
 SCHEMA_VERSION = 1
 
 Outcome = Literal["passed", "failed", "error", "skipped", "xfailed", "missing"]
@@ -43,6 +46,18 @@ class TaskTimings(BaseModel):
     rounds: int = 1
 
 
+class GradingPlan(BaseModel):
+    """How verify grades this task, settled at generation by running the gold."""
+    mutants: list[Mutant] = Field(default_factory=list)   # validated against the gold
+    rename: bool = True               # hidden tests get random names at every verify
+    timeout: float | None = None      # verify's time limit, from the measured run time
+    measured_seconds: float = 0.0     # the gold's graded run, bare test time
+    allowed: list[list[str]] = Field(default_factory=list)   # [kind, file]: the gold's own acts
+    hidden_with_mutant: int = 0       # hidden test functions that have at least one mutant
+    hidden_functions: int = 0         # hidden test functions (doctests not counted)
+    unstable_excluded: int = 0        # hidden ids that did not come back under the gold
+
+
 class TaskRecord(BaseModel):
     """task.json: SWE-bench fields plus taskforge's own."""
     model_config = ConfigDict(extra="forbid")
@@ -72,6 +87,7 @@ class TaskRecord(BaseModel):
     sizes: TaskSizes
     timings: TaskTimings
     taskforge_version: str
+    grading: GradingPlan = Field(default_factory=GradingPlan)
 
 
 class TestResult(BaseModel):
@@ -129,7 +145,10 @@ class VerifyResult(BaseModel):
     p2p_regressions: list[str]
     f2p_failures: list[str]
     tests: list[TestResult]
-    tampering: list[str] = Field(default_factory=list)
+    tampering: list[str] = Field(default_factory=list)     # findings that cost or flag, as text
+    findings: list[Finding] = Field(default_factory=list)
+    mutants_planted: int = 0
+    mutants_killed: int = 0           # planted mutants that ended as on the gold
     collection_errors: list[str] = Field(default_factory=list)
     error: str | None = None
     exit_code: int | None = None

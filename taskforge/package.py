@@ -176,8 +176,9 @@ def make_patches(base: Path, *groups: dict[str, bytes | None]) -> list[str]:
 
 def write_task(out_dir: Path, tid: str, src: Path, source_changes: dict[str, str | None],
                test_changes: dict[str, str | None], protected: list[str], build_record,
-               leak_check=None) -> Path:
-    """Assemble the task in a temp dir next to its destination, then rename it in."""
+               leak_check=None, final_check=None) -> Path:
+    """Assemble the task in a temp dir next to its destination, then rename it in.
+    `final_check(tmp_dir)` runs on the finished directory first (it may raise)."""
     final = out_dir / tid
     tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{tid[:40]}-", dir=out_dir))
     try:
@@ -214,6 +215,8 @@ def write_task(out_dir: Path, tid: str, src: Path, source_changes: dict[str, str
         for p in [tmp, *tmp.rglob("*")]:
             if not p.is_symlink():
                 p.chmod(0o755 if p.is_dir() else 0o644)
+        if final_check is not None:
+            final_check(tmp)
         if final.exists():
             shutil.rmtree(final)
         os.replace(tmp, final)

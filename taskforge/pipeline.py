@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
@@ -26,7 +27,9 @@ from taskforge.images import ensure_base_image, ensure_env_image
 from taskforge.layout import scan
 from taskforge.leaks import ImageIndex, Scanner, image_fs_cache, needles_for
 from taskforge.models import (DropReason, FeatureInfo, FunnelStage, GenerateReport,
-                              RemovedSymbol, ResumeInfo, TaskRecord, TaskSizes, TaskTimings)
+                              GradingPlan, RemovedSymbol, ResumeInfo, TaskRecord, TaskSizes,
+                              TaskTimings)
+from taskforge.grade.pool import GradeCheckError, Pool, build_pool, final_check, verify_timeout
 from taskforge.package import protected_files, task_id, write_task
 from taskforge.source import fetch
 from taskforge.state import BaselineState, RunState, VerdictState, make_scratch, reap_dead_runs
@@ -36,6 +39,7 @@ from taskforge.task_store import load_task
 from taskforge.testindex import group_ids, index_tests
 from taskforge.validate import Context, RunArgs, Verdict, Worker, validate
 
+UNSTABLE_ID = re.compile(r"\b\d{1,2}:\d{2}:\d{2}\b|\b0x[0-9a-fA-F]{8,}\b")
 STAGES = ["candidates", "removed cleanly", "remaining suite green", "hidden tests fail",
           "gold passes", "leak-free", "tasks"]
 
@@ -49,6 +53,7 @@ class Options:
     max_share: float = 0.25
     max_red: float = 0.05
     kinds: tuple[str, ...] = ("function", "method", "class", "module")
+    only: tuple[str, ...] = ()               # candidates whose name contains one of these
     config: RepoConfig | None = None        # CLI overrides; taskforge.toml is read too
 
 
@@ -151,7 +156,8 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
         hopeless, late = hopeless_check(src.path, layout, image_scan.result(), plan.python)
         proposal = propose(index, cov, passing, all_ids, tests, max_share=opts.max_share,
                            hopeless=hopeless, late=late)
-        proposal.candidates = [c for c in proposal.candidates if c.kind in opts.kinds]
+        proposal.candidates = [c for c in proposal.candidates if c.kind in opts.kinds and (
+            not opts.only or any(o in c.name for o in opts.only))]
         timings["propose"] = time.monotonic() - t
         drops = [DropReason(candidate=n, stage="candidates", reason=r) for n, r in proposal.drops]
         cap = max(1, int(opts.max_share * len(passing)))
@@ -189,16 +195,27 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
             v = validate(w, ctx, cand)
             tid = tid_of(cand)
             if v.ok:
+                f2p = sorted(v.hidden & ctx.passing)
+                pool = build_pool(w, f2p, seed=tid, timeout=ctx.timeout)
+                v.test_seconds_total += pool.seconds
+                if not set(f2p) - pool.unstable:
+                    v.ok, v.stage = False, "hidden tests fail"
+                    v.reason = ("every hidden test id changes between runs" if f2p else
+                                "no hidden test left: they lived in the removed code")
+            if v.ok:
                 try:
                     scan = image_scan.result()
-                    record_fn = _record_builder(tid, src, image, v, ctx, n_flaky, protected)
+                    record_fn = _record_builder(tid, src, image, v, ctx, n_flaky, protected, pool)
                     check = leak_checker(src.path, cand.symbols, sorted(v.hidden & ctx.passing),
                                          scan.hits(src.path, cand.symbols))
                     write_task(out_dir, tid, src.path, v.source_changes, v.test_changes,
-                               protected, record_fn, leak_check=check)
+                               protected, record_fn, leak_check=check, final_check=final_check)
                 except LeakError as exc:
                     v.ok, v.stage = False, "gold passes"
                     v.reason = f"leaks the removed code: {exc}"
+                except GradeCheckError as exc:
+                    v.ok, v.stage = False, "hidden tests fail"
+                    v.reason = str(exc)
             if not v.ok:
                 state.save_verdict(tid, VerdictState(candidate=cand.name, kind=cand.kind,
                                                      source_commit=src.commit, stage=v.stage,
@@ -332,6 +349,9 @@ def run_baseline(workers: list[Worker], layout, opts: Options, key: str, open_wo
     _check_baseline(r2)
     ids = set(r1.outcomes) | set(r2.outcomes)
     flaky = {i for i in ids if r1.outcomes.get(i) != r2.outcomes.get(i)}
+    # An id built from the clock or a memory address names a different test at
+    # every run: it can be neither hidden nor graded (two runs at once may agree).
+    flaky |= {i for i in ids if UNSTABLE_ID.search(i.partition("[")[2])}
     passing = {i for i in ids - flaky if r1.outcomes.get(i) == "passed"}
     failing = {i for i in ids - flaky if r1.outcomes.get(i) in ("failed", "error")}
     considered = len(passing) + len(failing)
@@ -420,9 +440,14 @@ def validate_all(workers: list[Worker], candidates, max_tasks, prog, settle,
 
 
 def _record_builder(tid, src, image, v: Verdict, ctx: Context, n_flaky: int,
-                    protected: list[str]):
+                    protected: list[str], pool: Pool):
     cand = v.candidate
-    f2p = sorted(v.hidden & ctx.passing)
+    f2p = sorted(v.hidden & ctx.passing - pool.unstable)
+    measured = v.seconds.get("remaining_suite", 0.0) + pool.seconds
+    grading = GradingPlan(
+        mutants=pool.mutants, timeout=verify_timeout(measured), measured_seconds=round(measured, 3),
+        hidden_with_mutant=len({(m.file, tuple(m.cls), m.func) for m in pool.mutants}),
+        hidden_functions=pool.functions, unstable_excluded=len(pool.unstable))
     p2p = sorted(ctx.passing - v.hidden - v.vanished)
     exports = sorted(f"{m}.{n}" for (m, n) in v.exported      # re-exports of removed names
                      if f"{m}.{n}" != cand.root.qualname and not n.startswith("_"))
@@ -452,5 +477,5 @@ def _record_builder(tid, src, image, v: Verdict, ctx: Context, n_flaky: int,
                             hidden_tests=len(f2p), remaining_tests=len(p2p),
                             workspace_files=workspace_files),
             timings=TaskTimings(rounds=v.rounds, **{k: round(x, 3) for k, x in v.seconds.items()}),
-            taskforge_version=__version__)
+            taskforge_version=__version__, grading=grading)
     return build

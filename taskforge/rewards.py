@@ -31,7 +31,7 @@ from typing import Any, Callable
 
 from pydantic import BaseModel
 
-from taskforge.errors import InfraError, UserError
+from taskforge.errors import InfraError, TaskforgeError, UserError
 from taskforge.package import unsafe_diff
 
 DEFAULT_TIMEOUT = 300.0
@@ -205,7 +205,7 @@ def _from_verify(v, t0: float) -> RewardResult:
     elif v.resolved:
         reason = "resolved"
     else:
-        fatal = [t for t in v.tampering if not t.startswith(("restored-file", "removed-unshipped"))]
+        fatal = [f.text() for f in v.findings if f.severity.value == "fatal"]
         parts = []
         if fatal:
             parts.append(fatal[0])
@@ -228,17 +228,20 @@ def score(solution_str: str, ground_truth: Any, extra_info: dict | None = None,
     """Grade one answer. Raises UserError when the task cannot be found (a set-up
     mistake); every other failure is a result."""
     url = url if url is not None else os.environ.get("TASKFORGE_REWARD_URL")
-    timeout = timeout or float(os.environ.get("TASKFORGE_REWARD_TIMEOUT", DEFAULT_TIMEOUT))
+    env_timeout = os.environ.get("TASKFORGE_REWARD_TIMEOUT")
+    timeout = timeout or (float(env_timeout) if env_timeout else None)
     if url:
-        return _score_remote(url, instance_id_of(ground_truth, extra_info), solution_str, timeout)
+        return _score_remote(url, instance_id_of(ground_truth, extra_info), solution_str,
+                             timeout or DEFAULT_TIMEOUT)
     t0 = time.monotonic()
     task_dir = resolve_task(ground_truth, extra_info, tasks)
     return score_task(task_dir, solution_str, timeout, t0)
 
 
-def score_task(task_dir: str | Path, solution_str: str, timeout: float = DEFAULT_TIMEOUT,
+def score_task(task_dir: str | Path, solution_str: str, timeout: float | None = None,
                t0: float | None = None) -> RewardResult:
-    """Grade one answer for a task directory."""
+    """Grade one answer for a task directory. `timeout` None: the task's own limit,
+    from its measured run time."""
     from taskforge.task_store import load_task
     from taskforge.verify import Solution, verify
 
@@ -264,8 +267,9 @@ def score_task(task_dir: str | Path, solution_str: str, timeout: float = DEFAULT
         return RewardResult(instance_id=rec.instance_id, reward=None, infra_error=exc.message,
                             reason=f"infrastructure: {exc.message}",
                             seconds=round(time.monotonic() - t0, 3))
-    except OSError as exc:          # disk full, a vanished temp dir: not the policy's doing
-        msg = f"{type(exc).__name__}: {exc}"
+    except Exception as exc:  # noqa: BLE001 - disk full, a bug: never the policy's doing,
+        # and never another item's loss
+        msg = f"{type(exc).__name__}: {str(exc)[:200]}"
         return RewardResult(instance_id=rec.instance_id, reward=None, infra_error=msg,
                             reason=f"infrastructure: {msg}", seconds=round(time.monotonic() - t0, 3))
     return _from_verify(v, t0)
@@ -300,8 +304,13 @@ def score_many(items: list[dict], workers: int | None = None, tasks: str | Path 
     """Grade many answers concurrently, results in input order. Each item is a
     dict with `solution_str`, `ground_truth` and optionally `extra_info`."""
     def one(item: dict) -> RewardResult:
-        return score(item.get("solution_str") or "", item.get("ground_truth"),
-                     item.get("extra_info"), tasks=tasks, timeout=timeout, url=url)
+        try:
+            return score(item.get("solution_str") or "", item.get("ground_truth"),
+                         item.get("extra_info"), tasks=tasks, timeout=timeout, url=url)
+        except Exception as exc:  # noqa: BLE001 - one bad item never costs the batch
+            msg = exc.message if isinstance(exc, TaskforgeError) else f"{type(exc).__name__}: {exc}"
+            return RewardResult(instance_id=str((item.get("extra_info") or {}).get("instance_id", "")),
+                                reward=None, infra_error=msg[:300], reason=f"not graded: {msg[:300]}")
 
     if not items:
         return []

@@ -35,10 +35,11 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from taskforge import archive
 from taskforge.errors import UserError
 from taskforge.fsutil import atomic_write
-from taskforge.models import FeatureInfo, RemovedSymbol, TaskRecord, TaskSizes, TaskTimings
+from taskforge.models import (FeatureInfo, GradingPlan, RemovedSymbol, TaskRecord, TaskSizes,
+                              TaskTimings)
 from taskforge.task_store import load_task
 
-SHARD_SCHEMA_VERSION = 1
+SHARD_SCHEMA_VERSION = 2
 META_KEY = b"taskforge.shard_schema_version"
 FORMATS = ("parquet", "jsonl")
 ROW_GROUP = 64          # rows per Parquet row group: a reward worker reads one group, not a shard
@@ -55,7 +56,7 @@ class EnvVar(BaseModel):
 
 
 class ShardRow(BaseModel):
-    """One task as a shard row (schema version 1). Field order is column order."""
+    """One task as a shard row (schema version 2). Field order is column order."""
     model_config = ConfigDict(extra="forbid", ser_json_bytes="base64", val_json_bytes="base64")
 
     # SWE-bench columns
@@ -94,6 +95,7 @@ class ShardRow(BaseModel):
     test_env: list[EnvVar]          # a list, not a map: `datasets` has no map type
     task_schema_version: int
     taskforge_version: str
+    grading_json: str               # GradingPlan as JSON (mutants, time limit): grader only
     workspace_tgz: bytes            # deterministic tar.gz of workspace/ without .git
     workspace_sha256: str
     hidden_tgz: bytes               # hidden/: grader only
@@ -208,6 +210,7 @@ def task_to_row(task_dir: str | Path) -> ShardRow:
         test_options=rec.test_options, test_paths=rec.test_paths,
         test_env=[{"name": k, "value": v} for k, v in rec.test_env.items()],
         task_schema_version=rec.schema_version, taskforge_version=rec.taskforge_version,
+        grading_json=rec.grading.model_dump_json(),
         workspace_tgz=ws, workspace_sha256=archive.sha256(ws),
         hidden_tgz=hidden, hidden_sha256=archive.sha256(hidden))
     fields["row_sha256"] = row_digest(fields)
@@ -221,7 +224,7 @@ RECORD_FIELDS = frozenset({
     "environment_setup_commit", "version", "created_at", "patch", "test_patch",
     "problem_statement", "FAIL_TO_PASS", "PASS_TO_PASS", "image_name", "feature",
     "hidden_test_files", "protected_files", "test_command", "test_options", "test_paths",
-    "test_env", "flaky_excluded", "sizes", "timings", "taskforge_version"})
+    "test_env", "flaky_excluded", "sizes", "timings", "taskforge_version", "grading"})
 
 
 def row_to_record(row: ShardRow) -> TaskRecord:
@@ -244,7 +247,8 @@ def row_to_record(row: ShardRow) -> TaskRecord:
         timings=TaskTimings(remaining_suite=row.timing_remaining_suite,
                             hidden_on_stripped=row.timing_hidden_on_stripped,
                             rounds=row.validation_rounds),
-        taskforge_version=row.taskforge_version)
+        taskforge_version=row.taskforge_version,
+        grading=GradingPlan.model_validate_json(row.grading_json))
 
 
 def check_row(row: ShardRow, where: str = "shard") -> None:

@@ -1,15 +1,28 @@
 """`verify`: grade a candidate solution against a task's hidden tests.
 
-A fresh, hardened sandbox per call (no network, read-only root, no
-capabilities, non-root, CPU/memory/pids limits, a timeout), destroyed after.
-The solution is applied to a copy of the workspace; then every test file and
-test configuration is restored from the task's own copy and test files the
-task did not ship are removed, so the solution cannot grade itself.
+The reward must not depend on the good behaviour of code we do not trust, and
+the code under test runs inside the pytest process. So:
+  - the solution is applied to a copy of the workspace; every test file and test
+    config is restored from the task's own copy, unshipped ones removed, start-up
+    hooks, sourceless bytecode and shadowing top-level modules refused;
+  - a fresh, hardened sandbox per call (no network, read-only root, no
+    capabilities but the supervisor's SETUID/SETGID, non-root tests, limits, a
+    time limit from the task's measured run time), destroyed after;
+  - the supervisor runs as another uid: the tests hold no handle to what the
+    host reads and cannot outlive the run; their reports are parsed against a
+    schema and anything malformed, repeated, late or oversized scores 0;
+  - the hidden tests get random names and sit among mutants (copies whose
+    expected values are changed) that a correct solution fails and a forged
+    report cannot tell apart: a passing mutant scores 0;
+  - a monitor (static scan and an audit hook) reports suspicious acts beside the
+    reward; the policy scores the high-confidence ones 0 unless the gold does
+    the same.
+`Defences` switches each of these off, for the red-team suite's naive grader.
 """
 from __future__ import annotations
 
 import filecmp
-import secrets
+import random
 import shutil
 import tempfile
 import time
@@ -17,17 +30,45 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from pydantic import BaseModel
+
 from taskforge.errors import InfraError, TaskforgeError, UserError
 from taskforge.fsutil import copy_tree, share_with_sandbox
+from taskforge.grade import mutants as mut
+from taskforge.grade import static
+from taskforge.grade.findings import Finding, FindingKind as K, Policy, Severity, Source, finding
 from taskforge.layout import is_protected_path, walk
 from taskforge.models import TestResult, VerifyResult
 from taskforge.package import apply_patch
 from taskforge.sandbox import Limits, Mount, SandboxSpec, open_sandbox
-from taskforge.tamper import is_fatal, remove_startup_hooks, scan_solution
 from taskforge.task_store import Task, load_task
-from taskforge.testrun import OUT_IN_SANDBOX, PytestRunner, runner_mount
+from taskforge.testrun import PytestRunner, RunResult, runner_mount
 
 INFRA_RETRIES = 2
+DEFAULT_TIMEOUT = 900.0
+MAX_PLANTED = 8           # mutants planted per verify
+
+
+class Defences(BaseModel):
+    """The grader's defences, each on by default. The red-team suite switches
+    them off to show that every attack it tries scores against a grader without
+    them (and 0 against this one)."""
+    restore_tests: bool = True     # test files and configs from the task's own copy
+    startup_hooks: bool = True     # no sitecustomize, .pth or planted dist-info
+    bytecode: bool = True          # no sourceless bytecode or new native modules
+    shadowing: bool = True         # no top-level module named like stdlib or the runner
+    static_scan: bool = True       # changed files read for runner patching, always-equal, ...
+    isolation: bool = True         # supervisor uid, guard by path, strict events, reaping
+    mutants: bool = True           # must-fail copies of hidden tests
+    rename: bool = True            # random names for the hidden tests at every run
+    monitor: bool = True           # the audit-hook monitor's findings count
+    exit_checks: bool = True       # exit code, session end, expected ids all reported
+    policy: Policy = Policy.SCORE
+
+    @classmethod
+    def naive(cls) -> "Defences":
+        """A grader that runs the tests and believes what they report."""
+        return cls(**{name: False for name, f in cls.model_fields.items() if f.annotation is bool})
 
 
 @dataclass
@@ -59,18 +100,18 @@ class Solution:
         return cls("dir", path=p)
 
 
-def restore_protected(task: Task, tree: Path) -> list[str]:
+def restore_protected(task: Task, tree: Path) -> list[tuple[K, str]]:
     """Put back every test file and config from the task's copy; drop unshipped ones."""
-    notes: list[str] = []
+    notes: list[tuple[K, str]] = []
     shipped = set(walk(task.hidden))
     ws = task.workspace
     for rel in sorted(shipped):
         dst = tree / rel
         orig_ws = ws / rel
         if dst.is_file() and orig_ws.is_file() and not filecmp.cmp(dst, orig_ws, shallow=False):
-            notes.append(f"restored-file: {rel} was modified")
+            notes.append((K.RESTORED_FILE, f"{rel} was modified"))
         elif not dst.exists() and orig_ws.is_file():
-            notes.append(f"restored-file: {rel} was deleted")
+            notes.append((K.RESTORED_FILE, f"{rel} was deleted"))
         if dst.is_dir() and not dst.is_symlink():
             shutil.rmtree(dst)
         elif dst.is_symlink():
@@ -80,15 +121,86 @@ def restore_protected(task: Task, tree: Path) -> list[str]:
     for rel in walk(tree):
         if rel not in shipped and is_protected_path(rel):
             (tree / rel).unlink()
-            notes.append(f"removed-unshipped: {rel}")
+            notes.append((K.REMOVED_UNSHIPPED, rel))
     return notes
 
 
-def verify(task_dir: str | Path, solution: Solution, timeout: float = 900.0,
-           limits: Limits | None = None) -> VerifyResult:
+def choose_mutants(pool: list[mut.Mutant], rng: random.Random, limit: int = MAX_PLANTED
+                   ) -> list[mut.Mutant]:
+    """At most `limit` mutants over the hidden tests that have one. Per test, one
+    literal (value mutants before negations) and its copies: two of them when
+    few tests have mutants, so that a guess between original and copies is
+    right one time in three, not one in two."""
+    tests: dict[tuple, dict[str, list[mut.Mutant]]] = {}
+    for m in pool:
+        tests.setdefault((m.file, tuple(m.cls), m.func), {}).setdefault(m.group, []).append(m)
+    keys = list(tests)
+    rng.shuffle(keys)
+    per = 2 if len(keys) < 4 else 1
+    out: list[mut.Mutant] = []
+    for k in keys:
+        groups = list(tests[k].values())
+        values = [g for g in groups if g[0].kind == "value"]
+        group = list(rng.choice(values or groups))
+        rng.shuffle(group)
+        out += group[:per]
+        if len(out) >= limit:
+            return out[:limit]
+    return out
+
+
+def prepare(task: Task, solution: Solution, tree: Path, defences: Defences
+            ) -> tuple[list[Finding], mut.Plan | None]:
+    """The graded tree: the solution applied, then every defence that acts on files.
+    Returns the findings so far and the planting plan (None: the patch was refused)."""
+    rec = task.record
+    pol = defences.policy
+    found: list[Finding] = []
+    if solution.kind == "dir":
+        copy_tree(solution.path, tree)
+    else:
+        copy_tree(task.workspace, tree)
+    patch = rec.patch if solution.kind == "gold" else solution.patch
+    if solution.kind in ("gold", "patch"):
+        err = apply_patch(tree, patch or "")
+        if err:
+            return [finding(K.PATCH_REJECTED, Source.GRADER, err, policy=pol)], None
+    shutil.rmtree(tree / ".git", ignore_errors=True)
+    notes: list[tuple[K, str]] = []
+    if defences.restore_tests:
+        notes += restore_protected(task, tree)
+    else:
+        # Any grader puts the hidden tests in; the naive one stops there.
+        for rel in rec.hidden_test_files:
+            (tree / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(task.hidden / rel, tree / rel)
+    if defences.startup_hooks:
+        notes += static.remove_startup_hooks(tree, task.workspace)
+    if defences.bytecode:
+        notes += static.remove_bytecode(tree, task.workspace)
+    if defences.shadowing:
+        notes += static.shadowing(tree, task.workspace)
+    allowed = {(k, f) for k, f in rec.grading.allowed}
+    found += [finding(k, Source.GRADER if k in (K.RESTORED_FILE, K.REMOVED_UNSHIPPED,
+                                                K.REMOVED_STARTUP_HOOK, K.SHADOWING,
+                                                K.NEW_TOP_LEVEL_MODULE) else Source.STATIC,
+                      d, policy=pol) for k, d in notes]
+    if defences.static_scan:
+        found += static.scan_solution(tree, task.workspace, pol, allowed)
+    rng = random.SystemRandom()
+    chosen = choose_mutants(rec.grading.mutants, rng) if defences.mutants else []
+    plan = mut.plant(tree, rec.FAIL_TO_PASS, chosen,
+                     rename=defences.rename and rec.grading.rename, rng=rng)
+    return found, plan
+
+
+def verify(task_dir: str | Path, solution: Solution, timeout: float | None = None,
+           limits: Limits | None = None, defences: Defences | None = None) -> VerifyResult:
     """Grade `solution`; infrastructure failures come back with `error` set, reward None."""
     task = load_task(task_dir)
     rec = task.record
+    d = defences or Defences()
+    timeout = timeout or rec.grading.timeout or DEFAULT_TIMEOUT
     t0 = time.monotonic()
     result = VerifyResult(instance_id=rec.instance_id, solution=solution.describe(), reward=None,
                           resolved=False, f2p_passed=0, f2p_total=len(rec.FAIL_TO_PASS),
@@ -96,38 +208,23 @@ def verify(task_dir: str | Path, solution: Solution, timeout: float = 900.0,
                           f2p_failures=[], tests=[])
     with tempfile.TemporaryDirectory(prefix="tf-verify-") as tmp:
         tree = Path(tmp) / "workspace"
-        out = Path(tmp) / "out"
-        out.mkdir()
-        if solution.kind == "dir":
-            copy_tree(solution.path, tree)
-        else:
-            copy_tree(task.workspace, tree)
-        patch = rec.patch if solution.kind == "gold" else solution.patch
-        if solution.kind in ("gold", "patch"):
-            err = apply_patch(tree, patch or "")
-            if err:
-                return _finish(result, t0, reward=0.0, tampering=[f"patch-rejected: {err}"])
-        shutil.rmtree(tree / ".git", ignore_errors=True)
-        result.tampering += restore_protected(task, tree)
-        result.tampering += remove_startup_hooks(tree, task.workspace)
-        result.tampering += scan_solution(tree, task.workspace)
-        canaries = plant_canaries(tree, rec.FAIL_TO_PASS)
+        found, plan = prepare(task, solution, tree, d)
+        if plan is None:
+            return _finish(result, t0, 0.0, found)
         share_with_sandbox(tree)
-        share_with_sandbox(out)
         spec = SandboxSpec(image=rec.image_name,
-                           mounts=[Mount(host=str(tree), container="/workspace"),
-                                   Mount(host=str(out), container=OUT_IN_SANDBOX),
-                                   runner_mount()],
-                           limits=limits or Limits(), labels={"taskforge.role": "verify",
-                                                              "taskforge.task": rec.instance_id[:60]})
+                           mounts=[Mount(host=str(tree), container="/workspace"), runner_mount()],
+                           limits=limits or Limits(), supervisor=d.isolation,
+                           labels={"taskforge.role": "verify",
+                                   "taskforge.task": rec.instance_id[:60]})
         run = None
         last_error = None
         for attempt in range(1 + INFRA_RETRIES):
             try:
                 with open_sandbox(spec) as sb:
-                    run = PytestRunner(sb, out, rec.test_options, rec.test_paths,
-                                       rec.test_env).run(["--continue-on-collection-errors"],
-                                                         timeout=timeout)
+                    run = PytestRunner(sb, None, rec.test_options, rec.test_paths, rec.test_env,
+                                       naive=not d.isolation).run(
+                        ["--continue-on-collection-errors"], timeout=timeout)
                 break
             except InfraError as exc:
                 last_error = exc.message
@@ -136,93 +233,131 @@ def verify(task_dir: str | Path, solution: Solution, timeout: float = 900.0,
                 time.sleep(1 + attempt)
         if run is None:
             result.error = last_error or "sandbox failed"
-            return _finish(result, t0, reward=None)
-    return grade(result, rec, run, t0, canaries)
+            return _finish(result, t0, None, found)
+    return grade(result, rec, run, t0, plan, found, d)
 
 
-def plant_canaries(tree: Path, f2p: list[str]) -> dict[str, str]:
-    """Two tests with fresh random names in a hidden test file: one must pass and
-    one must fail. A run that reports otherwise was rewritten."""
-    target = f2p[0].split("::")[0]
-    path = tree / target
-    if not path.is_file():
-        return {}
-    func = f2p[0].split("::")[-1].split("[")[0]
-    prefix = func.split("_")[0] + "_" if "_" in func else "test_"
-    ok, bad, attr = (secrets.token_hex(6) for _ in range(3))
-    code = (f"\n\n\ndef {prefix}{ok}():\n    assert True\n\n\n"
-            f"def {prefix}{bad}():\n    raise AttributeError(\"module has no attribute '{attr}'\")\n")
-    with open(path, "a", encoding="utf-8") as fh:
-        fh.write(code)
-    return {f"{target}::{prefix}{ok}": "passed", f"{target}::{prefix}{bad}": "failed"}
+def _outcomes(run: RunResult, plan: mut.Plan) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
+    """Reported outcomes under the tests' original ids, and each planted
+    mutant's outcomes by id suffix."""
+    real: dict[str, str] = {}
+    planted: dict[str, dict[str, str]] = {name: {} for name in plan.mutants}
+    for nid, outcome in run.outcomes.items():
+        m = plan.mutant_of(nid)
+        if m is not None:
+            last = nid.split("::")[-1]
+            planted[last.partition("[")[0]][m[1]] = outcome
+        else:
+            real[plan.original_id(nid)] = outcome
+    return real, planted
 
 
-def grade(result: VerifyResult, rec, run, t0: float, canaries: dict[str, str] | None = None
-          ) -> VerifyResult:
+def grade(result: VerifyResult, rec, run: RunResult, t0: float, plan: mut.Plan,
+          found: list[Finding], d: Defences) -> VerifyResult:
+    pol = d.policy
     result.exit_code = run.exit_code
     result.timed_out = run.timed_out
     result.test_seconds = round(run.test_seconds, 3)
+    outcomes, planted = _outcomes(run, plan)
     expected = rec.FAIL_TO_PASS + rec.PASS_TO_PASS
-    result.tests = [TestResult(nodeid=t, outcome=run.outcomes.get(t, "missing"),
+    result.tests = [TestResult(nodeid=t, outcome=outcomes.get(t, "missing"),
                                duration=round(run.durations.get(t, 0.0), 4)) for t in expected]
-    f2p_ok = [t for t in rec.FAIL_TO_PASS if run.outcomes.get(t) == "passed"]
-    p2p_ok = [t for t in rec.PASS_TO_PASS if run.outcomes.get(t) == "passed"]
+    f2p_ok = [t for t in rec.FAIL_TO_PASS if outcomes.get(t) == "passed"]
+    p2p_ok = [t for t in rec.PASS_TO_PASS if outcomes.get(t) == "passed"]
     result.f2p_passed, result.p2p_passed = len(f2p_ok), len(p2p_ok)
     result.f2p_failures = sorted(set(rec.FAIL_TO_PASS) - set(f2p_ok))
     result.p2p_regressions = sorted(set(rec.PASS_TO_PASS) - set(p2p_ok))
-    result.tampering += run.tamper
+    found = list(found)
+    found += [finding(k, Source.GRADER, detail, policy=pol) for k, detail in run.problems]
     if run.timed_out:
-        result.tampering.append("timeout: the test run was killed at the time limit")
+        found.append(finding(K.TIMEOUT, Source.GRADER, "the test run was killed at the time limit",
+                             policy=pol))
+    meta = run.meta
+    if d.isolation and meta is not None:
+        if not meta.separated:
+            found.append(finding(K.NOT_SEPARATED, Source.GRADER,
+                                 "the tests ran as the supervisor's uid", policy=pol))
+        if meta.alive_after_exit:
+            found.append(finding(K.ESCAPED_PROCESS, Source.GRADER,
+                                 f"{meta.alive_after_exit} process(es) outlived the run (killed)",
+                                 policy=pol))
+    if d.monitor:
+        allowed = {(k, f) for k, f in rec.grading.allowed}
+        for ev in run.monitor:
+            try:
+                kind = K(ev.kind)
+            except ValueError:
+                found.append(finding(K.MALFORMED_EVENT, Source.GRADER,
+                                     f"unknown monitor kind {ev.kind[:40]!r}", policy=pol))
+                continue
+            file = ev.site.rsplit(":", 1)[0]
+            found.append(finding(kind, Source.MONITOR, ev.detail, ev.site, pol,
+                                 exempt=(kind.value, file) in allowed))
     result.collection_errors = [f"{k or '<session>'}: {v}" for k, v in sorted(run.collect_errors.items())]
-    missing = [t for t in expected if t not in run.outcomes]
     uncollected = {k.split("::")[0] for k in run.collect_errors}
-    unexplained = [t for t in missing if t.split("::")[0] not in uncollected]
-    if not run.timed_out:
+    if d.exit_checks and not run.timed_out:
+        missing = [t for t in expected if t not in outcomes]
+        unexplained = [t for t in missing if t.split("::")[0] not in uncollected]
         if not run.session_finished:
-            result.tampering.append(f"early-exit: the test session did not finish "
-                                    f"(exit code {run.exit_code})")
+            found.append(finding(K.EARLY_EXIT, Source.GRADER, f"the test session did not finish "
+                                 f"(exit code {run.exit_code})", policy=pol))
         elif run.exit_code != run.session_exit:
-            result.tampering.append(f"exit-code: process exited {run.exit_code}, "
-                                    f"session reported {run.session_exit}")
+            found.append(finding(K.EXIT_CODE, Source.GRADER, f"process exited {run.exit_code}, "
+                                 f"session reported {run.session_exit}", policy=pol))
         elif run.exit_code == 0 and (missing or any(
                 v in ("failed", "error") for v in run.outcomes.values())):
-            result.tampering.append("exit-code: exit 0 with tests missing or failing")
+            found.append(finding(K.EXIT_CODE, Source.GRADER, "exit 0 with tests missing or failing",
+                                 policy=pol))
+        elif run.exit_code == 1 and not run.collect_errors and not any(
+                v in ("failed", "error") for v in run.outcomes.values()):
+            found.append(finding(K.EXIT_CODE, Source.GRADER, "exit 1 although every test passed",
+                                 policy=pol))
         if unexplained and run.session_finished:
-            result.tampering.append(f"missing-results: {len(unexplained)} expected test(s) "
-                                    f"produced no result")
-    for nodeid, want in (canaries or {}).items():
-        got = run.outcomes.get(nodeid, "missing")
-        if got != want and nodeid.split("::")[0] not in uncollected and not run.timed_out:
-            result.tampering.append(f"canary: {nodeid.split('::')[-1]} should have {want}, got {got}")
-    fatal = any(is_fatal(t) for t in result.tampering)
+            found.append(finding(K.MISSING_RESULTS, Source.GRADER,
+                                 f"{len(unexplained)} expected test(s) produced no result", policy=pol))
+    result.mutants_planted = len(plan.mutants)
+    for name, m in plan.mutants.items():
+        got = planted.get(name, {})
+        passed = [s for s, want in m.expect.items() if want == "failed" and got.get(s) == "passed"]
+        if all(got.get(s) == want for s, want in m.expect.items()):
+            result.mutants_killed += 1
+        elif passed:
+            found.append(finding(K.MUTANT_PASSED, Source.GRADER,
+                                 f"a must-fail copy of {m.func} passed ({m.site})", policy=pol))
+    fatal = any(f.severity is Severity.FATAL for f in found)
     resolved = (not result.f2p_failures and not result.p2p_regressions and not run.timed_out
                 and not fatal)
-    return _finish(result, t0, reward=1.0 if resolved else 0.0)
+    return _finish(result, t0, 1.0 if resolved else 0.0, found)
 
 
 def _finish(result: VerifyResult, t0: float, reward: float | None,
-            tampering: list[str] | None = None) -> VerifyResult:
+            found: list[Finding]) -> VerifyResult:
     result.reward = reward
     result.resolved = reward == 1.0
-    if tampering:
-        result.tampering += tampering
+    result.findings = found
+    result.tampering = [f.text() for f in found]
     result.wall_seconds = round(time.monotonic() - t0, 3)
     return result
 
 
 def verify_many(pairs: list[tuple[str | Path, Solution]], workers: int = 2,
-                timeout: float = 900.0) -> list[VerifyResult]:
-    """Verify many (task, solution) pairs concurrently, results in input order."""
+                timeout: float | None = None, defences: Defences | None = None
+                ) -> list[VerifyResult]:
+    """Verify many (task, solution) pairs concurrently, results in input order.
+    One bad item never costs another its result: anything it raises becomes its
+    own error (reward None), and the rest are graded."""
     from concurrent.futures import ThreadPoolExecutor
 
     def one(pair):
         try:
-            return verify(pair[0], pair[1], timeout=timeout)
-        except TaskforgeError as exc:
+            return verify(pair[0], pair[1], timeout=timeout, defences=defences)
+        except Exception as exc:  # noqa: BLE001 - per-item isolation is the point
+            msg = exc.message if isinstance(exc, TaskforgeError) else \
+                f"internal error: {type(exc).__name__}: {str(exc)[:200]}"
             return VerifyResult(instance_id=str(pair[0]), solution=pair[1].describe(), reward=None,
                                 resolved=False, f2p_passed=0, f2p_total=0, p2p_passed=0,
                                 p2p_total=0, p2p_regressions=[], f2p_failures=[], tests=[],
-                                error=exc.message)
+                                error=msg)
 
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         return list(pool.map(one, pairs))

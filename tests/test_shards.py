@@ -100,7 +100,7 @@ def test_loads_with_pyarrow_pandas_and_datasets(sharded, tmp_path, monkeypatch):
     for f in m.shards:
         table = pq.read_table(out / f.path)
         assert table.num_rows == f.rows
-        assert table.schema.metadata[shards.META_KEY] == b"1"
+        assert table.schema.metadata[shards.META_KEY] == str(shards.SHARD_SCHEMA_VERSION).encode()
         assert table.column_names == list(shards.ShardRow.model_fields)
         assert table.column("instance_id").to_pylist() == sorted(table.column("instance_id").to_pylist())
     df = pd.read_parquet(out / "data")

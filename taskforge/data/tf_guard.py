@@ -1,80 +1,40 @@
-"""pytest plugin loaded first (-p tf_guard) in every taskforge test run.
+"""pytest plugin of every taskforge test run: report each phase as one JSON line.
 
-It reports each test phase as a JSON line on a private pipe to the runner
-(never a file the code under test could rewrite) and watches for tampering
-from inside the test process:
-  - pytest/unittest internals replaced after start-up (monkeypatching);
-  - plugins or hook implementations registered from package code;
-  - package code opening test files while tests run (reading the hidden tests);
-  - package code resolving or connecting to a non-loopback host.
-An attacker in the same process can still defeat an in-process guard; that is
-why grading also checks canary tests, exit codes and the expected test set.
+Loaded from its file by tfboot.py (or with `-p tf_guard` in the naive runner).
+The lines go to a private pipe of the supervisor, never to a file or a stream
+the host reads. They are claims: the host parses them against a schema, in
+order, and fails closed on anything else (taskforge/grade/events.py); what
+makes them trustworthy is that the hidden tests sit among mutants that no
+forged report can tell apart (taskforge/grade/mutants.py).
+
+Also reported, as Monitor lines: pytest internals replaced while tests run, and
+plugins registered from package code.
 """
 import json
 import os
 import sys
 
+import pytest
+
 _FD = int(os.environ.pop("TF_RESULT_FD", "-1"))
-_write, _dumps, _getframe = os.write, json.dumps, sys._getframe
+_write, _dumps = os.write, json.dumps
 _WS = "/workspace/"
-_state = {"phase": None, "flags": set(), "config": None}
+_BASELINE = {}
 
 
 def _emit(obj) -> None:
-    if _FD >= 0:
-        try:
-            _write(_FD, (_dumps(obj) + "\n").encode())
-        except OSError:
-            pass
+    if _FD < 0:
+        return
+    data = (_dumps(obj) + "\n").encode()
+    try:
+        while data:
+            data = data[_write(_FD, data):]
+    except OSError:
+        pass
 
 
 def _flag(kind: str, detail: str) -> None:
-    key = (kind, detail)
-    if key not in _state["flags"] and len(_state["flags"]) < 50:
-        _state["flags"].add(key)
-        _emit({"$report_type": "Tamper", "kind": kind, "detail": detail[:300]})
-
-
-def _is_test_file(path: str) -> bool:
-    rel = path[len(_WS):] if path.startswith(_WS) else path
-    parts = rel.split("/")
-    name = parts[-1]
-    return (name == "conftest.py" or name.startswith("test_") or name.endswith("_test.py")
-            or any(p in ("tests", "test", "testing") for p in parts[:-1]))
-
-
-def _package_frame():
-    """The innermost frame running package (non-test) code from the workspace."""
-    f = _getframe(2)
-    while f is not None:
-        fn = f.f_code.co_filename
-        if fn.startswith(_WS) and not _is_test_file(fn):
-            return fn
-        f = f.f_back
-    return None
-
-
-def _audit(event, args):
-    if _state["phase"] != "call":
-        return
-    if event == "open":
-        path = args[0]
-        if isinstance(path, bytes):
-            path = path.decode("utf-8", "replace")
-        if isinstance(path, str) and path.startswith(_WS) and path.endswith(".py") \
-                and _is_test_file(path):
-            who = _package_frame()
-            if who:
-                _flag("read-test-file", f"{who} opened {path}")
-    elif event in ("socket.connect", "socket.getaddrinfo"):
-        host = args[1] if event == "socket.connect" else args[0]
-        if isinstance(host, tuple):
-            host = host[0] if host else ""
-        host = str(host)
-        if host not in ("127.0.0.1", "localhost", "::1", "") and not host.startswith("127."):
-            who = _package_frame()
-            if who:
-                _flag("network", f"{who} tried to reach {host}")
+    _emit({"$report_type": "Monitor", "kind": kind, "site": "", "detail": detail[:200]})
 
 
 def _critical():
@@ -109,9 +69,6 @@ def _critical():
     return {k: id(v) for k, v in items.items()}
 
 
-_BASELINE = {}
-
-
 def _check_integrity():
     try:
         now = _critical()
@@ -133,8 +90,10 @@ def _check_plugins(config):
 
 def pytest_configure(config):
     _BASELINE.update(_critical())
-    _state["config"] = config
-    sys.addaudithook(_audit)
+
+
+def pytest_sessionstart(session):
+    _emit({"$report_type": "SessionStart", "pid": os.getpid()})
 
 
 def pytest_collection_finish(session):
@@ -142,28 +101,17 @@ def pytest_collection_finish(session):
     _check_integrity()
 
 
-def pytest_runtest_setup(item):
-    _state["phase"] = "setup"
-
-
-def pytest_runtest_call(item):
-    _state["phase"] = "call"
-
-
-def pytest_runtest_teardown(item):
-    _state["phase"] = "teardown"
-
-
 def pytest_runtest_logreport(report):
     ev = {"$report_type": "TestReport", "nodeid": report.nodeid, "when": report.when,
-          "outcome": report.outcome, "duration": getattr(report, "duration", 0.0)}
+          "outcome": report.outcome, "duration": float(getattr(report, "duration", 0.0) or 0.0)}
     if hasattr(report, "wasxfail"):
         ev["wasxfail"] = True
+    if type(report).__name__ != "TestReport":       # pytest's SubtestReport and the like
+        ev["subtest"] = True
     if report.failed and report.longrepr is not None:
         ev["longrepr"] = str(report.longrepr)[-600:]
     _emit(ev)
     if report.when == "teardown":
-        _state["phase"] = None
         _check_integrity()
 
 
@@ -173,6 +121,7 @@ def pytest_collectreport(report):
                "longrepr": str(report.longrepr)[-600:]})
 
 
+@pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session, exitstatus):
     _check_plugins(session.config)
     _check_integrity()

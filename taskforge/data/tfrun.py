@@ -1,15 +1,24 @@
-"""In-sandbox test runner: run pytest under the guard plugin, time it, bound
-its output, and print the results on this process's own stdout.
+"""In-sandbox supervisor: run pytest as another user, bound everything it
+writes, reap everything it started, and print one JSON line for the host.
 
-Mounted read-only at /opt/tf/lib (also baked into the base image). The host
-reads this process's stdout through the engine: JSON lines from the guard
-plugin, then one {"$tf": "run", ...} line with the exit code and the bare
-duration of the test run. The code under test never gets this stdout: pytest
-writes its console to a separate pipe (kept as a bounded log), and this
-process makes itself non-dumpable so the same uid cannot reach its fds
-through /proc.
+    python -I /opt/tf/lib/tfrun.py --timeout T [--uid U --gid G] [--naive] -- PYTEST ARGS
 
-    python -I /opt/tf/lib/tfrun.py OUT TIMEOUT -- python -m pytest ...
+Why a separate uid: the code under test runs inside the pytest process and can
+do anything that process can. Started as root (the sandbox grants only SETUID
+and SETGID), this supervisor drops the pytest child to uid U. The child then
+holds no handle to this process's stdout (the stream the host reads), cannot
+open /proc/<pid>/fd of a process of another uid, and cannot outlive the run:
+when it exits or time runs out, a helper running as U sends SIGKILL to every
+process of that uid (double forks and setsid included).
+
+The child writes report events to a private pipe. They are claims, not facts:
+this process only bounds and forwards them (the host parses them against a
+schema and fails closed), and records what it observed itself: the exit code,
+the time, whether the pipe overflowed or closed early, what survived the exit.
+
+`--naive` is the old, same-uid design (`python -m pytest -p tf_guard`, the
+workspace first on sys.path), kept so that the red-team suite can show each
+attack scoring against it.
 """
 import json
 import os
@@ -19,20 +28,12 @@ import subprocess
 import sys
 import time
 
-HEAD = 64 * 1024
-TAIL = 256 * 1024
-MAX_RESULTS = 64 * 1024 * 1024
+HERE = os.path.dirname(os.path.abspath(__file__))
+LOG_HEAD = 32 * 1024
+LOG_TAIL = 32 * 1024
+MAX_RESULTS = 16 * 1024 * 1024
 LINT_WORDS = ("flake8", "pycodestyle", "pep8", "mypy", "black", "isort", "pylint", "ruff",
               "codestyle", "pydocstyle")
-
-
-def _non_dumpable() -> None:
-    try:
-        import ctypes
-
-        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 4
-    except Exception:
-        pass
 
 
 def trusted_plugins() -> list:
@@ -60,84 +61,143 @@ def trusted_plugins() -> list:
     return sorted(mods)
 
 
+def parse_args(argv):
+    opts = {"timeout": 900.0, "uid": None, "gid": None, "naive": False}
+    i = 0
+    while i < len(argv) and argv[i] != "--":
+        a = argv[i]
+        if a == "--naive":
+            opts["naive"] = True
+        elif a in ("--timeout", "--uid", "--gid"):
+            i += 1
+            opts[a[2:]] = float(argv[i]) if a == "--timeout" else int(argv[i])
+        i += 1
+    return opts, argv[i + 1:]
+
+
+def reap(uid, pid):
+    """Kill every process the run left: as `uid` (kill -1 reaches exactly that
+    uid's processes), else the child's session. Returns how many were alive."""
+    if uid is None or os.getuid() == uid:
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except OSError:
+            pass
+        return 0
+    alive = 0
+    try:
+        for name in os.listdir("/proc"):
+            if name.isdigit() and name != "1":
+                try:
+                    if os.stat("/proc/" + name).st_uid == uid:
+                        alive += 1
+                except OSError:
+                    pass
+    except OSError:
+        pass
+    for _ in range(3):               # a fork bomb may refill between rounds
+        helper = os.fork()
+        if helper == 0:
+            try:
+                os.setgroups([])
+                os.setgid(uid)
+                os.setuid(uid)
+                os.kill(-1, signal.SIGKILL)
+            finally:
+                os._exit(0)
+        os.waitpid(helper, 0)
+    return alive
+
+
 def main() -> int:
-    _non_dumpable()
-    out, timeout = sys.argv[1], float(sys.argv[2])
-    argv = sys.argv[sys.argv.index("--") + 1:]
-    os.makedirs(out, exist_ok=True)
-    if len(argv) >= 3 and argv[1:3] == ["-m", "pytest"]:
-        extra = []
-        for p in trusted_plugins():
-            extra += ["-p", p]
-        argv = argv[:3] + ["-p", "tf_guard"] + extra + argv[3:]
+    opts, pytest_args = parse_args(sys.argv[1:])
+    uid, gid, naive = opts["uid"], opts["gid"], opts["naive"]
+    separated = (not naive and uid is not None and os.getuid() == 0 and uid != 0)
     res_r, res_w = os.pipe()
     env = dict(os.environ)
     env["TF_RESULT_FD"] = str(res_w)
     env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
-    here = os.path.dirname(os.path.abspath(__file__))
-    env["PYTHONPATH"] = here
+    plugins = []
+    for p in trusted_plugins():
+        plugins += ["-p", p]
+    if naive:
+        env["PYTHONPATH"] = HERE
+        argv = [sys.executable, "-m", "pytest", "-p", "tf_guard", *plugins, *pytest_args]
+    else:
+        # A script path, not -m: sys.path[0] is this read-only directory, never the cwd.
+        argv = [sys.executable, "-s", os.path.join(HERE, "tfboot.py"), *plugins, *pytest_args]
+    kwargs = {}
+    if separated:
+        kwargs = {"user": uid, "group": gid if gid is not None else uid, "extra_groups": []}
+    log_r, log_w = os.pipe()
     start = time.monotonic()
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL, start_new_session=True, env=env,
-                            pass_fds=(res_w,))
+    proc = subprocess.Popen(argv, stdout=log_w, stderr=log_w, stdin=subprocess.DEVNULL,
+                            start_new_session=True, env=env, pass_fds=(res_w,),
+                            close_fds=True, **kwargs)
     os.close(res_w)
-    head, tail, total, timed_out = b"", b"", 0, False
+    os.close(log_w)
+    head, tail, total = b"", b"", 0
     results = bytearray()
-    deadline = start + timeout
+    timed_out = overflow = False
+    deadline = start + opts["timeout"]
     sel = selectors.DefaultSelector()
-    sel.register(proc.stdout, selectors.EVENT_READ, "log")
+    sel.register(log_r, selectors.EVENT_READ, "log")
     sel.register(res_r, selectors.EVENT_READ, "res")
-    open_streams = 2
+    code = None
     exited_at = None
-    while open_streams:
+    alive_after_exit = 0
+    while True:
         now = time.monotonic()
         if now >= deadline:
             timed_out = True
             break
-        if exited_at is None and proc.poll() is not None:
-            exited_at = now
-        if exited_at is not None and now - exited_at > 0.5:
-            break  # a background child still holds a pipe: stop reading
-        for key, _ in sel.select(timeout=min(deadline - now, 0.2)):
-            fd = key.fileobj if isinstance(key.fileobj, int) else key.fileobj.fileno()
-            chunk = os.read(fd, 65536)
+        if code is None:
+            code = proc.poll()
+            if code is not None:
+                exited_at = now
+                # Nothing of the run may outlive it: whatever still runs is an escapee.
+                alive_after_exit = reap(uid if separated else None, proc.pid)
+        if exited_at is not None and (not sel.get_map() or now - exited_at > 0.5):
+            break
+        for key, _ in sel.select(timeout=min(max(deadline - now, 0.01), 0.1)):
+            chunk = os.read(key.fd, 65536)
             if not chunk:
-                sel.unregister(key.fileobj)
-                open_streams -= 1
+                sel.unregister(key.fd)
                 continue
             if key.data == "res":
-                if len(results) < MAX_RESULTS:
-                    results += chunk
+                if len(results) + len(chunk) > MAX_RESULTS:
+                    overflow = True
+                    break
+                results += chunk
                 continue
             total += len(chunk)
-            if len(head) < HEAD:
-                take = HEAD - len(head)
+            if len(head) < LOG_HEAD:
+                take = LOG_HEAD - len(head)
                 head, chunk = head + chunk[:take], chunk[take:]
             if chunk:
-                tail = (tail + chunk)[-TAIL:]
-    try:
-        code = proc.wait(timeout=max(0.0, deadline - time.monotonic()))
-    except subprocess.TimeoutExpired:
-        timed_out, code = True, -9
+                tail = (tail + chunk)[-LOG_TAIL:]
+        if overflow:
+            break
+    if code is None:
+        reap(uid if separated else None, proc.pid)
+        try:
+            code = proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            code = None
+        if timed_out or overflow:
+            code = -9
     seconds = time.monotonic() - start
-    try:  # leave nothing behind in the session: background children included
-        os.killpg(proc.pid, signal.SIGKILL)
-    except OSError:
-        pass
-    if timed_out:
-        code = -9
-    try:
-        with open(os.path.join(out, "log.txt"), "wb") as fh:
-            fh.write(head)
-            if total > len(head) + len(tail):
-                fh.write(b"\n[... %d bytes of output cut ...]\n" % (total - len(head) - len(tail)))
-            fh.write(tail)
-    except OSError:
-        pass
+    log = head
+    if total > len(head) + len(tail):
+        log += b"\n[... %d bytes of output cut ...]\n" % (total - len(head) - len(tail))
+    log += tail
     meta = {"$tf": "run", "exit_code": code, "seconds": round(seconds, 4),
-            "timed_out": timed_out, "output_bytes": total}
-    sys.stdout.buffer.write(bytes(results))
-    sys.stdout.buffer.write(b"\n" + json.dumps(meta).encode() + b"\n")
+            "timed_out": timed_out, "output_bytes": total, "results_bytes": len(results),
+            "overflow": overflow,
+            "separated": separated, "naive": naive, "alive_after_exit": alive_after_exit,
+            "log": log.decode("utf-8", "replace"),
+            "results": bytes(results).decode("utf-8", "replace")}
+    sys.stdout.write(json.dumps(meta) + "\n")
     sys.stdout.flush()
     return 0
 

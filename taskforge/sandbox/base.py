@@ -32,7 +32,10 @@ class SandboxSpec(BaseModel):
     mounts: list[Mount] = Field(default_factory=list)
     network: Literal["none", "host"] = "none"
     hardened: bool = True          # read-only root, no capabilities, non-root user
-    user: str = "1000:1000"
+    user: str = "1000:1000"        # who the code under test runs as
+    # The supervisor runs as root with only SETUID/SETGID to drop the tests to
+    # `user`; the backend grants exactly that (see taskforge/data/tfrun.py).
+    supervisor: bool = True
     limits: Limits = Field(default_factory=Limits)
     env: dict[str, str] = Field(default_factory=dict)
     workdir: str = "/workspace"
@@ -44,6 +47,10 @@ class ExecResult(BaseModel):
     output: str
     seconds: float
     timed_out: bool = False
+    overflow: bool = False         # the command wrote past MAX_OUTPUT: it was killed
+
+
+MAX_OUTPUT = 24 * 1024 * 1024      # what the host reads of one command, at most
 
 
 class Sandbox(abc.ABC):
@@ -58,7 +65,8 @@ class Sandbox(abc.ABC):
     @abc.abstractmethod
     def exec(self, argv: list[str], timeout: float, env: dict[str, str] | None = None,
              user: str | None = None) -> ExecResult:
-        """Run argv; never blocks much past `timeout` seconds."""
+        """Run argv; never blocks much past `timeout` seconds, never holds more
+        than MAX_OUTPUT bytes of its output (past that it is killed, `overflow`)."""
 
     @abc.abstractmethod
     def close(self) -> None:

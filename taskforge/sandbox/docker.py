@@ -10,11 +10,10 @@ import threading
 import time
 
 from taskforge.errors import InfraError
-from taskforge.sandbox.base import ExecResult, Sandbox, SandboxSpec
+from taskforge.sandbox.base import MAX_OUTPUT, ExecResult, Sandbox, SandboxSpec
 from taskforge.state import owner_token
 
 LABEL = "taskforge"
-MAX_OUTPUT = 96 * 1024 * 1024
 _client = None
 _client_lock = threading.Lock()
 
@@ -57,7 +56,10 @@ class DockerSandbox(Sandbox):
         kwargs = dict(
             command=["sleep", "infinity"],
             detach=True,
-            user=spec.user,
+            # With a supervisor, the container's own process is root (with only the
+            # capabilities below): an exec as root keeps them under no-new-privileges
+            # only then. Every command still runs as spec.user unless asked otherwise.
+            user="0:0" if spec.supervisor else spec.user,
             working_dir=spec.workdir,
             environment=spec.env,
             labels={LABEL: "1", "taskforge.owner": owner_token(), **spec.labels},
@@ -73,6 +75,8 @@ class DockerSandbox(Sandbox):
         if spec.hardened:
             kwargs.update(read_only=True, cap_drop=["ALL"],
                           security_opt=["no-new-privileges"])
+            if spec.supervisor:
+                kwargs["cap_add"] = ["SETUID", "SETGID"]
         import docker.errors
 
         try:
@@ -91,30 +95,41 @@ class DockerSandbox(Sandbox):
     def exec(self, argv, timeout, env=None, user=None) -> ExecResult:
         api = client().api
         cmd = ["timeout", "-s", "KILL", str(max(1, int(timeout + 0.999))), *argv]
-        box: dict = {}
+        box: dict = {"chunks": [], "size": 0, "overflow": False}
 
         def run() -> None:
             try:
                 exec_id = api.exec_create(self.container.id, cmd, user=user or self.spec.user,
                                           workdir=self.spec.workdir, environment=env or {})
                 box["id"] = exec_id["Id"]
-                box["out"] = api.exec_start(exec_id["Id"])
+                # Streamed and bounded: whatever the command prints, the host holds
+                # at most MAX_OUTPUT bytes of it.
+                for chunk in api.exec_start(exec_id["Id"], stream=True):
+                    box["size"] += len(chunk)
+                    if box["size"] > MAX_OUTPUT:
+                        box["overflow"] = True
+                        break
+                    box["chunks"].append(chunk)
             except Exception as exc:  # surfaced below as InfraError
-                box["exc"] = exc
+                if not box["overflow"]:
+                    box["exc"] = exc
 
         started = time.monotonic()
         worker = threading.Thread(target=run, daemon=True)
         worker.start()
         worker.join(timeout + 15)
         seconds = time.monotonic() - started
-        if worker.is_alive():
-            # Something holds the exec stream open past the kill: end the sandbox.
+        if worker.is_alive() or box["overflow"]:
+            # Something holds the exec stream open past the kill, or floods it: end the sandbox.
+            overflow = box["overflow"]
             self.close()
-            return ExecResult(exit_code=None, output="", seconds=seconds, timed_out=True)
+            worker.join(5)
+            return ExecResult(exit_code=None, output="", seconds=seconds,
+                              timed_out=not overflow, overflow=overflow)
         if "exc" in box:
             raise InfraError(f"docker exec failed: {_short(box['exc'])}")
         code = api.exec_inspect(box["id"]).get("ExitCode")
-        out = (box.get("out") or b"")[-MAX_OUTPUT:].decode("utf-8", "replace")
+        out = b"".join(box["chunks"]).decode("utf-8", "replace")
         return ExecResult(exit_code=code, output=out, seconds=seconds,
                           timed_out=code in (124, 137) and seconds >= timeout)
 

@@ -1,0 +1,211 @@
+"""The supervisor's output and the report events, parsed against a schema.
+
+The supervisor's JSON line (its own observations: exit code, time, overflow)
+comes from a process the code under test cannot reach. The report events inside
+it come from the pytest process and are claims. In strict mode every event must
+fit its schema and the order of a pytest session: one SessionStart, for each
+test setup, call and teardown once each (subtest reports inside the call, a
+`rerun` starting over), one SessionFinish, nothing after. Anything else is a
+finding that scores 0, never an exception. The lenient mode is the naive
+grader's: bad lines skipped, the last event per phase wins.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from taskforge.grade.findings import FindingKind as K
+
+MAX_EVENTS = 200_000
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SessionStart(_Event):
+    report_type: Literal["SessionStart"]
+    pid: int
+
+
+class CollectReport(_Event):
+    report_type: Literal["CollectReport"]
+    nodeid: str
+    outcome: Literal["failed"]
+    longrepr: str = ""
+
+
+class TestReport(_Event):
+    report_type: Literal["TestReport"]
+    nodeid: str
+    when: Literal["setup", "call", "teardown"]
+    outcome: Literal["passed", "failed", "skipped", "rerun"]
+    duration: float = 0.0
+    wasxfail: bool = False
+    subtest: bool = False
+    longrepr: str = ""
+
+
+class Monitor(_Event):
+    report_type: Literal["Monitor"]
+    kind: str
+    site: str = ""
+    detail: str = ""
+
+
+class SessionFinish(_Event):
+    report_type: Literal["SessionFinish"]
+    exitstatus: int
+
+
+EVENTS = {c.__name__: c for c in (SessionStart, CollectReport, TestReport, Monitor, SessionFinish)}
+
+
+class RunMeta(BaseModel):
+    """The supervisor's own line (taskforge/data/tfrun.py)."""
+    exit_code: int | None = None
+    seconds: float = 0.0
+    timed_out: bool = False
+    output_bytes: int = 0
+    results_bytes: int = 0
+    overflow: bool = False
+    separated: bool = False
+    naive: bool = False
+    alive_after_exit: int = 0
+    log: str = ""
+    results: str = ""
+
+
+@dataclass
+class Parsed:
+    outcomes: dict[str, str] = field(default_factory=dict)      # nodeid -> outcome
+    durations: dict[str, float] = field(default_factory=dict)
+    collect_errors: dict[str, str] = field(default_factory=dict)
+    session_exit: int | None = None
+    monitor: list[Monitor] = field(default_factory=list)
+    problems: list[tuple[K, str]] = field(default_factory=list)  # stream findings
+
+    def problem(self, kind: K, detail: str) -> None:
+        if len(self.problems) < 20:
+            self.problems.append((kind, detail[:200]))
+
+
+def parse_meta(text: str) -> RunMeta | None:
+    """The supervisor's JSON line: the last line of its output, or None."""
+    for line in reversed(text.splitlines()):
+        if line.startswith('{"$tf": "run"'):
+            try:
+                data = json.loads(line)
+                data.pop("$tf", None)
+                return RunMeta.model_validate(data)
+            except (ValueError, ValidationError):
+                return None
+    return None
+
+
+def _first_line(longrepr: str) -> str:
+    text = str(longrepr or "").strip().splitlines()
+    for ln in reversed(text):
+        if ln.startswith("E ") or "Error" in ln:
+            return ln.strip()[:300]
+    return text[-1][:300] if text else ""
+
+
+def parse_events(text: str, strict: bool = True) -> Parsed:
+    out = Parsed()
+    started = finished = False
+    phases: dict[str, set[str]] = {}
+    for n, line in enumerate(text.splitlines()):
+        if not line.strip():
+            continue
+        if n >= MAX_EVENTS:
+            out.problem(K.RESULTS_OVERFLOW, f"more than {MAX_EVENTS} events")
+            break
+        try:
+            raw = json.loads(line)
+            if not isinstance(raw, dict):
+                raise ValueError("not an object")
+            raw = dict(raw)
+            kind = raw.pop("$report_type", None)
+            cls = EVENTS.get(kind) if isinstance(kind, str) else None
+            if cls is None:
+                raise ValueError(f"unknown event type {str(kind)[:40]!r}")
+            ev = cls.model_validate({"report_type": kind, **raw})
+        except (ValueError, ValidationError) as exc:
+            if strict:
+                out.problem(K.MALFORMED_EVENT, f"line {n + 1}: {str(exc).splitlines()[0][:120]}")
+            continue
+        if isinstance(ev, Monitor):
+            if finished and strict:
+                out.problem(K.AFTER_SESSION, "a monitor event after the session finished")
+            out.monitor.append(ev)
+            continue
+        if strict and finished:
+            out.problem(K.AFTER_SESSION, f"{ev.report_type} after the session finished")
+            continue
+        if isinstance(ev, SessionStart):
+            if started and strict:
+                out.problem(K.DUPLICATE_EVENT, "a second SessionStart")
+            started = True
+        elif isinstance(ev, SessionFinish):
+            if strict and not started:
+                out.problem(K.MALFORMED_EVENT, "SessionFinish without SessionStart")
+            finished = True
+            out.session_exit = ev.exitstatus
+        elif isinstance(ev, CollectReport):
+            if strict and not started:
+                out.problem(K.MALFORMED_EVENT, "a report before SessionStart")
+            out.collect_errors[ev.nodeid] = _first_line(ev.longrepr)
+        else:
+            if strict and not started:
+                out.problem(K.MALFORMED_EVENT, "a report before SessionStart")
+            _fold(out, ev, phases, strict)
+    return out
+
+
+_ORDER = {"setup": 0, "call": 1, "teardown": 2}
+
+
+def _fold(out: Parsed, ev: TestReport, phases: dict[str, set[str]], strict: bool) -> None:
+    nid, when = ev.nodeid, ev.when
+    seen = phases.setdefault(nid, set())
+    if ev.outcome == "rerun":                 # pytest-rerunfailures: the test starts over
+        seen.clear()
+        out.outcomes.pop(nid, None)
+        return
+    if strict:
+        if ev.subtest:
+            if when != "call" or "setup" not in seen or "teardown" in seen:
+                out.problem(K.DUPLICATE_EVENT, f"a subtest report outside the call of {nid}")
+                return
+        elif when in seen or any(_ORDER.get(w, -1) > _ORDER[when] for w in seen) or (
+                when != "setup" and "setup" not in seen):
+            out.problem(K.DUPLICATE_EVENT, f"{when} of {nid} out of order or repeated")
+            return
+    if not ev.subtest:
+        seen.add(when)
+    out.durations[nid] = out.durations.get(nid, 0.0) + max(0.0, ev.duration)
+    if ev.subtest:
+        if ev.outcome == "failed":
+            out.outcomes[nid] = "failed"
+            seen.add("subtest-failed")
+        return
+    if when == "setup":
+        if ev.outcome == "failed":
+            out.outcomes[nid] = "error"
+        elif ev.outcome == "skipped":
+            out.outcomes[nid] = "xfailed" if ev.wasxfail else "skipped"
+        else:
+            out.outcomes[nid] = "error"      # until the call phase says more
+    elif when == "call":
+        if ev.outcome == "passed":
+            out.outcomes[nid] = "failed" if "subtest-failed" in seen else "passed"
+        elif ev.outcome == "failed":
+            out.outcomes[nid] = "failed"
+        else:
+            out.outcomes[nid] = "xfailed" if ev.wasxfail else "skipped"
+    elif when == "teardown" and ev.outcome == "failed":
+        out.outcomes[nid] = "error"

@@ -1,0 +1,689 @@
+"""Must-fail tests that look like the real ones: mutants of hidden tests.
+
+Everything in the pytest process belongs to the code under test, so any report
+it makes can be forged. What a forger cannot do is tell which tests should
+pass. Each verify renames the hidden test functions at random and plants, next
+to their originals, copies with one expected value changed. A correct solution
+fails those copies; anything that makes tests pass without computing the answer
+(forged reports, objects equal to everything, answers read from the test's own
+constants or frames) makes them pass too, and scores 0.
+
+Only *sound* mutations are made: ones a solution that passes the real test must
+fail. The changed literal is the expected side of an equality the test asserts
+(`assert f(x) == LIT`, `assertEqual(f(x), LIT)`, a parametrize value or a local
+used only there), never an input: `f(x) != LIT'` follows from `f(x) == LIT`.
+Where a test asserts no such literal, the weaker fallback negates an assertion
+(`assert X` -> `assert not (X)`, `assertTrue` -> `assertFalse`): it catches
+forged reports, not objects that are equal to everything.
+
+At generation every candidate mutant runs against the gold; the ones the gold
+fails, with the outcome of each of their test ids, form the task's pool
+(`Mutant.expect`). At verify a random choice from it is planted, and a solution
+passes only if every planted mutant ends exactly as it did on the gold.
+"""
+from __future__ import annotations
+
+import ast
+import random
+import re
+import secrets
+import string
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+NAME_TOKEN = "__tf_mutant_name__"
+EQUAL_METHODS = {"assertEqual", "assertEquals", "assertListEqual", "assertTupleEqual",
+                 "assertDictEqual", "assertSetEqual", "assertSequenceEqual",
+                 "assertMultiLineEqual", "assert_equal"}
+NEGATABLE = {"assertTrue": "assertFalse", "assertFalse": "assertTrue",
+             "assertIsNone": "assertIsNotNone", "assertIsNotNone": "assertIsNone",
+             "assertIn": "assertNotIn", "assertNotIn": "assertIn",
+             "assertIsInstance": "assertNotIsInstance", "assertNotIsInstance": "assertIsInstance"}
+
+
+class Mutant(BaseModel):
+    """One must-fail copy of a hidden test, validated against the gold."""
+    file: str                          # the test file, relative to the workspace
+    cls: list[str] = Field(default_factory=list)   # enclosing classes, outermost first
+    func: str                          # the original test's name
+    kind: Literal["value", "negation"]
+    group: str = ""                    # the literal it changes: mutants of one group differ
+    site: str                          # what changed, for people: "line 12: 'IV' -> 'IX'"
+    source: str                        # the mutant's source, NAME_TOKEN as its name
+    # The original test rewritten to the mutant's shape (a parametrize table
+    # written out in place of the module constant it named), NAME_TOKEN as its
+    # name; "" when the original stays as it is.
+    original: str = ""
+    expect: dict[str, str] = Field(default_factory=dict)   # id suffix ("", "[p]") -> outcome
+
+
+@dataclass(frozen=True)
+class TestRef:
+    file: str
+    cls: tuple[str, ...]
+    func: str
+
+
+def test_ref(nodeid: str) -> TestRef | None:
+    """The function a pytest node id names (`f.py::C::test_x[p]`), or None for
+    doctests and other items that are not Python test functions."""
+    parts = nodeid.split("::")
+    if len(parts) < 2 or not parts[0].endswith(".py"):
+        return None
+    func = parts[-1].split("[", 1)[0]
+    if not func.isidentifier():
+        return None
+    return TestRef(parts[0], tuple(parts[1:-1]), func)
+
+
+def find_def(tree: ast.Module, ref: TestRef) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    body: list[ast.stmt] = tree.body
+    for name in ref.cls:
+        node = next((n for n in body if isinstance(n, ast.ClassDef) and n.name == name), None)
+        if node is None:
+            return None
+        body = node.body
+    found = None
+    for n in body:   # the last definition wins, as at import
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == ref.func:
+            found = n
+    return found
+
+
+def span(node) -> tuple[int, int]:
+    """1-based first and last line of a definition, decorators included."""
+    first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+    return first, node.end_lineno
+
+
+# ---------------------------------------------------------------- finding sites
+
+
+@dataclass
+class Edit:
+    line: int                  # 1-based
+    start: int                 # byte offsets: on `line`, and on `end_line` for `end`
+    end: int
+    text: str
+    end_line: int = 0          # 0: the same line
+
+
+@dataclass
+class Site:
+    kind: Literal["value", "negation"]
+    edits_for: object          # callable(rng) -> list[Edit] | None
+    where: int
+    table: tuple | None = None     # a parametrize table given by name, its value
+    column: int = 0                # the expected value's position in each row
+    row: int = 0                   # the row this site changes
+
+
+def _module_constants(module: ast.Module) -> dict[str, ast.AST]:
+    out = {}
+    for node in module.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            out[node.targets[0].id] = node.value
+    return out
+
+
+def _static(node, consts: dict[str, ast.AST], depth: int = 0):
+    """The value of a parametrize table built from literals and module constants
+    (`TABLE`, `A + B`), or raises ValueError."""
+    if depth > 8:
+        raise ValueError("too deep")
+    if isinstance(node, ast.Name) and node.id in consts:
+        return _static(consts[node.id], consts, depth + 1)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        a, b = _static(node.left, consts, depth + 1), _static(node.right, consts, depth + 1)
+        if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+            return tuple(a) + tuple(b)
+        raise ValueError("not a sequence")
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return tuple(_static(e, consts, depth + 1) if isinstance(e, (ast.Tuple, ast.List, ast.Name))
+                     else ast.literal_eval(e) for e in node.elts)
+    return ast.literal_eval(node)
+
+
+def _literal(node) -> bool:
+    if isinstance(node, ast.Constant):
+        return node.value is not None and node.value is not Ellipsis
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return bool(node.elts) and all(_literal(e) for e in node.elts)
+    if isinstance(node, ast.Dict):
+        return bool(node.values) and all(k is not None and _literal(k) for k in node.keys) \
+            and all(_literal(v) for v in node.values)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return isinstance(node.operand, ast.Constant) and isinstance(node.operand.value, (int, float))
+    if isinstance(node, ast.Call) and _call_name(node) in ("approx", "pytest.approx") and node.args:
+        return _literal(node.args[0])
+    if isinstance(node, ast.Call) and _call_name(node).split(".")[-1][:1].isupper():
+        # A value built from literals (`Point(2, -1)`): a constructor call, not the
+        # code under test, so it can stand on the expected side.
+        return all(_literal(a) for a in node.args) and all(
+            k.arg is not None and _literal(k.value) for k in node.keywords) and bool(
+            node.args or node.keywords)
+    return False
+
+
+def _call_name(node: ast.Call) -> str:
+    f = node.func
+    if isinstance(f, ast.Name):
+        return f.id
+    if isinstance(f, ast.Attribute):
+        return (f.value.id + "." if isinstance(f.value, ast.Name) else "") + f.attr
+    return ""
+
+
+def _constants(node) -> list[ast.Constant]:
+    """Mutable constants inside a literal: numbers, strings, bytes, booleans."""
+    out = []
+    for n in ast.walk(node):
+        if isinstance(n, ast.Constant) and n.value is not None and n.value is not Ellipsis \
+                and not isinstance(n.value, complex) and n.lineno == n.end_lineno:
+            out.append(n)
+    return out
+
+
+def _eq_sides(node) -> list[ast.AST]:
+    """Literal operands of an asserted equality whose other side is computed."""
+    if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.Eq):
+        a, b = node.left, node.comparators[0]
+        return [s for s, o in ((a, b), (b, a)) if _literal(s) and not _literal(o)]
+    if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.Is, ast.IsNot)):
+        b = node.comparators[0]
+        if isinstance(b, ast.Constant) and isinstance(b.value, bool):
+            return [b]
+    return []
+
+
+def _equality_uses(fn) -> list[tuple[ast.AST, ast.AST]]:
+    """(expected side, statement) for every asserted equality in a test body."""
+    uses = []
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assert):
+            test = node.test
+            if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq):
+                uses.append((test.left, test.comparators[0]))
+                uses.append((test.comparators[0], test.left))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr in EQUAL_METHODS and len(node.args) >= 2:
+            uses.append((node.args[0], node.args[1]))
+            uses.append((node.args[1], node.args[0]))
+    return uses
+
+
+def _expected_names(fn) -> set[str]:
+    """Names (parameters, locals) whose every use is one side of an asserted
+    equality whose other side does not use them: expected values."""
+    loads: dict[str, int] = {}
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+            loads[n.id] = loads.get(n.id, 0) + 1
+    as_expected: dict[str, int] = {}
+    for side, other in _equality_uses(fn):
+        if isinstance(side, ast.Name):
+            if not any(isinstance(x, ast.Name) and x.id == side.id for x in ast.walk(other)):
+                as_expected[side.id] = as_expected.get(side.id, 0) + 1
+    return {name for name, n in as_expected.items() if loads.get(name) == n}
+
+
+def _param_names(dec: ast.Call) -> list[str]:
+    if not dec.args:
+        return []
+    a = dec.args[0]
+    if isinstance(a, ast.Constant) and isinstance(a.value, str):
+        return [x.strip() for x in a.value.split(",") if x.strip()]
+    if isinstance(a, (ast.List, ast.Tuple)) and all(
+            isinstance(e, ast.Constant) and isinstance(e.value, str) for e in a.elts):
+        return [e.value for e in a.elts]
+    return []
+
+
+def _rows(values) -> list[list[ast.AST]]:
+    """Each parametrize row's argument nodes (pytest.param(...) unwrapped)."""
+    if not isinstance(values, (ast.List, ast.Tuple)):
+        return []
+    rows = []
+    for row in values.elts:
+        if isinstance(row, ast.Call) and _call_name(row) in ("pytest.param", "param"):
+            rows.append(list(row.args))
+        elif isinstance(row, (ast.Tuple, ast.List)):
+            rows.append(list(row.elts))
+        else:
+            rows.append([row])
+    return rows
+
+
+def sites(fn, module: ast.Module | None = None) -> list[Site]:
+    """Every sound mutation of a test function, value sites first."""
+    out: list[Site] = []
+    consts = _module_constants(module) if module is not None else {}
+    expected = _expected_names(fn)
+
+    def value_site(const: ast.Constant) -> None:
+        out.append(Site("value", lambda rng, c=const: _mutate_constant(c, rng), const.lineno))
+
+    # Asserted equalities against literals, in the body.
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assert):
+            for side in _eq_sides(node.test):
+                for c in _constants(side):
+                    value_site(c)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr in EQUAL_METHODS and len(node.args) >= 2:
+            a, b = node.args[0], node.args[1]
+            for side, other in ((a, b), (b, a)):
+                if _literal(side) and not _literal(other):
+                    for c in _constants(side):
+                        value_site(c)
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 \
+                and isinstance(node.targets[0], ast.Name) and node.targets[0].id in expected \
+                and _literal(node.value):
+            for c in _constants(node.value):
+                value_site(c)
+    # Parametrized expected values.
+    for dec in fn.decorator_list:
+        if isinstance(dec, ast.Call) and _call_name(dec).endswith("parametrize") and len(dec.args) >= 2:
+            names = _param_names(dec)
+            for i, name in enumerate(names):
+                if name not in expected:
+                    continue
+                values_node = dec.args[1]
+                if isinstance(values_node, (ast.List, ast.Tuple)):
+                    for row in _rows(values_node):
+                        if len(row) == len(names) and _literal(row[i]):
+                            for c in _constants(row[i]):
+                                value_site(c)
+                    continue
+                # A table given by name: the copy and the original are both written
+                # out, so that nothing but one value tells them apart.
+                try:
+                    table = _static(values_node, consts)
+                except (ValueError, SyntaxError, TypeError):
+                    continue
+                rows = [r if len(names) > 1 else (r,) for r in table]
+                if rows and all(isinstance(r, tuple) and len(r) == len(names) for r in rows):
+                    for k in range(len(rows)):
+                        out.append(Site("value", lambda rng, v=values_node: [
+                            Edit(v.lineno, v.col_offset, v.end_col_offset, "\1", v.end_lineno)],
+                            values_node.lineno, table=tuple(table), column=i, row=k))
+    # The fallback: negations.
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assert) and not _literal(node.test):
+            t = node.test
+            out.append(Site("negation", lambda rng, t=t: [
+                Edit(t.lineno, t.col_offset, t.col_offset, "not ("),
+                Edit(t.end_lineno, t.end_col_offset, t.end_col_offset, ")")], node.lineno))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr in NEGATABLE and node.func.end_lineno == node.func.lineno:
+            f = node.func
+            out.append(Site("negation", lambda rng, f=f: [
+                Edit(f.end_lineno, f.end_col_offset - len(f.attr), f.end_col_offset,
+                     NEGATABLE[f.attr])], node.lineno))
+    return out
+
+
+# ------------------------------------------------------------ changing literals
+
+
+_STR_PREFIX = re.compile(r"^([rRbBuU]*)('''|\"\"\"|'|\")")
+
+
+def _mutate_constant(c: ast.Constant, rng: random.Random) -> list[Edit] | None:
+    """A new token for the constant, of the same type and written the same way."""
+    return [Edit(c.lineno, c.col_offset, c.end_col_offset, "\0")]   # filled in by render()
+
+
+def _new_token(token: str, value, rng: random.Random) -> str | None:
+    if isinstance(value, bool):
+        return "False" if value else "True"
+    if isinstance(value, int):
+        steps = [d for d in (-3, -2, -1, 1, 2, 3) if value + d >= 0 or value < 0]
+        new = value + rng.choice(steps)
+        low = token.lower()
+        if low.startswith("0x"):
+            return hex(new)
+        if low.startswith("0o"):
+            return oct(new)
+        if low.startswith("0b"):
+            return bin(new)
+        return str(new)
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            return None
+        delta = max(abs(value) * rng.uniform(0.3, 0.9), rng.choice([0.5, 1.0, 1.5, 2.0, 2.5]))
+        new = value + delta if (value - delta < 0 <= value or rng.random() < 0.5) else value - delta
+        new = round(new, max(1, len(token.split(".")[-1]) if "." in token else 1))
+        return repr(new) if new != value else None
+    if isinstance(value, (str, bytes)):
+        m = _STR_PREFIX.match(token)
+        if not m or "f" in m.group(1).lower():
+            return None
+        prefix, quote = m.groups()
+        body = token[len(prefix) + len(quote): len(token) - len(quote)]
+        for _ in range(30):
+            new_body = _edit_text(body, rng)
+            if new_body is None:
+                return None
+            cand = prefix + quote + new_body + quote
+            try:
+                if ast.literal_eval(cand) != value:
+                    return cand
+            except (ValueError, SyntaxError):
+                continue
+        return None
+    return None
+
+
+def _edit_text(body: str, rng: random.Random) -> str | None:
+    """Replace, delete or insert one letter or digit, away from escapes."""
+    safe = [i for i, ch in enumerate(body) if ch.isalnum() and ch.isascii()
+            and (i == 0 or body[i - 1] != "\\")]
+    ops = ["insert"] + (["replace", "replace", "delete"] if safe else [])
+    op = rng.choice(ops)
+    if op == "insert":
+        i = rng.randint(0, len(body))
+        if i > 0 and body[i - 1] == "\\":
+            i -= 1
+        own = sorted({x for x in body if x.isascii() and x.isalnum()})
+        pool = (string.digits if i > 0 and body[i - 1].isdigit() else
+                string.ascii_uppercase if i > 0 and body[i - 1].isupper() else string.ascii_lowercase)
+        return body[:i] + rng.choice(own if own and rng.random() < 0.8 else pool) + body[i:]
+    i = rng.choice(safe)
+    if op == "delete":
+        return body[:i] + body[i + 1:]
+    ch = body[i]
+    kind = str.isdigit if ch.isdigit() else str.isupper if ch.isupper() else str.islower
+    # Letters the string already uses look like a real value ("XIV" -> "XIX"), so
+    # a reader cannot tell the copy from the original by its alphabet.
+    own = sorted({x for x in body if x.isascii() and x.isalnum() and kind(x) and x != ch})
+    pool = (string.digits if ch.isdigit() else string.ascii_uppercase if ch.isupper()
+            else string.ascii_lowercase)
+    choices = own if own and rng.random() < 0.8 else [x for x in pool if x != ch]
+    return body[:i] + rng.choice(choices) + body[i + 1:]
+
+
+# ------------------------------------------------------------------- rendering
+
+
+def _apply(lines: list[str], edits: list[Edit]) -> list[str] | None:
+    """Apply byte-offset edits to 1-based `lines` (a copy is returned; an edit
+    over several lines leaves the text of the region on its first line)."""
+    out = list(lines)
+    for e in sorted(edits, key=lambda e: (e.line, e.start), reverse=True):
+        last = e.end_line or e.line
+        first_raw = out[e.line - 1].encode("utf-8")
+        last_raw = out[last - 1].encode("utf-8")
+        if e.end > len(last_raw) or e.start > len(first_raw):
+            return None
+        merged = (first_raw[:e.start] + e.text.encode("utf-8") + last_raw[e.end:]).decode("utf-8")
+        out[e.line - 1:last] = [merged] + [""] * (last - e.line)
+    return out
+
+
+def _mutate_table(site: Site, rng: random.Random) -> tuple | None:
+    rows = [list(r) if isinstance(r, tuple) else [r] for r in site.table]
+    single = not isinstance(site.table[0], tuple)
+    for _ in range(10):
+        i = site.row
+        v = rows[i][site.column]
+        if isinstance(v, (str, bytes, int, float)):
+            tok = _new_token(repr(v), v, rng)
+            if tok is not None:
+                new = ast.literal_eval(tok)
+                if new != v:
+                    rows[i][site.column] = new
+                    return tuple(r[0] if single else tuple(r) for r in rows)
+    return None
+
+
+def _named(src_lines: list[str], fn, edits: list[Edit]) -> str | None:
+    """The function's source with `edits` applied and NAME_TOKEN as its name."""
+    first, last = span(fn)
+    changed = _apply(src_lines, edits)
+    if changed is None:
+        return None
+    def_line = changed[fn.lineno - 1]
+    new_def = re.sub(r"\bdef\s+" + re.escape(fn.name) + r"\b", "def " + NAME_TOKEN, def_line, count=1)
+    if new_def == def_line:
+        return None
+    changed[fn.lineno - 1] = new_def
+    text = "".join(changed[first - 1:last])
+    if not text.endswith("\n"):
+        text += "\n"
+    indent = len(text) - len(text.lstrip(" \t"))
+    try:
+        ast.parse(("if 1:\n" + text) if indent else text)
+    except SyntaxError:
+        return None
+    return text
+
+
+def _render(src_lines: list[str], fn, site: Site, rng: random.Random
+            ) -> tuple[str, str, str] | None:
+    """(mutant source, what changed, the original rewritten or "")."""
+    edits = site.edits_for(rng)
+    if not edits:
+        return None
+    what = "negated an assertion"
+    if edits[0].text == "\1":
+        e = edits[0]
+        new_table = _mutate_table(site, rng)
+        if new_table is None:
+            return None
+        mutant = _named(src_lines, fn, [Edit(e.line, e.start, e.end, repr(new_table), e.end_line)])
+        original = _named(src_lines, fn, [Edit(e.line, e.start, e.end, repr(tuple(site.table)),
+                                               e.end_line)])
+        if mutant is None or original is None:
+            return None
+        changed = next(f"{a!r} -> {b!r}" for a, b in zip(site.table, new_table) if a != b)
+        return mutant, f"line {site.where}: {changed[:80]}", original
+    if edits[0].text == "\0":
+        e = edits[0]
+        raw = src_lines[e.line - 1].encode("utf-8")
+        token = raw[e.start:e.end].decode("utf-8")
+        try:
+            value = ast.literal_eval(token)
+        except (ValueError, SyntaxError):
+            return None
+        new = _new_token(token, value, rng)
+        if new is None:
+            return None
+        edits = [Edit(e.line, e.start, e.end, new)]
+        what = f"{token[:40]} -> {new[:40]}"
+    text = _named(src_lines, fn, edits)
+    return (text, f"line {site.where}: {what}", "") if text is not None else None
+
+
+def _token(lines: list[str], site: Site, rng: random.Random) -> str:
+    e = site.edits_for(rng)[0]
+    if site.table is not None:
+        return "\x00"
+    return lines[e.line - 1].encode("utf-8")[e.start:e.end].decode("utf-8", "replace")
+
+
+def propose(root: Path, nodeids: list[str], seed: str, sites_per_test: int = 2,
+            values_per_site: int = 2) -> list[Mutant]:
+    """Candidate mutants of the test functions behind `nodeids` (not yet validated).
+
+    Per test: up to `sites_per_test` literals, each with `values_per_site`
+    different replacements. Copies of one test only ever differ from it at the
+    same literal: copies that changed different literals would outvote the real
+    value at each one ("IV" in the original and in the copy that changed "XIV").
+    Literals that occur least in the file come first, for the same reason."""
+    rng = random.Random(seed)
+    refs = sorted({r for r in map(test_ref, nodeids) if r is not None},
+                  key=lambda r: (r.file, r.cls, r.func))
+    parsed: dict[str, tuple[ast.Module, list[str], str] | None] = {}
+    out: list[Mutant] = []
+    for ref in refs:
+        if ref.file not in parsed:
+            try:
+                text = (root / ref.file).read_text(encoding="utf-8")
+                parsed[ref.file] = (ast.parse(text), text.splitlines(keepends=True), text)
+            except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
+                parsed[ref.file] = None
+        if parsed[ref.file] is None:
+            continue
+        tree, lines, text = parsed[ref.file]
+        fn = find_def(tree, ref)
+        if fn is None:
+            continue
+        all_sites = sites(fn, tree)
+        values = [s for s in all_sites if s.kind == "value"]
+        rng.shuffle(values)
+        values.sort(key=lambda s: text.count(_token(lines, s, rng)))
+        made = 0
+        for site in values:
+            if made >= sites_per_test:
+                break
+            e = site.edits_for(rng)[0]
+            group = f"{ref.func}@{e.line}:{e.start}:{site.row}"
+            texts: set[str] = set()
+            for _ in range(values_per_site * 3):
+                if len(texts) >= values_per_site:
+                    break
+                r = _render(lines, fn, site, rng)
+                if r is None or r[0] in texts:
+                    continue
+                texts.add(r[0])
+                out.append(Mutant(file=ref.file, cls=list(ref.cls), func=ref.func, kind="value",
+                                  group=group, site=r[1], source=r[0], original=r[2]))
+            made += bool(texts)
+        if made == 0:
+            negs = [s for s in all_sites if s.kind == "negation"]
+            rng.shuffle(negs)
+            for site in negs[:1]:
+                r = _render(lines, fn, site, rng)
+                if r is not None:
+                    out.append(Mutant(file=ref.file, cls=list(ref.cls), func=ref.func,
+                                      kind="negation", group=f"{ref.func}@neg{site.where}",
+                                      site=r[1], source=r[0]))
+    return out
+
+
+# ------------------------------------------------------------ planting, naming
+
+
+@dataclass
+class Plan:
+    """What one run planted: random name -> the test it stands for."""
+    originals: dict[str, TestRef] = field(default_factory=dict)   # new name -> original test
+    mutants: dict[str, Mutant] = field(default_factory=dict)      # new name -> mutant
+
+    def original_id(self, nodeid: str) -> str:
+        """The id a renamed test had before renaming (unchanged if not renamed)."""
+        parts = nodeid.split("::")
+        name, sep, params = parts[-1].partition("[")
+        ref = self.originals.get(name)
+        if ref is None:
+            return nodeid
+        return "::".join(parts[:-1] + [ref.func + sep + params])
+
+    def mutant_of(self, nodeid: str) -> tuple[Mutant, str] | None:
+        """(mutant, id suffix) for a planted mutant's id."""
+        last = nodeid.split("::")[-1]
+        name, sep, params = last.partition("[")
+        m = self.mutants.get(name)
+        return (m, sep + params) if m is not None else None
+
+
+def new_name(func: str, taken: set[str]) -> str:
+    """A random test name that pytest and unittest still collect."""
+    if func.startswith("test_"):
+        prefix = "test_"
+    elif func.startswith("test"):
+        prefix = "test"
+    else:
+        prefix = func.split("_", 1)[0] + "_"
+    while True:
+        name = prefix + secrets.token_hex(6)
+        if name not in taken:
+            taken.add(name)
+            return name
+
+
+def plant(tree: Path, nodeids: list[str], mutants: list[Mutant], rename: bool = True,
+          rng: random.Random | None = None) -> Plan:
+    """Rename the tests behind `nodeids` at random and put each mutant beside its
+    original, before or after it at random, in `tree` (edited in place)."""
+    rng = rng or random.SystemRandom()
+    plan = Plan()
+    refs = {r for r in map(test_ref, nodeids) if r is not None}
+    by_file: dict[str, list] = {}
+    for r in refs:
+        by_file.setdefault(r.file, []).append(r)
+    for m in mutants:
+        by_file.setdefault(m.file, [])
+    taken: set[str] = set()
+    for rel, file_refs in sorted(by_file.items()):
+        path = tree / rel
+        try:
+            text = path.read_text(encoding="utf-8")
+            module = ast.parse(text)
+        except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
+            continue
+        lines = text.splitlines(keepends=True)
+        if lines and not lines[-1].endswith("\n"):
+            lines[-1] += "\n"
+        inserts: dict[int, list[str]] = {}         # before this 0-based line index
+        names: dict[tuple, str] = {}               # (cls, func) -> the name it runs under
+        spans: dict[tuple, tuple[int, int, object]] = {}
+        for ref in sorted(file_refs, key=lambda r: (r.cls, r.func)):
+            fn = find_def(module, ref)
+            if fn is None:
+                continue
+            first, last = span(fn)
+            spans[(ref.cls, ref.func)] = (first, last, fn)
+            if rename:
+                name = new_name(ref.func, taken)
+                plan.originals[name] = ref
+                names[(ref.cls, ref.func)] = name
+        rewrites: dict[tuple, str] = {}            # (cls, func) -> rewritten original
+        for m in mutants:
+            if m.file != rel:
+                continue
+            key = (tuple(m.cls), m.func)
+            if key not in spans:
+                fn = find_def(module, TestRef(rel, tuple(m.cls), m.func))
+                if fn is None:
+                    continue
+                first, last = span(fn)
+                spans[key] = (first, last, fn)
+            first, last, _ = spans[key]
+            name = new_name(m.func, taken)
+            plan.mutants[name] = m
+            if m.original:
+                rewrites.setdefault(key, m.original)
+            at = (first - 1) if rng.random() < 0.5 else last
+            inserts.setdefault(at, []).append(m.source.replace(NAME_TOKEN, name))
+        if not names and not inserts:
+            continue
+        starts = {first - 1: (last, key) for key, (first, last, _) in spans.items()}
+        out: list[str] = []
+        i = 0
+        while i <= len(lines):
+            out += inserts.get(i, [])
+            if i == len(lines):
+                break
+            if i in starts:
+                last, key = starts[i]
+                fn = spans[key][2]
+                new = names.get(key, key[1])
+                if key in rewrites:
+                    out.append(rewrites[key].replace(NAME_TOKEN, new))
+                else:
+                    block = lines[i:last]
+                    d = fn.lineno - 1 - i
+                    block[d] = re.sub(r"\bdef\s+" + re.escape(key[1]) + r"\b", "def " + new,
+                                      block[d], count=1)
+                    out += block
+                i = last
+                continue
+            out.append(lines[i])
+            i += 1
+        path.write_text("".join(out), encoding="utf-8")
+    return plan

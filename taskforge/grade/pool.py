@@ -1,0 +1,172 @@
+"""Settle how a task is graded, at generation, by running the gold.
+
+1. `build_pool`: candidate mutants of the hidden tests run against the gold in
+   the generation worker, beside the hidden tests themselves. A mutant the gold
+   fails joins the task's pool with the outcome of each of its ids; hidden ids
+   that do not come back (built from the clock, a memory address) are unstable
+   and leave FAIL_TO_PASS.
+2. `final_check`: the task directory, complete, is graded for real through
+   `verify` (the same code path a trainer uses): the gold must score 1 and the
+   empty solution 0, or the task is not written. Acts the gold itself performs
+   (a library that reads frames, say) are recorded as exempt for this task.
+"""
+from __future__ import annotations
+
+import ast
+import json
+import math
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from taskforge.grade import mutants as mut
+from taskforge.grade.findings import Policy, Severity, Source
+
+MAX_TIMEOUT = 900.0
+MIN_TIMEOUT = 30.0
+
+
+class GradeCheckError(Exception):
+    """The task does not grade as it must (the gold fails, the empty passes)."""
+
+
+@dataclass
+class Pool:
+    mutants: list[mut.Mutant] = field(default_factory=list)
+    unstable: set[str] = field(default_factory=set)     # hidden ids the gold run did not report
+    seconds: float = 0.0                                 # bare test time of the gold run
+    functions: int = 0                                   # hidden test functions
+    note: str = ""
+
+
+def build_pool(worker, f2p: list[str], seed: str, timeout: float) -> Pool:
+    """Run the candidates on the worker's pristine (gold) tree; keep the killed ones."""
+    pool = Pool()
+    refs = {r for r in map(mut.test_ref, f2p) if r is not None}
+    pool.functions = len(refs)
+    candidates = mut.propose(worker.src, f2p, seed)
+    worker.reset()
+    try:
+        files = {m.file for m in candidates}
+        worker.dirty |= files
+        plan = mut.plant(worker.tree, [], candidates, rename=False, rng=random.Random(seed))
+        targets = sorted(f2p)
+        for name, m in plan.mutants.items():
+            targets.append("::".join([m.file, *m.cls, name]))
+        run = worker.runner.run(targets, timeout=timeout,
+                                extra_args=["--tb=line", "--continue-on-collection-errors"])
+    finally:
+        worker.reset()
+    pool.seconds = run.test_seconds
+    if run.timed_out:
+        pool.note = "the gold run timed out"
+        return pool
+    pool.unstable = {t for t in f2p if t not in run.outcomes}
+    real_ok = all(run.outcomes.get(t) == "passed" for t in f2p if t not in pool.unstable)
+    if not real_ok:
+        # The planted copies changed what the real tests do (module state, say):
+        # no mutants for this task rather than a pool that might be wrong.
+        pool.note = "hidden tests did not all pass beside the mutants"
+        return pool
+    profiles: dict[str, dict[str, str]] = {name: {} for name in plan.mutants}
+    for nid, outcome in run.outcomes.items():
+        last = nid.split("::")[-1]
+        name, sep, params = last.partition("[")
+        if name in profiles:
+            profiles[name][sep + params] = outcome
+    for name, m in plan.mutants.items():
+        prof = profiles[name]
+        if prof and "failed" in prof.values() and all(o in ("passed", "failed") for o in prof.values()):
+            pool.mutants.append(m.model_copy(update={"expect": dict(sorted(prof.items()))}))
+    return pool
+
+
+def verify_timeout(measured: float) -> float:
+    """A verify's time limit from the task's measured graded run: generous for a
+    loaded machine, far below the flat default for a fast suite."""
+    return float(min(MAX_TIMEOUT, max(MIN_TIMEOUT, math.ceil(5 * measured + 20))))
+
+
+def _definitions(root: Path, names: set[str]) -> dict[tuple[str, str], dict[str, str]]:
+    """(enclosing class or "", function) -> {ast dump: file} for test functions
+    named in `names`, anywhere in the Python files under `root`."""
+    out: dict[tuple[str, str], dict[str, str]] = {}
+    for path in sorted(root.rglob("*.py")):
+        if ".git" in path.parts:
+            continue
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        if not any(n in text for n in names):
+            continue
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError):
+            continue
+        rel = path.relative_to(root).as_posix()
+
+        def visit(body, cls: str) -> None:
+            for node in body:
+                if isinstance(node, ast.ClassDef):
+                    visit(node.body, node.name)
+                elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in names:
+                    out.setdefault((cls, node.name), {})[ast.dump(node)] = rel
+        visit(tree.body, "")
+    return out
+
+
+def visible_hidden_tests(task_dir: Path, f2p: list[str]) -> list[str]:
+    """Hidden tests whose definition is still in the workspace: a test module
+    that pytest collected them through (lark's tests/__main__.py imports its
+    test classes) lost the import, but the module that defines them stayed."""
+    refs = {r for r in map(mut.test_ref, f2p) if r is not None}
+    names = {r.func for r in refs}
+    if not names:
+        return []
+    original = _definitions(task_dir / "hidden", names)
+    shown = _definitions(task_dir / "workspace", names)
+    out = []
+    for r in sorted(refs, key=lambda r: (r.file, r.cls, r.func)):
+        key = (r.cls[-1] if r.cls else "", r.func)
+        for dump in original.get(key, {}):
+            if dump in shown.get(key, {}):
+                out.append(f"{r.file}::{'::'.join([*r.cls, r.func])} is defined in "
+                           f"workspace/{shown[key][dump]}")
+                break
+    return out
+
+
+def final_check(task_dir: Path) -> None:
+    """verify --gold must score 1 and --empty 0 on the finished task directory,
+    and no hidden test may be defined in the workspace. Records the gold's own
+    heuristic findings as exempt. Raises GradeCheckError."""
+    from taskforge.verify import Defences, Solution, verify
+
+    rec = json.loads((task_dir / "task.json").read_text())
+    shown = visible_hidden_tests(task_dir, rec["FAIL_TO_PASS"])
+    if shown:
+        raise GradeCheckError(f"a hidden test stays readable: {shown[0]}")
+
+    gold = verify(task_dir, Solution.gold(), defences=Defences(policy=Policy.FLAG))
+    if gold.error:
+        raise GradeCheckError(f"verify --gold did not run: {gold.error}")
+    if gold.reward != 1.0:
+        why = [f.text() for f in gold.findings if f.severity is Severity.FATAL][:2]
+        fails = (gold.f2p_failures + gold.p2p_regressions)[:2]
+        raise GradeCheckError(f"verify --gold scores {gold.reward}: "
+                              + "; ".join(why + [f"{t} {o.outcome}" for t in fails
+                                                 for o in gold.tests if o.nodeid == t][:3]))
+    allowed = sorted({(f.kind.value, f.site.rsplit(":", 1)[0]) for f in gold.findings
+                      if f.source in (Source.STATIC, Source.MONITOR)
+                      and f.severity is not Severity.INFO and f.site})
+    if allowed:
+        tj = task_dir / "task.json"
+        data = json.loads(tj.read_text())
+        data.setdefault("grading", {})["allowed"] = [list(a) for a in allowed]
+        tj.write_text(json.dumps(data, indent=2) + "\n")
+    empty = verify(task_dir, Solution.empty())
+    if empty.error:
+        raise GradeCheckError(f"verify --empty did not run: {empty.error}")
+    if empty.reward != 0.0:
+        raise GradeCheckError("verify --empty scores 1: the hidden tests do not need the feature")

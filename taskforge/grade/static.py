@@ -1,0 +1,246 @@
+"""What a solution's files do, read without running them.
+
+Before a run, verify removes what would run before any test (start-up hooks,
+planted distributions), bytecode with no source beside it, and refuses top-level
+modules that would shadow the standard library or the test runner. The static
+scan then reads every package file the solution added or changed for acts that
+honest code rarely needs; the policy in `findings` decides what they cost, and
+acts the gold itself contains are exempt (recorded per task at generation).
+"""
+from __future__ import annotations
+
+import ast
+import filecmp
+import shutil
+import sys
+from pathlib import Path
+
+from taskforge.grade.findings import Finding, FindingKind as K, Policy, Source, finding
+from taskforge.layout import is_protected_path, walk
+
+STARTUP_FILES = {"sitecustomize.py", "usercustomize.py"}
+RUNNER_MODULES = {"_pytest", "pytest", "pluggy", "py", "tf_guard", "tfboot", "tfrun"}
+# Top-level names a workspace module must never take: the runner, its plugins'
+# usual dependencies, and every standard-library module.
+RESERVED = (set(sys.stdlib_module_names) | RUNNER_MODULES
+            | {"iniconfig", "packaging", "coverage", "pytest_cov", "_distutils_hack", "setuptools",
+               "pip", "pkg_resources", "typing_extensions", "exceptiongroup", "tomli"})
+IMPORT_ROOTS = ("", "src")
+
+
+def remove_startup_hooks(tree: Path, workspace: Path) -> list[tuple[K, str]]:
+    """Delete new files that would run code at interpreter start or plant plugins."""
+    notes = []
+    for p in sorted(tree.rglob("*")):
+        rel = p.relative_to(tree).as_posix()
+        if not p.exists() or (workspace / rel).exists():
+            continue
+        name = p.name
+        if (p.is_file() and (name in STARTUP_FILES or name.endswith(".pth"))) or (
+                p.is_dir() and (name.endswith(".dist-info") or name.endswith(".egg-info"))):
+            shutil.rmtree(p) if p.is_dir() else p.unlink()
+            notes.append((K.REMOVED_STARTUP_HOOK, rel))
+    return notes
+
+
+def remove_bytecode(tree: Path, workspace: Path) -> list[tuple[K, str]]:
+    """Bytecode and native code the solution added. A cache of a source that is
+    there is an honest leftover of a test run (removed, not held against it);
+    bytecode with no source, or a new extension module, is code nobody can read."""
+    notes = []
+    for p in sorted(tree.rglob("*")):
+        if not p.is_file() or p.is_symlink():
+            continue
+        rel = p.relative_to(tree).as_posix()
+        if (workspace / rel).exists():
+            continue
+        suffix = p.suffix
+        if suffix in (".pyc", ".pyo"):
+            stem = p.name.split(".")[0]
+            src_dir = p.parent.parent if p.parent.name == "__pycache__" else p.parent
+            if not (src_dir / f"{stem}.py").is_file():
+                notes.append((K.BYTECODE_FILE, f"{rel} has no source"))
+            p.unlink()
+        elif suffix in (".so", ".pyd", ".dylib"):
+            notes.append((K.BYTECODE_FILE, f"{rel} is a new native module"))
+            p.unlink()
+    for d in sorted(tree.rglob("__pycache__"), reverse=True):
+        if d.is_dir() and not any(d.iterdir()):
+            d.rmdir()
+    return notes
+
+
+def shadowing(tree: Path, workspace: Path) -> list[tuple[K, str]]:
+    """New top-level modules: refused when they take a reserved name."""
+    notes = []
+    for root in IMPORT_ROOTS:
+        base = tree / root if root else tree
+        if not base.is_dir():
+            continue
+        for p in sorted(base.iterdir()):
+            rel = p.relative_to(tree).as_posix()
+            if (workspace / rel).exists():
+                continue
+            if p.is_file() and p.suffix == ".py":
+                name = p.stem
+            elif p.is_dir() and ((p / "__init__.py").exists() or any(p.glob("*.py"))):
+                name = p.name
+            else:
+                continue
+            if name in RESERVED:
+                notes.append((K.SHADOWING, f"{rel} would shadow the module {name}"))
+            else:
+                notes.append((K.NEW_TOP_LEVEL_MODULE, rel))
+    return notes
+
+
+def changed_sources(tree: Path, workspace: Path) -> list[str]:
+    out = []
+    for rel in walk(tree):
+        if not rel.endswith(".py") or is_protected_path(rel):
+            continue
+        orig = workspace / rel
+        if not orig.is_file() or not filecmp.cmp(tree / rel, orig, shallow=False):
+            out.append(rel)
+    return out
+
+
+def _imports(tree: ast.AST) -> set[str]:
+    mods = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            mods |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            mods.add(node.module)
+            mods |= {f"{node.module}.{a.name}" for a in node.names}
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                node.func.id == "__import__" and node.args and isinstance(node.args[0], ast.Constant):
+            mods.add(str(node.args[0].value))
+    return mods
+
+
+def _dotted(node) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        inner = _dotted(node.value)
+        return f"{inner}.{node.attr}" if inner else node.attr
+    return ""
+
+
+def _constant_return(fn: ast.FunctionDef | ast.Lambda) -> bool:
+    """A comparison that ignores its operands: returns a constant, or another
+    object's comparison of something else."""
+    if isinstance(fn, ast.Lambda):
+        body = [ast.Return(value=fn.body)]
+    else:
+        body = [s for s in fn.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    rets = [s for s in body if isinstance(s, ast.Return)]
+    return len(body) == 1 and len(rets) == 1 and isinstance(rets[0].value, ast.Constant)
+
+
+FRAME_ATTRS = {"f_back", "f_locals", "f_globals", "f_code", "tb_frame", "co_consts", "co_code",
+               "co_names", "gi_frame", "f_lineno", "f_lasti"}
+CALLS = {
+    "sys._getframe": K.FRAME_INSPECTION, "inspect.currentframe": K.FRAME_INSPECTION,
+    "inspect.stack": K.FRAME_INSPECTION, "inspect.getouterframes": K.FRAME_INSPECTION,
+    "inspect.getsource": K.TEST_FILE_READ, "inspect.getsourcelines": K.TEST_FILE_READ,
+    "gc.get_objects": K.GC_WALK, "gc.get_referrers": K.GC_WALK, "gc.get_referents": K.GC_WALK,
+    "sys.settrace": K.TRACE_HOOK, "sys.setprofile": K.TRACE_HOOK,
+    "threading.settrace": K.TRACE_HOOK, "threading.setprofile": K.TRACE_HOOK,
+    "marshal.loads": K.BYTECODE, "types.CodeType": K.BYTECODE, "dis.get_instructions": K.BYTECODE,
+    "exec": K.DYNAMIC_CODE, "eval": K.DYNAMIC_CODE, "compile": K.DYNAMIC_CODE,
+    "os.fork": K.PROCESS, "os.setsid": K.PROCESS, "os.forkpty": K.PROCESS, "os.system": K.PROCESS,
+    "subprocess.Popen": K.PROCESS, "subprocess.run": K.PROCESS, "os.posix_spawn": K.PROCESS,
+    "os.kill": K.SIGNAL, "os.killpg": K.SIGNAL, "sys.addaudithook": K.AUDIT_HOOK,
+    "sys.exit": K.EXITS, "os._exit": K.EXITS, "exit": K.EXITS, "quit": K.EXITS,
+    "atexit.register": K.EXITS, "os.dup2": K.FD_ACCESS, "os.write": K.FD_ACCESS,
+    "os.dup": K.FD_ACCESS, "os.fdopen": K.FD_ACCESS,
+}
+
+
+def scan_file(rel: str, text: bytes, old_imports: set[str]) -> list[tuple[K, str, str]]:
+    """(kind, detail, site) for one changed package file."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return []                   # the tests will fail on it
+    out: list[tuple[K, str, str]] = []
+
+    def add(kind: K, detail: str, node) -> None:
+        out.append((kind, f"{rel} {detail}", f"{rel}:{getattr(node, 'lineno', 0)}"))
+
+    new_imports = _imports(tree) - old_imports
+    for mod in sorted(new_imports):
+        top = mod.split(".")[0]
+        if top in RUNNER_MODULES:
+            add(K.RUNNER_INTERNALS, f"imports {mod}", tree)
+        elif top == "ctypes":
+            add(K.CTYPES, f"imports {mod}", tree)
+        elif top == "marshal":
+            add(K.BYTECODE, f"imports {mod}", tree)
+        elif mod in ("unittest.mock.ANY", "mock.ANY"):
+            add(K.ALWAYS_EQUAL, f"imports {mod}", tree)
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                d = _dotted(t)
+                root = d.split(".")[0]
+                if root in ("unittest", "_pytest", "pytest", "pluggy") and "." in d:
+                    add(K.RUNNER_INTERNALS, f"assigns {d}", node)
+                if (root in ("builtins", "__builtins__") and "." in d) or d == "__builtins__":
+                    add(K.BUILTINS_PATCHED, f"assigns {d}", node)
+                if d.endswith(".__code__") or d == "__code__":
+                    add(K.CODE_SWAP, f"assigns {d}", node)
+                if d.split(".")[-1] in ("__eq__", "__ne__") and isinstance(node, ast.Assign) and (
+                        not isinstance(node.value, ast.Lambda) or _constant_return(node.value)):
+                    add(K.ALWAYS_EQUAL, f"binds {d.split('.')[-1]} to something that is not a comparison",
+                        node)
+        elif isinstance(node, ast.Call):
+            name = _dotted(node.func)
+            if name == "setattr" and node.args:
+                d = _dotted(node.args[0])
+                if d.split(".")[0] in ("unittest", "_pytest", "pytest", "builtins", "sys"):
+                    add(K.RUNNER_INTERNALS, f"calls setattr on {d}", node)
+                if len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and \
+                        node.args[1].value in ("__code__", "__eq__", "__ne__"):
+                    add(K.CODE_SWAP if node.args[1].value == "__code__" else K.ALWAYS_EQUAL,
+                        f"sets {node.args[1].value} with setattr", node)
+            kind = CALLS.get(name)
+            if kind is not None:
+                if kind is K.DYNAMIC_CODE and node.args and isinstance(node.args[0], ast.Constant):
+                    continue
+                add(kind, f"calls {name}", node)
+        elif isinstance(node, ast.Attribute) and node.attr in FRAME_ATTRS:
+            add(K.BYTECODE if node.attr.startswith("co_") else K.FRAME_INSPECTION,
+                f"reads .{node.attr}", node)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
+                node.name in ("__eq__", "__ne__") and _constant_return(node):
+            add(K.ALWAYS_EQUAL, f"defines an {node.name} that ignores its operands", node)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and "/proc/" in node.value:
+            add(K.PROC_ACCESS, f"names {node.value[:60]!r}", node)
+    return out
+
+
+def scan_solution(tree: Path, workspace: Path, policy: Policy = Policy.SCORE,
+                  allowed: set[tuple[str, str]] | None = None) -> list[Finding]:
+    """Findings for the package files a solution added or changed. `allowed`:
+    (kind, file) pairs the gold itself shows, never held against a solution."""
+    allowed = allowed or set()
+    findings: list[Finding] = []
+    seen = set()
+    for rel in changed_sources(tree, workspace):
+        old_imports: set[str] = set()
+        if (workspace / rel).is_file():
+            try:
+                old_imports = _imports(ast.parse((workspace / rel).read_bytes()))
+            except (SyntaxError, ValueError):
+                pass
+        for kind, detail, site in scan_file(rel, (tree / rel).read_bytes(), old_imports):
+            if (kind, detail) in seen:
+                continue
+            seen.add((kind, detail))
+            findings.append(finding(kind, Source.STATIC, detail, site, policy,
+                                    exempt=(kind.value, rel) in allowed))
+    return findings

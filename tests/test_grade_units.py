@@ -1,0 +1,251 @@
+"""Grading without an engine: the event schema, mutants, the static scan."""
+from __future__ import annotations
+
+import ast
+import json
+import random
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from taskforge.grade import mutants as mut
+from taskforge.grade import static
+from taskforge.grade.events import parse_events
+from taskforge.grade.findings import FindingKind as K, Policy, Severity, severity
+
+
+def events(*evs) -> str:
+    return "\n".join(e if isinstance(e, str) else json.dumps(e) for e in evs) + "\n"
+
+
+def T(nodeid, when, outcome, **kw):
+    return {"$report_type": "TestReport", "nodeid": nodeid, "when": when, "outcome": outcome, **kw}
+
+
+START = {"$report_type": "SessionStart", "pid": 7}
+FINISH = {"$report_type": "SessionFinish", "exitstatus": 1}
+
+
+def test_folding_of_a_well_formed_session():
+    text = events(START, T("t::a", "setup", "passed"), T("t::a", "call", "passed"),
+                  T("t::a", "teardown", "failed"), T("t::b", "setup", "failed"),
+                  T("t::b", "teardown", "passed"),
+                  T("t::c", "setup", "passed"), T("t::c", "call", "skipped", wasxfail=True),
+                  T("t::d", "setup", "passed"), T("t::d", "call", "passed", duration=0.5),
+                  {"$report_type": "CollectReport", "nodeid": "t2.py", "outcome": "failed",
+                   "longrepr": "E   ImportError: nope"}, FINISH)
+    p = parse_events(text)
+    assert p.problems == []
+    assert p.outcomes == {"t::a": "error", "t::b": "error", "t::c": "xfailed", "t::d": "passed"}
+    assert p.durations["t::d"] == 0.5 and p.session_exit == 1
+    assert p.collect_errors == {"t2.py": "E   ImportError: nope"}
+
+
+def test_subtests_and_reruns_are_honest_shapes():
+    text = events(START, T("t::a", "setup", "passed"),
+                  T("t::a", "call", "failed", subtest=True), T("t::a", "call", "passed"),
+                  T("t::a", "teardown", "passed"),
+                  T("t::r", "setup", "passed"), T("t::r", "call", "rerun"),
+                  T("t::r", "setup", "passed"), T("t::r", "call", "passed"),
+                  T("t::r", "teardown", "passed"), FINISH)
+    p = parse_events(text)
+    assert p.problems == []
+    assert p.outcomes == {"t::a": "failed", "t::r": "passed"}
+
+
+def test_every_malformed_shape_fails_closed_and_never_raises():
+    cases = {
+        "no nodeid": (events(START, {"$report_type": "TestReport", "when": "call", "outcome": "passed"}),
+                      K.MALFORMED_EVENT),
+        "not json": (events(START, "{broken"), K.MALFORMED_EVENT),
+        "unknown type": (events(START, {"$report_type": "Forged"}), K.MALFORMED_EVENT),
+        "extra field": (events(START, T("t::a", "setup", "passed", hacked=1)), K.MALFORMED_EVENT),
+        "bad outcome": (events(START, T("t::a", "setup", "won")), K.MALFORMED_EVENT),
+        "not an object": (events(START, "[1, 2]"), K.MALFORMED_EVENT),
+        "duplicate call": (events(START, T("t::a", "setup", "passed"), T("t::a", "call", "failed"),
+                                  T("t::a", "call", "passed")), K.DUPLICATE_EVENT),
+        "call before setup": (events(START, T("t::a", "call", "passed")), K.DUPLICATE_EVENT),
+        "second start": (events(START, START), K.DUPLICATE_EVENT),
+        "after finish": (events(START, FINISH, T("t::a", "setup", "passed")), K.AFTER_SESSION),
+        "report before start": (events(T("t::a", "setup", "passed")), K.MALFORMED_EVENT),
+        "huge line": (events(START, "x" * 100_000), K.MALFORMED_EVENT),
+    }
+    for name, (text, kind) in cases.items():
+        p = parse_events(text)
+        assert kind in {k for k, _ in p.problems}, name
+        assert severity(kind, Policy.SCORE) is Severity.FATAL
+
+
+def test_lenient_mode_is_the_naive_grader():
+    """The naive grader keeps the last word on each phase: a forged late event wins."""
+    text = events(START, T("t::a", "setup", "passed"), T("t::a", "call", "failed"), FINISH,
+                  T("t::a", "call", "passed"))
+    assert parse_events(text, strict=False).outcomes == {"t::a": "passed"}
+    assert parse_events(text).outcomes == {"t::a": "failed"}
+
+
+SRC = '''\
+import pytest
+from lib import f, g, h
+
+
+def test_plain():
+    assert f(4) == "IV"
+    assert 3 == g(1, 2)
+
+
+@pytest.mark.parametrize("n, expected", [(1, "I"), (4, "IV")])
+def test_param(n, expected):
+    assert f(n) == expected
+
+
+def test_local():
+    expected = [1, 2, 3]
+    assert h() == expected
+
+
+def test_no_literal():
+    assert h() and g(1, 2) > 0
+
+
+class TestCls:
+    def test_method(self):
+        self.assertEqual(f(9), "IX")
+        assert f(1) is True
+
+
+def test_input_only():
+    f(4)
+'''
+
+
+def test_sites_are_expected_values_never_inputs():
+    tree = ast.parse(SRC)
+    lines = SRC.splitlines(keepends=True)
+    for name, cls, want_values in [("test_plain", (), {'"IV"', "3"}), ("test_param", (), {'"I"', '"IV"'}),
+                                   ("test_local", (), {"1", "2", "3"}),
+                                   ("test_method", ("TestCls",), {'"IX"', "True"})]:
+        fn = mut.find_def(tree, mut.TestRef("t.py", cls, name))
+        values = [s for s in mut.sites(fn) if s.kind == "value"]
+        seen = set()
+        for s in values:
+            e = s.edits_for(random.Random(0))[0]
+            seen.add(lines[e.line - 1].encode()[e.start:e.end].decode())
+        assert seen == want_values, (name, seen)
+    # Inputs (4, 1, 2, the 9) are never candidates; a test with no literal only negates.
+    fn = mut.find_def(tree, mut.TestRef("t.py", (), "test_no_literal"))
+    assert {s.kind for s in mut.sites(fn)} == {"negation"}
+    fn = mut.find_def(tree, mut.TestRef("t.py", (), "test_input_only"))
+    assert mut.sites(fn) == []
+
+
+def test_proposed_mutants_parse_and_change_one_literal(tmp_path):
+    (tmp_path / "t.py").write_text(SRC)
+    ids = ["t.py::test_plain", "t.py::test_param[1-I]", "t.py::test_local",
+           "t.py::TestCls::test_method", "t.py::test_no_literal"]
+    ms = mut.propose(tmp_path, ids, seed="s")
+    assert {m.func for m in ms} == {"test_plain", "test_param", "test_local", "test_method",
+                                   "test_no_literal"}
+    for m in ms:
+        assert mut.NAME_TOKEN in m.source
+        ast.parse(("if 1:\n" + m.source) if m.source.startswith(" ") else m.source)
+    # Deterministic for a seed.
+    assert [m.source for m in ms] == [m.source for m in mut.propose(tmp_path, ids, "s")]
+
+
+def test_plant_renames_and_maps_back(tmp_path):
+    (tmp_path / "t.py").write_text(SRC)
+    ids = ["t.py::test_plain", "t.py::test_param[1-I]", "t.py::TestCls::test_method"]
+    ms = [m for m in mut.propose(tmp_path, ids, "s", 1, 1)]
+    plan = mut.plant(tmp_path, ids, ms, rng=random.Random(1))
+    text = (tmp_path / "t.py").read_text()
+    ast.parse(text)
+    assert "def test_plain" not in text and "def test_method" not in text
+    assert len(plan.mutants) == len(ms) and len(plan.originals) == 3
+    new = next(n for n, r in plan.originals.items() if r.func == "test_param")
+    assert plan.original_id(f"t.py::{new}[1-I]") == "t.py::test_param[1-I]"
+    mname = next(iter(plan.mutants))
+    assert plan.mutant_of(f"t.py::{mname}[x]")[1] == "[x]"
+    assert plan.original_id("t.py::test_local") == "t.py::test_local"
+
+
+def test_mutants_really_run(tmp_path):
+    """The planted file runs under pytest: the real test passes, its mutant fails."""
+    (tmp_path / "lib.py").write_text("def f(n):\n    return {1: 'I', 4: 'IV', 9: 'IX'}[n]\n")
+    (tmp_path / "test_x.py").write_text(textwrap.dedent('''\
+        import pytest
+        from lib import f
+
+        @pytest.mark.parametrize("n, expected", [(1, "I"), (4, "IV")])
+        def test_param(n, expected):
+            assert f(n) == expected
+        '''))
+    ms = mut.propose(tmp_path, ["test_x.py::test_param[1-I]"], "seed")
+    assert [m.kind for m in ms] == ["value"] * 4 and len({m.group for m in ms}) == 2
+    plan = mut.plant(tmp_path, ["test_x.py::test_param[1-I]"], ms[:1])
+    res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rA",
+                          "test_x.py"], cwd=tmp_path, capture_output=True, text=True)
+    (name,) = plan.mutants
+    (real,) = plan.originals
+    assert f"PASSED test_x.py::{real}[1-I]" in res.stdout
+    assert f"FAILED test_x.py::{name}" in res.stdout
+
+
+def test_static_scan_kinds(tmp_path):
+    ws, tree = tmp_path / "ws", tmp_path / "tree"
+    (ws / "pkg").mkdir(parents=True)
+    (ws / "pkg" / "__init__.py").write_text("")
+    (ws / "pkg" / "m.py").write_text("def f():\n    return 1\n")
+    import shutil
+
+    shutil.copytree(ws, tree)
+    (tree / "pkg" / "m.py").write_text(textwrap.dedent('''\
+        import gc, sys, ctypes
+        from unittest.mock import ANY
+        class A:
+            __eq__ = lambda self, other: True
+        class B:
+            def __eq__(self, other):
+                return 1
+        def f():
+            f.__code__ = (lambda: 2).__code__
+            sys.settrace(None)
+            gc.get_referrers(f)
+            open("/proc/self/fd/1")
+            return sys._getframe(1).f_locals
+        '''))
+    kinds = {f.kind for f in static.scan_solution(tree, ws)}
+    assert {K.ALWAYS_EQUAL, K.CODE_SWAP, K.TRACE_HOOK, K.GC_WALK, K.CTYPES, K.PROC_ACCESS,
+            K.FRAME_INSPECTION} <= kinds
+    # What the gold does in the same file is exempt.
+    ex = static.scan_solution(tree, ws, allowed={("gc-walk", "pkg/m.py")})
+    assert all(f.severity is Severity.INFO for f in ex if f.kind is K.GC_WALK)
+
+
+def test_shadowing_and_sourceless_bytecode(tmp_path):
+    ws, tree = tmp_path / "ws", tmp_path / "tree"
+    ws.mkdir()
+    (ws / "pkg.py").write_text("")
+    tree.mkdir()
+    (tree / "pkg.py").write_text("")
+    (tree / "json.py").write_text("")
+    (tree / "helper.py").write_text("")
+    (tree / "pytest").mkdir()
+    (tree / "pytest" / "__init__.py").write_text("")
+    (tree / "__pycache__").mkdir()
+    (tree / "__pycache__" / "pkg.cpython-311.pyc").write_bytes(b"cache")
+    (tree / "__pycache__" / "secret.cpython-311.pyc").write_bytes(b"sourceless")
+    notes = static.shadowing(tree, ws)
+    assert (K.SHADOWING, "json.py would shadow the module json") in notes
+    assert any(k is K.SHADOWING and "pytest" in d for k, d in notes)
+    assert (K.NEW_TOP_LEVEL_MODULE, "helper.py") in notes
+    bc = static.remove_bytecode(tree, ws)
+    assert bc == [(K.BYTECODE_FILE, "__pycache__/secret.cpython-311.pyc has no source")]
+    assert not (tree / "__pycache__").exists()
+
+
+def test_in_sandbox_scripts_compile():
+    data = Path(__file__).resolve().parent.parent / "taskforge" / "data"
+    for name in ("tfrun.py", "tfboot.py", "tf_guard.py"):
+        compile((data / name).read_text(), name, "exec")
