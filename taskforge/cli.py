@@ -136,6 +136,9 @@ def generate(
                    f"{report.flaky_excluded} flaky excluded")
         for st in report.funnel:
             typer.echo(f"  {st.name:<24} {st.count}")
+        m = report.mutants
+        typer.echo(f"mutants: {m.hidden_with_mutant} of {m.hidden_functions} hidden test functions "
+                   f"have must-fail copies ({m.tasks_with_mutants} of {len(report.tasks)} tasks)")
         reasons: dict[str, int] = {}
         for d in report.drops:
             key = f"{d.stage}: {d.reason.split(':')[0]}"

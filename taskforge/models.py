@@ -114,6 +114,14 @@ class ResumeInfo(BaseModel):
     rejections: int = 0
 
 
+class MutantCoverage(BaseModel):
+    """Over the tasks written: how many hidden test functions have mutants."""
+    tasks_with_mutants: int = 0
+    hidden_functions: int = 0
+    hidden_with_mutant: int = 0
+    pool_size: int = 0
+
+
 class GenerateReport(BaseModel):
     """report.json: what generate did, with the reason for every drop."""
     repo: str
@@ -129,6 +137,7 @@ class GenerateReport(BaseModel):
     timings: dict[str, float] = Field(default_factory=dict)
     jobs: int = 1
     resumed: ResumeInfo = Field(default_factory=ResumeInfo)
+    mutants: MutantCoverage = Field(default_factory=MutantCoverage)
 
 
 class VerifyResult(BaseModel):

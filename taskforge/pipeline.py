@@ -27,7 +27,7 @@ from taskforge.images import ensure_base_image, ensure_env_image
 from taskforge.layout import scan
 from taskforge.leaks import ImageIndex, Scanner, image_fs_cache, needles_for
 from taskforge.models import (DropReason, FeatureInfo, FunnelStage, GenerateReport,
-                              GradingPlan, RemovedSymbol, ResumeInfo, TaskRecord, TaskSizes,
+                              GradingPlan, MutantCoverage, RemovedSymbol, ResumeInfo, TaskRecord, TaskSizes,
                               TaskTimings)
 from taskforge.grade.pool import GradeCheckError, Pool, build_pool, final_check, verify_timeout
 from taskforge.package import protected_files, task_id, write_task
@@ -264,7 +264,8 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
             jobs=opts.jobs,
             resumed=ResumeInfo(baseline=cached is not None,
                                tasks=sum(1 for v in verdicts if v.resumed and v.ok),
-                               rejections=sum(1 for v in verdicts if v.resumed and not v.ok)))
+                               rejections=sum(1 for v in verdicts if v.resumed and not v.ok)),
+            mutants=_mutant_coverage(out_dir, tasks))
         atomic_write(out_dir / "report.json", report.model_dump_json(indent=2) + "\n")
         return report
     except TaskforgeError:
@@ -282,6 +283,18 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
                 list(closer.map(Worker.close, workers))
         rmtree(scratch)
         state.unlock()
+
+
+def _mutant_coverage(out_dir: Path, tasks: list[str]) -> MutantCoverage:
+    """How much of the written tasks' hidden tests the mutant pools cover."""
+    cov = MutantCoverage()
+    for tid in tasks:
+        g = load_task(out_dir / tid).record.grading
+        cov.tasks_with_mutants += bool(g.mutants)
+        cov.hidden_functions += g.hidden_functions
+        cov.hidden_with_mutant += g.hidden_with_mutant
+        cov.pool_size += len(g.mutants)
+    return cov
 
 
 def _open_workers(src: Path, image: str, scratch: Path, jobs: int, run_args,

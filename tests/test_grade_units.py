@@ -249,3 +249,34 @@ def test_in_sandbox_scripts_compile():
     data = Path(__file__).resolve().parent.parent / "taskforge" / "data"
     for name in ("tfrun.py", "tfboot.py", "tf_guard.py"):
         compile((data / name).read_text(), name, "exec")
+
+
+def _distance(a: str, b: str) -> int:
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        cur = [i]
+        for j, cb in enumerate(b, 1):
+            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
+        prev = cur
+    return prev[-1]
+
+
+def test_the_original_is_not_the_centre_of_its_copies(tmp_path):
+    """Two copies each one edit from the original would give it away as the value
+    closest to both others: the copies form a chain with the original at a random
+    place, so 'pick the centre' is right about one time in three, not always."""
+    (tmp_path / "t.py").write_text('def test_x():\n    assert f("abcdefgh") == "mnopqrst"\n')
+    centre = total = 0
+    for seed in range(120):
+        ms = mut.propose(tmp_path, ["t.py::test_x"], f"s{seed}", sites_per_test=1)
+        values = [ast.literal_eval(m.site.split("-> ")[1]) for m in ms]
+        if len(values) != 2:
+            continue
+        total += 1
+        o, a, b = "mnopqrst", values[0], values[1]
+        d = {"o": (_distance(o, a), _distance(o, b)), "a": (_distance(a, o), _distance(a, b)),
+             "b": (_distance(b, o), _distance(b, a))}
+        best = min(d, key=lambda k: sum(d[k]))
+        centre += best == "o" and sum(d["o"]) < min(sum(d["a"]), sum(d["b"]))
+    assert total >= 100
+    assert centre / total < 0.5, centre / total

@@ -424,19 +424,22 @@ def _apply(lines: list[str], edits: list[Edit]) -> list[str] | None:
     return out
 
 
-def _mutate_table(site: Site, rng: random.Random) -> tuple | None:
+def _mutate_table(site: Site, rng: random.Random, base=None) -> tuple | None:
+    """The table with the site's value changed (from `base`, a previous copy's
+    value, when given; never back to the original)."""
     rows = [list(r) if isinstance(r, tuple) else [r] for r in site.table]
     single = not isinstance(site.table[0], tuple)
+    orig = rows[site.row][site.column]
+    v = orig if base is None else base
+    if not isinstance(v, (str, bytes, int, float)):
+        return None
     for _ in range(10):
-        i = site.row
-        v = rows[i][site.column]
-        if isinstance(v, (str, bytes, int, float)):
-            tok = _new_token(repr(v), v, rng)
-            if tok is not None:
-                new = ast.literal_eval(tok)
-                if new != v:
-                    rows[i][site.column] = new
-                    return tuple(r[0] if single else tuple(r) for r in rows)
+        tok = _new_token(repr(v), v, rng)
+        if tok is not None:
+            new = ast.literal_eval(tok)
+            if new != v and new != orig:
+                rows[site.row][site.column] = new
+                return tuple(r[0] if single else tuple(r) for r in rows)
     return None
 
 
@@ -462,16 +465,17 @@ def _named(src_lines: list[str], fn, edits: list[Edit]) -> str | None:
     return text
 
 
-def _render(src_lines: list[str], fn, site: Site, rng: random.Random
-            ) -> tuple[str, str, str] | None:
-    """(mutant source, what changed, the original rewritten or "")."""
+def _render(src_lines: list[str], fn, site: Site, rng: random.Random, base=None
+            ) -> tuple[str, str, str, object] | None:
+    """(mutant source, what changed, the original rewritten or "", the new value).
+    `base`: a previous copy's new value, to change instead of the original's."""
     edits = site.edits_for(rng)
     if not edits:
         return None
     what = "negated an assertion"
     if edits[0].text == "\1":
         e = edits[0]
-        new_table = _mutate_table(site, rng)
+        new_table = _mutate_table(site, rng, base)
         if new_table is None:
             return None
         mutant = _named(src_lines, fn, [Edit(e.line, e.start, e.end, repr(new_table), e.end_line)])
@@ -480,22 +484,27 @@ def _render(src_lines: list[str], fn, site: Site, rng: random.Random
         if mutant is None or original is None:
             return None
         changed = next(f"{a!r} -> {b!r}" for a, b in zip(site.table, new_table) if a != b)
-        return mutant, f"line {site.where}: {changed[:80]}", original
+        row = new_table[site.row]
+        value = row[site.column] if isinstance(row, tuple) else row
+        return mutant, f"line {site.where}: {changed[:80]}", original, value
     if edits[0].text == "\0":
         e = edits[0]
         raw = src_lines[e.line - 1].encode("utf-8")
         token = raw[e.start:e.end].decode("utf-8")
         try:
             value = ast.literal_eval(token)
+            start = token if base is None else base
+            new = _new_token(start, ast.literal_eval(start), rng)
+            if new is None or ast.literal_eval(new) == value:
+                return None
         except (ValueError, SyntaxError):
-            return None
-        new = _new_token(token, value, rng)
-        if new is None:
             return None
         edits = [Edit(e.line, e.start, e.end, new)]
         what = f"{token[:40]} -> {new[:40]}"
+        text = _named(src_lines, fn, edits)
+        return (text, f"line {site.where}: {what}", "", new) if text is not None else None
     text = _named(src_lines, fn, edits)
-    return (text, f"line {site.where}: {what}", "") if text is not None else None
+    return (text, f"line {site.where}: {what}", "", None) if text is not None else None
 
 
 def _token(lines: list[str], site: Site, rng: random.Random) -> str:
@@ -543,12 +552,18 @@ def propose(root: Path, nodeids: list[str], seed: str, sites_per_test: int = 2,
             e = site.edits_for(rng)[0]
             group = f"{ref.func}@{e.line}:{e.start}:{site.row}"
             texts: set[str] = set()
+            # The copies form a chain of one-letter changes with the original at a
+            # random place in it (its middle one time in three), so that "the one
+            # closest to both others" is no better than a guess.
+            chain = rng.random() < 2 / 3
+            prev = None
             for _ in range(values_per_site * 3):
                 if len(texts) >= values_per_site:
                     break
-                r = _render(lines, fn, site, rng)
+                r = _render(lines, fn, site, rng, base=prev if chain else None)
                 if r is None or r[0] in texts:
                     continue
+                prev = r[3]
                 texts.add(r[0])
                 out.append(Mutant(file=ref.file, cls=list(ref.cls), func=ref.func, kind="value",
                                   group=group, site=r[1], source=r[0], original=r[2]))
