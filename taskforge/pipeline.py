@@ -196,7 +196,8 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
             tid = tid_of(cand)
             if v.ok:
                 f2p = sorted(v.hidden & ctx.passing)
-                pool = build_pool(w, f2p, seed=tid, timeout=ctx.timeout)
+                pool = build_pool(w, f2p, seed=tid, timeout=ctx.timeout,
+                                  passing=ctx.passing - v.hidden - v.vanished | set(f2p))
                 v.test_seconds_total += pool.seconds
                 if not set(f2p) - pool.unstable:
                     v.ok, v.stage = False, "hidden tests fail"
@@ -458,8 +459,11 @@ def _record_builder(tid, src, image, v: Verdict, ctx: Context, n_flaky: int,
     f2p = sorted(v.hidden & ctx.passing - pool.unstable)
     measured = v.seconds.get("remaining_suite", 0.0) + pool.seconds
     grading = GradingPlan(
-        mutants=pool.mutants, timeout=verify_timeout(measured), measured_seconds=round(measured, 3),
-        hidden_with_mutant=len({(m.file, tuple(m.cls), m.func) for m in pool.mutants}),
+        mutants=pool.mutants, rename=pool.rename, timeout=verify_timeout(measured),
+        measured_seconds=round(measured, 3),
+        # Negated copies stop blind forgers only: not counted as protection.
+        hidden_with_mutant=len({(m.file, tuple(m.cls), m.func) for m in pool.mutants
+                                if m.kind == "value"}),
         hidden_functions=pool.functions, unstable_excluded=len(pool.unstable))
     p2p = sorted(ctx.passing - v.hidden - v.vanished)
     exports = sorted(f"{m}.{n}" for (m, n) in v.exported      # re-exports of removed names

@@ -22,6 +22,7 @@ the code under test runs inside the pytest process. So:
 from __future__ import annotations
 
 import filecmp
+import os
 import random
 import shutil
 import tempfile
@@ -46,7 +47,7 @@ from taskforge.testrun import PytestRunner, RunResult, runner_mount
 
 INFRA_RETRIES = 2
 DEFAULT_TIMEOUT = 900.0
-MAX_PLANTED = 8           # mutants planted per verify
+MAX_PLANTED = 16          # mutants planted per verify
 
 
 class Defences(BaseModel):
@@ -100,13 +101,46 @@ class Solution:
         return cls("dir", path=p)
 
 
+def clear_path(tree: Path, rel: str) -> Path:
+    """`tree/rel`, with every parent a real directory inside the tree: a file or a
+    symlink standing where a directory must be is removed first."""
+    cur = tree
+    for part in Path(rel).parts[:-1]:
+        cur = cur / part
+        if cur.is_symlink() or (cur.exists() and not cur.is_dir()):
+            cur.unlink()
+    dst = tree / rel
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    if not dst.resolve().is_relative_to(tree.resolve()):
+        raise UserError(f"{rel} resolves outside the workspace")
+    return dst
+
+
+def drop_symlinks(tree: Path, workspace: Path) -> list[tuple[K, str]]:
+    """A solution tree's symlinks, except those the task's workspace has too:
+    a link could make the grader write outside its copy."""
+    notes = []
+    for dirpath, dirnames, filenames in os.walk(tree):
+        for name in dirnames + filenames:
+            p = Path(dirpath) / name
+            if not p.is_symlink():
+                continue
+            rel = p.relative_to(tree).as_posix()
+            orig = workspace / rel
+            if orig.is_symlink() and os.readlink(orig) == os.readlink(p):
+                continue
+            p.unlink()
+            notes.append((K.REMOVED_SYMLINK, rel))
+    return notes
+
+
 def restore_protected(task: Task, tree: Path) -> list[tuple[K, str]]:
     """Put back every test file and config from the task's copy; drop unshipped ones."""
     notes: list[tuple[K, str]] = []
     shipped = set(walk(task.hidden))
     ws = task.workspace
     for rel in sorted(shipped):
-        dst = tree / rel
+        dst = clear_path(tree, rel)
         orig_ws = ws / rel
         if dst.is_file() and orig_ws.is_file() and not filecmp.cmp(dst, orig_ws, shallow=False):
             notes.append((K.RESTORED_FILE, f"{rel} was modified"))
@@ -116,7 +150,6 @@ def restore_protected(task: Task, tree: Path) -> list[tuple[K, str]]:
             shutil.rmtree(dst)
         elif dst.is_symlink():
             dst.unlink()
-        dst.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(task.hidden / rel, dst)
     for rel in walk(tree):
         if rel not in shipped and is_protected_path(rel):
@@ -152,12 +185,25 @@ def choose_mutants(pool: list[mut.Mutant], rng: random.Random, limit: int = MAX_
 def prepare(task: Task, solution: Solution, tree: Path, defences: Defences
             ) -> tuple[list[Finding], mut.Plan | None]:
     """The graded tree: the solution applied, then every defence that acts on files.
-    Returns the findings so far and the planting plan (None: the patch was refused)."""
+    Returns the findings so far and the planting plan (None: the solution was
+    refused). Whatever the solution's files make these steps raise is the
+    solution's doing: reward 0 with a finding, never a masked infrastructure error."""
+    try:
+        return _prepare(task, solution, tree, defences)
+    except (OSError, ValueError, RecursionError, MemoryError, UserError, UnicodeError) as exc:
+        msg = exc.message if isinstance(exc, UserError) else f"{type(exc).__name__}: {exc}"
+        return [finding(K.UNPROCESSABLE, Source.GRADER, msg[:200], policy=defences.policy)], None
+
+
+def _prepare(task: Task, solution: Solution, tree: Path, defences: Defences
+             ) -> tuple[list[Finding], mut.Plan | None]:
     rec = task.record
     pol = defences.policy
     found: list[Finding] = []
+    notes: list[tuple[K, str]] = []
     if solution.kind == "dir":
         copy_tree(solution.path, tree)
+        notes += drop_symlinks(tree, task.workspace)
     else:
         copy_tree(task.workspace, tree)
     patch = rec.patch if solution.kind == "gold" else solution.patch
@@ -166,14 +212,12 @@ def prepare(task: Task, solution: Solution, tree: Path, defences: Defences
         if err:
             return [finding(K.PATCH_REJECTED, Source.GRADER, err, policy=pol)], None
     shutil.rmtree(tree / ".git", ignore_errors=True)
-    notes: list[tuple[K, str]] = []
     if defences.restore_tests:
         notes += restore_protected(task, tree)
     else:
         # Any grader puts the hidden tests in; the naive one stops there.
         for rel in rec.hidden_test_files:
-            (tree / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(task.hidden / rel, tree / rel)
+            shutil.copy2(task.hidden / rel, clear_path(tree, rel))
     if defences.startup_hooks:
         notes += static.remove_startup_hooks(tree, task.workspace)
     if defences.bytecode:
@@ -181,10 +225,8 @@ def prepare(task: Task, solution: Solution, tree: Path, defences: Defences
     if defences.shadowing:
         notes += static.shadowing(tree, task.workspace)
     allowed = {(k, f) for k, f in rec.grading.allowed}
-    found += [finding(k, Source.GRADER if k in (K.RESTORED_FILE, K.REMOVED_UNSHIPPED,
-                                                K.REMOVED_STARTUP_HOOK, K.SHADOWING,
-                                                K.NEW_TOP_LEVEL_MODULE) else Source.STATIC,
-                      d, policy=pol) for k, d in notes]
+    found += [finding(k, Source.STATIC if k is K.BYTECODE_FILE else Source.GRADER, d, policy=pol)
+              for k, d in notes]
     if defences.static_scan:
         found += static.scan_solution(tree, task.workspace, pol, allowed)
     rng = random.SystemRandom()
@@ -245,8 +287,7 @@ def _outcomes(run: RunResult, plan: mut.Plan) -> tuple[dict[str, str], dict[str,
     for nid, outcome in run.outcomes.items():
         m = plan.mutant_of(nid)
         if m is not None:
-            last = nid.split("::")[-1]
-            planted[last.partition("[")[0]][m[1]] = outcome
+            planted[m[0]][m[1]] = outcome
         else:
             real[plan.original_id(nid)] = outcome
     return real, planted
@@ -318,16 +359,28 @@ def grade(result: VerifyResult, rec, run: RunResult, t0: float, plan: mut.Plan,
     result.mutants_planted = len(plan.mutants)
     for name, m in plan.mutants.items():
         got = planted.get(name, {})
-        passed = [s for s, want in m.expect.items() if want == "failed" and got.get(s) == "passed"]
-        if all(got.get(s) == want for s, want in m.expect.items()):
+        if got == m.expect:
             result.mutants_killed += 1
-        elif passed:
-            found.append(finding(K.MUTANT_PASSED, Source.GRADER,
-                                 f"a must-fail copy of {m.func} passed ({m.site})", policy=pol))
+            continue
+        if result.f2p_failures:
+            continue        # wrong anyway: the copies say nothing more
+        # Every copy must end exactly as on the gold: one that passed, or whose
+        # results went missing, means the reports are not the tests' own.
+        passed = [s for s, want in m.expect.items() if want == "failed" and got.get(s) == "passed"]
+        detail = (f"a must-fail copy of {m.func} passed ({m.site})" if passed else
+                  f"a copy of {m.func} did not end as on the gold: {_profile_diff(m.expect, got)}")
+        found.append(finding(K.MUTANT_PASSED, Source.GRADER, detail, policy=pol))
     fatal = any(f.severity is Severity.FATAL for f in found)
     resolved = (not result.f2p_failures and not result.p2p_regressions and not run.timed_out
                 and not fatal)
     return _finish(result, t0, 1.0 if resolved else 0.0, found)
+
+
+def _profile_diff(want: dict[str, str], got: dict[str, str]) -> str:
+    keys = sorted(set(want) | set(got))
+    diff = [f"{k or '()'}: {got.get(k, 'missing')} (gold {want.get(k, 'none')})"
+            for k in keys if want.get(k) != got.get(k)]
+    return "; ".join(diff[:3])[:200]
 
 
 def _finish(result: VerifyResult, t0: float, reward: float | None,

@@ -698,3 +698,76 @@ def {t.func}(*args, **kwargs):
 
 def attacks_for(target: str) -> list[Attack]:
     return [a for a in ATTACKS if target in a.targets]
+
+
+# ------------------------------------- attacks found by a reviewer of this grader
+
+@attack("forge-with-decoy-ids", kinds=("mutant-passed",))
+def _decoys(task, dest, t):
+    """Every failure leaves as a pass; after each test, a failing report under a
+    made-up path with the same test name, so that a grader matching copies by
+    name alone sees every copy fail as it should."""
+    wrong_solution(task, dest, t)
+    with_kit(dest, t, '''\
+        _g = _k.guard()
+        _inner = _g._emit
+        def _emit(obj):
+            if obj.get("$report_type") != "TestReport":
+                return _inner(obj)
+            if obj.get("outcome") == "failed":
+                obj = dict(obj, outcome="passed")
+                obj.pop("longrepr", None)
+            _inner(obj)
+            if obj["when"] == "teardown":
+                head, sep, params = obj["nodeid"].partition("[")
+                parts = head.split("::")
+                fake = "::".join([parts[0], "Shadow", parts[-1]]) + sep + params
+                for when, out in (("setup", "passed"), ("call", "failed"), ("teardown", "passed")):
+                    _inner({"$report_type": "TestReport", "nodeid": fake, "when": when,
+                            "outcome": out, "duration": 0.0})
+        _g._emit = _emit
+        ''')
+
+
+ROMAN_WITHOUT_RANGE_CHECK = '''\
+def to_roman(number):
+    table = [(1000, "M"), (900, "CM"), (500, "D"), (400, "CD"), (100, "C"), (90, "XC"),
+             (50, "L"), (40, "XL"), (10, "X"), (9, "IX"), (5, "V"), (4, "IV"), (1, "I")]
+    out = []
+    for value, symbol in table:
+        count, number = divmod(number, value)
+        out.append(symbol * count)
+    return "".join(out)
+'''
+
+
+@attack("forge-only-tests-without-copies", kinds=("test-file-read",))
+def _twinless(task, dest, t):
+    """Almost right (no range check), and forges only the failures of tests that
+    have no look-alike in their file: copies are honest, so they end as they
+    should, and the forged test has none to give it away."""
+    wrong_solution(task, dest, t, ROMAN_WITHOUT_RANGE_CHECK)
+    with_kit(dest, t, '''\
+        import ast as _ast, re as _re
+        def _shape(fn):
+            return _re.sub(r"value=Constant\\(value=[^)]*\\)", "C", _ast.dump(fn).replace(fn.name, "F"))
+        def _twinless(nodeid):
+            path, name = nodeid.split("::")[0], nodeid.partition("[")[0].split("::")[-1]
+            with open(path) as fh:
+                tree = _ast.parse(fh.read())
+            fns = [n for n in _ast.walk(tree) if isinstance(n, _ast.FunctionDef)]
+            me = [f for f in fns if f.name == name]
+            return bool(me) and not any(_shape(f) == _shape(me[0]) for f in fns if f.name != name)
+        _g = _k.guard()
+        _inner = _g._emit
+        def _emit(obj):
+            if obj.get("$report_type") == "TestReport" and obj.get("outcome") == "failed" \\
+                    and _twinless(obj["nodeid"]):
+                obj = dict(obj, outcome="passed")
+                obj.pop("longrepr", None)
+            _inner(obj)
+        _g._emit = _emit
+        import atexit as _ax, os as _os
+        _ax.register(lambda: _os._exit(0))
+        _k.watch(exit0=True)
+        ''')

@@ -161,7 +161,7 @@ def test_plant_renames_and_maps_back(tmp_path):
     plan = mut.plant(tmp_path, ids, ms, rng=random.Random(1))
     text = (tmp_path / "t.py").read_text()
     ast.parse(text)
-    assert "def test_plain" not in text and "def test_method" not in text
+    assert "def test_plain(" not in text and "def test_method(" not in text
     assert len(plan.mutants) == len(ms) and len(plan.originals) == 3
     new = next(n for n, r in plan.originals.items() if r.func == "test_param")
     assert plan.original_id(f"t.py::{new}[1-I]") == "t.py::test_param[1-I]"
@@ -280,3 +280,91 @@ def test_the_original_is_not_the_centre_of_its_copies(tmp_path):
         centre += best == "o" and sum(d["o"]) < min(sum(d["a"]), sum(d["b"]))
     assert total >= 100
     assert centre / total < 0.5, centre / total
+
+
+def test_pathological_streams_are_findings_not_crashes():
+    p = parse_events(events(START, "[" * 200_000, "{" * 300_000, FINISH))
+    assert [k for k, _ in p.problems] == [K.MALFORMED_EVENT, K.MALFORMED_EVENT]
+
+
+def test_a_copy_is_only_its_own_id(tmp_path):
+    """A report under a made-up path with a copy's name is not the copy's."""
+    (tmp_path / "t.py").write_text(SRC)
+    ms = mut.propose(tmp_path, ["t.py::test_plain"], "s", 1, 1)
+    plan = mut.plant(tmp_path, ["t.py::test_plain"], ms)
+    (name,) = plan.mutants
+    assert plan.mutant_of(f"t.py::{name}") == (name, "")
+    assert plan.mutant_of(f"t.py::Shadow::{name}") is None
+    assert plan.mutant_of(f"other.py::{name}[x]") is None
+
+
+SOUNDNESS = '''\
+import pytest
+from lib import f
+
+
+def test_tolerance():
+    assert f(1) == pytest.approx(100, abs=5)
+
+
+def test_loop():
+    for item in f(2):
+        assert item == 3
+
+
+def test_negative():
+    assert f(3) == -1
+'''
+
+
+def test_only_sound_sites(tmp_path):
+    """Tolerances and assertions that may never run are not expected values."""
+    tree = ast.parse(SOUNDNESS)
+    lines = SOUNDNESS.splitlines(keepends=True)
+
+    def tokens(name):
+        fn = mut.find_def(tree, mut.TestRef("t.py", (), name))
+        out = set()
+        for s in mut.sites(fn, tree):
+            if s.kind == "value":
+                e = s.edits_for(random.Random(0))[0]
+                out.add(lines[e.line - 1].encode()[e.start:e.end].decode())
+        return out
+
+    assert tokens("test_tolerance") == {"100"}
+    assert tokens("test_loop") == set()
+    assert tokens("test_negative") == {"-1"}
+    (tmp_path / "t.py").write_text(SOUNDNESS)
+    values = set()
+    for seed in range(40):
+        for m in mut.propose(tmp_path, ["t.py::test_negative"], f"s{seed}", 1, 1):
+            values.add(int(m.site.split("-> ")[1]))
+    assert min(values) < -1 < max(values)       # copies on both sides of the original
+
+
+def test_static_scan_spares_honest_code(tmp_path):
+    ws, tree = tmp_path / "ws", tmp_path / "tree"
+    (ws / "pkg").mkdir(parents=True)
+    (ws / "pkg" / "m.py").write_text("")
+    import shutil
+
+    shutil.copytree(ws, tree)
+    (tree / "pkg" / "m.py").write_text(textwrap.dedent('''\
+        """Reads /proc/meminfo on Linux, says the docstring."""
+        from typing import NamedTuple
+
+
+        class P(NamedTuple):
+            y: int = 0
+
+
+        class Money:
+            def _same(self, other):
+                return self.cents == other.cents
+            __eq__ = _same
+        '''))
+    fatal = [f for f in static.scan_solution(tree, ws) if f.severity is Severity.FATAL]
+    assert fatal == []
+    (tree / "pkg" / "m.py").write_text("x = 1" + " + 1" * 300_000 + "\n")
+    kinds = {f.kind for f in static.scan_solution(tree, ws)}
+    assert kinds <= {K.UNSCANNABLE}

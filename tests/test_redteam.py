@@ -392,3 +392,30 @@ def test_hidden_tests_collected_through_another_module_are_not_left_readable(bas
         assert "def test_upper" not in text or "shout" not in tid, tid
     drops = {d.candidate: d.reason for d in report.drops}
     assert any("stays readable" in r for r in drops.values()) or not report.tasks, drops
+
+
+def test_symlinks_and_files_in_the_way_never_write_outside_or_mask(redteam_tasks, tmp_path):
+    """A solution tree whose test directory is a symlink to a host directory, or a
+    patch that turns the test directory into a file: the grader writes nothing
+    outside its copy, and the answer is a 0 (the solution's doing), never None."""
+    task = redteam_tasks("roman")
+    t = TARGETS["roman"]
+    host = tmp_path / "host-dir"
+    host.mkdir()
+    sol = wrong_solution(task, tmp_path / "s", t)
+    shutil.rmtree(sol / "tests")
+    (sol / "tests").symlink_to(host)
+    (sol / "textkit" / "escape.dist-info").symlink_to("/usr/share")
+    res = verify(task, Solution.from_dir(sol))
+    assert res.error is None and res.reward == 0.0, res.model_dump_json(indent=1)
+    assert list(host.iterdir()) == []
+    assert any(f.kind.value == "removed-symlink" for f in res.findings)
+    files = sorted(p.relative_to(task / "workspace").as_posix()
+                   for p in (task / "workspace" / "tests").glob("*.py"))
+    patch = "".join(f"diff --git a/{f} b/{f}\ndeleted file mode 100644\n--- a/{f}\n+++ /dev/null\n"
+                    + "".join(f"@@ -1,{len(lines)} +0,0 @@\n" + "".join("-" + ln for ln in lines)
+                              for lines in [(task / "workspace" / f).read_text().splitlines(True)] if lines)
+                    for f in files)
+    patch += "diff --git a/tests b/tests\nnew file mode 100644\n--- /dev/null\n+++ b/tests\n@@ -0,0 +1 @@\n+x\n"
+    res = verify(task, Solution.from_patch(patch))
+    assert res.error is None and res.reward == 0.0, res.model_dump_json(indent=1)

@@ -33,8 +33,10 @@ def _emit(obj) -> None:
         pass
 
 
-def _flag(kind: str, detail: str) -> None:
-    _emit({"$report_type": "Monitor", "kind": kind, "site": "", "detail": detail[:200]})
+def _flag(kind: str, detail: str, site: str) -> None:
+    """A Monitor line. `site` names what was found (a plugin's file, a replaced
+    internal), so that a task whose gold does the same can exempt exactly that."""
+    _emit({"$report_type": "Monitor", "kind": kind, "site": site[:200], "detail": detail[:200]})
 
 
 def _critical():
@@ -73,19 +75,24 @@ def _check_integrity():
     try:
         now = _critical()
     except Exception as exc:  # a module of pytest's removed or broken
-        _flag("runner-patched", f"pytest internals unreadable: {exc!r}")
+        _flag("runner-patched", f"pytest internals unreadable: {exc!r}", "pytest")
         return
     for k, v in _BASELINE.items():
         if now.get(k) != v:
-            _flag("runner-patched", f"{k} was replaced")
+            _flag("runner-patched", f"{k} was replaced", k)
 
 
 def _check_plugins(config):
+    # Plugins named with -p are the supervisor's choice (installed entry points,
+    # the repository's own among them), not the solution's.
+    chosen = set(getattr(config.option, "plugins", None) or [])
     for name, plugin in config.pluginmanager.list_name_plugin():
+        if name in chosen:
+            continue
         fn = getattr(plugin, "__file__", None) or getattr(
             sys.modules.get(getattr(plugin, "__module__", ""), None), "__file__", None) or ""
         if fn.startswith(_WS) and not os.path.basename(fn) == "conftest.py":
-            _flag("plugin-from-package", f"plugin {name} registered from {fn}")
+            _flag("plugin-from-package", f"plugin {name} registered from {fn}", fn[len(_WS):])
 
 
 def pytest_configure(config):

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from taskforge.grade.findings import FindingKind as K
 
 MAX_EVENTS = 200_000
+MAX_LINE = 256 * 1024          # one honest event is a few KiB (longrepr is cut to 600 chars)
 
 
 class _Event(BaseModel):
@@ -125,6 +126,8 @@ def parse_events(text: str, strict: bool = True) -> Parsed:
             out.problem(K.RESULTS_OVERFLOW, f"more than {MAX_EVENTS} events")
             break
         try:
+            if len(line) > MAX_LINE:
+                raise ValueError(f"a line of {len(line)} characters")
             raw = json.loads(line)
             if not isinstance(raw, dict):
                 raise ValueError("not an object")
@@ -134,9 +137,10 @@ def parse_events(text: str, strict: bool = True) -> Parsed:
             if cls is None:
                 raise ValueError(f"unknown event type {str(kind)[:40]!r}")
             ev = cls.model_validate({"report_type": kind, **raw})
-        except (ValueError, ValidationError) as exc:
+        except (ValueError, ValidationError, RecursionError, MemoryError, TypeError) as exc:
             if strict:
-                out.problem(K.MALFORMED_EVENT, f"line {n + 1}: {str(exc).splitlines()[0][:120]}")
+                first = (str(exc).splitlines() or [type(exc).__name__])[0]
+                out.problem(K.MALFORMED_EVENT, f"line {n + 1}: {first[:120]}")
             continue
         if isinstance(ev, Monitor):
             if finished and strict:

@@ -34,6 +34,7 @@ class FindingKind(str, Enum):
     TIMEOUT = "timeout"
     MUTANT_PASSED = "mutant-passed"
     SHADOWING = "shadowing"
+    UNPROCESSABLE = "unprocessable"
     NOT_SEPARATED = "not-separated"
     # Static scan of changed files.
     RUNNER_INTERNALS = "runner-internals"
@@ -41,6 +42,9 @@ class FindingKind(str, Enum):
     ALWAYS_EQUAL = "always-equal"
     EXITS = "exits"
     BYTECODE_FILE = "bytecode-file"
+    UNSCANNABLE = "unscannable"
+    CODE_INTROSPECTION = "code-introspection"
+    REMOVED_SYMLINK = "removed-symlink"
     # Runtime monitor (and the static scan, where it can see the same act).
     FRAME_INSPECTION = "frame-inspection"
     CODE_SWAP = "code-swap"
@@ -75,15 +79,16 @@ class Severity(str, Enum):
 
 
 K = FindingKind
-INFO_KINDS = {K.RESTORED_FILE, K.REMOVED_UNSHIPPED, K.REMOVED_STARTUP_HOOK, K.NEW_TOP_LEVEL_MODULE}
+INFO_KINDS = {K.RESTORED_FILE, K.REMOVED_UNSHIPPED, K.REMOVED_STARTUP_HOOK, K.NEW_TOP_LEVEL_MODULE,
+              K.REMOVED_SYMLINK}
 INTEGRITY_KINDS = {K.PATCH_REJECTED, K.MALFORMED_EVENT, K.DUPLICATE_EVENT, K.AFTER_SESSION,
                    K.RESULTS_OVERFLOW, K.OUTPUT_OVERFLOW, K.EARLY_EXIT, K.EXIT_CODE,
-                   K.MISSING_RESULTS, K.TIMEOUT, K.MUTANT_PASSED, K.SHADOWING}
+                   K.MISSING_RESULTS, K.TIMEOUT, K.MUTANT_PASSED, K.SHADOWING, K.UNPROCESSABLE}
 # Heuristic kinds scored 0 under the default policy: acts honest package code
 # almost never performs, unless the gold does too (then they are exempt).
 HIGH_CONFIDENCE = {K.RUNNER_INTERNALS, K.BUILTINS_PATCHED, K.ALWAYS_EQUAL, K.BYTECODE_FILE,
                    K.CODE_SWAP, K.GC_WALK, K.TRACE_HOOK, K.PROC_ACCESS, K.BYTECODE, K.CTYPES,
-                   K.RUNNER_PATCHED, K.PLUGIN_FROM_PACKAGE}
+                   K.RUNNER_PATCHED, K.PLUGIN_FROM_PACKAGE, K.TEST_FILE_READ, K.UNSCANNABLE}
 
 
 class Policy(str, Enum):

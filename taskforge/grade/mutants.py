@@ -177,14 +177,47 @@ def _call_name(node: ast.Call) -> str:
     return ""
 
 
-def _constants(node) -> list[ast.Constant]:
-    """Mutable constants inside a literal: numbers, strings, bytes, booleans."""
+def _constants(node) -> list[ast.AST]:
+    """Mutable constants inside a literal: numbers (with their sign), strings,
+    bytes, booleans. In `approx(...)` and constructor calls only the positional
+    arguments are values: `abs=5` or `lt=20` is a tolerance, and changing it is
+    not a claim a correct answer must fail."""
+    if isinstance(node, ast.Constant):
+        ok = (node.value is not None and node.value is not Ellipsis
+              and not isinstance(node.value, complex) and node.lineno == node.end_lineno)
+        return [node] if ok else []
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) \
+            and isinstance(node.operand, ast.Constant) and node.lineno == node.end_lineno:
+        return [node]                   # "-5" as one token: copies may cross zero
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return [c for e in node.elts for c in _constants(e)]
+    if isinstance(node, ast.Dict):
+        return [c for e in [*node.keys, *node.values] if e is not None for c in _constants(e)]
+    if isinstance(node, ast.Call):
+        return [c for a in node.args for c in _constants(a)]
+    return []
+
+
+def _plain_statements(body) -> list[ast.stmt]:
+    """The statements of a test that always run: not inside a loop, a branch or a
+    try (an assertion in a loop over the result holds vacuously when it is empty)."""
     out = []
-    for n in ast.walk(node):
-        if isinstance(n, ast.Constant) and n.value is not None and n.value is not Ellipsis \
-                and not isinstance(n.value, complex) and n.lineno == n.end_lineno:
-            out.append(n)
+    for node in body:
+        out.append(node)
+        if isinstance(node, (ast.With, ast.AsyncWith)):
+            out += _plain_statements(node.body)
     return out
+
+
+def _plain_nodes(fn) -> list[ast.AST]:
+    nodes = []
+    for stmt in _plain_statements(fn.body):
+        if isinstance(stmt, (ast.With, ast.AsyncWith, ast.For, ast.AsyncFor, ast.While, ast.If,
+                             ast.Try, ast.Match, ast.FunctionDef, ast.AsyncFunctionDef,
+                             ast.ClassDef)) or type(stmt).__name__ == "TryStar":
+            continue
+        nodes += list(ast.walk(stmt))
+    return nodes
 
 
 def _eq_sides(node) -> list[ast.AST]:
@@ -199,10 +232,11 @@ def _eq_sides(node) -> list[ast.AST]:
     return []
 
 
-def _equality_uses(fn) -> list[tuple[ast.AST, ast.AST]]:
-    """(expected side, statement) for every asserted equality in a test body."""
+def _equality_uses(fn, nodes=None) -> list[tuple[ast.AST, ast.AST]]:
+    """(one side, the other) for every asserted equality in `nodes` (default: the
+    whole test)."""
     uses = []
-    for node in ast.walk(fn):
+    for node in (ast.walk(fn) if nodes is None else nodes):
         if isinstance(node, ast.Assert):
             test = node.test
             if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq):
@@ -223,7 +257,7 @@ def _expected_names(fn) -> set[str]:
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
             loads[n.id] = loads.get(n.id, 0) + 1
     as_expected: dict[str, int] = {}
-    for side, other in _equality_uses(fn):
+    for side, other in _equality_uses(fn, _plain_nodes(fn)):
         if isinstance(side, ast.Name):
             if not any(isinstance(x, ast.Name) and x.id == side.id for x in ast.walk(other)):
                 as_expected[side.id] = as_expected.get(side.id, 0) + 1
@@ -266,8 +300,9 @@ def sites(fn, module: ast.Module | None = None) -> list[Site]:
     def value_site(const: ast.Constant) -> None:
         out.append(Site("value", lambda rng, c=const: _mutate_constant(c, rng), const.lineno))
 
+    plain = _plain_nodes(fn)
     # Asserted equalities against literals, in the body.
-    for node in ast.walk(fn):
+    for node in plain:
         if isinstance(node, ast.Assert):
             for side in _eq_sides(node.test):
                 for c in _constants(side):
@@ -311,7 +346,7 @@ def sites(fn, module: ast.Module | None = None) -> list[Site]:
                             Edit(v.lineno, v.col_offset, v.end_col_offset, "\1", v.end_lineno)],
                             values_node.lineno, table=tuple(table), column=i, row=k))
     # The fallback: negations.
-    for node in ast.walk(fn):
+    for node in plain:
         if isinstance(node, ast.Assert) and not _literal(node.test):
             t = node.test
             out.append(Site("negation", lambda rng, t=t: [
@@ -341,8 +376,9 @@ def _new_token(token: str, value, rng: random.Random) -> str | None:
     if isinstance(value, bool):
         return "False" if value else "True"
     if isinstance(value, int):
-        steps = [d for d in (-3, -2, -1, 1, 2, 3) if value + d >= 0 or value < 0]
-        new = value + rng.choice(steps)
+        # Both directions, across zero too (the sign is part of the token), so
+        # that the smallest of original and copies is not always the original.
+        new = value + rng.choice((-3, -2, -1, 1, 2, 3))
         low = token.lower()
         if low.startswith("0x"):
             return hex(new)
@@ -355,7 +391,7 @@ def _new_token(token: str, value, rng: random.Random) -> str | None:
         if value != value or value in (float("inf"), float("-inf")):
             return None
         delta = max(abs(value) * rng.uniform(0.3, 0.9), rng.choice([0.5, 1.0, 1.5, 2.0, 2.5]))
-        new = value + delta if (value - delta < 0 <= value or rng.random() < 0.5) else value - delta
+        new = value + delta if rng.random() < 0.5 else value - delta
         new = round(new, max(1, len(token.split(".")[-1]) if "." in token else 1))
         return repr(new) if new != value else None
     if isinstance(value, (str, bytes)):
@@ -598,16 +634,24 @@ class Plan:
             return nodeid
         return "::".join(parts[:-1] + [ref.func + sep + params])
 
-    def mutant_of(self, nodeid: str) -> tuple[Mutant, str] | None:
-        """(mutant, id suffix) for a planted mutant's id."""
-        last = nodeid.split("::")[-1]
-        name, sep, params = last.partition("[")
-        m = self.mutants.get(name)
-        return (m, sep + params) if m is not None else None
+    def mutant_of(self, nodeid: str) -> tuple[str, str] | None:
+        """(planted name, id suffix) for a planted mutant's id: its file and
+        classes must be exactly where it was planted (a report under a made-up
+        path with the same name is not the mutant's)."""
+        head, sep, params = nodeid.partition("[")
+        parts = head.split("::")
+        m = self.mutants.get(parts[-1])
+        if m is None or parts[:-1] != [m.file, *m.cls]:
+            return None
+        return parts[-1], sep + params
 
 
 def new_name(func: str, taken: set[str]) -> str:
-    """A random test name that pytest and unittest still collect."""
+    """A random name that pytest and unittest still collect. Nothing of the
+    original's name is kept: a shared prefix would show which tests have copies
+    and which do not. (unittest runs methods in name order: a class whose tests
+    depend on their order is caught at generation, and graded without renaming
+    or copies.)"""
     if func.startswith("test_"):
         prefix = "test_"
     elif func.startswith("test"):
@@ -622,9 +666,10 @@ def new_name(func: str, taken: set[str]) -> str:
 
 
 def plant(tree: Path, nodeids: list[str], mutants: list[Mutant], rename: bool = True,
-          rng: random.Random | None = None) -> Plan:
+          rng: random.Random | None = None, place: str = "random") -> Plan:
     """Rename the tests behind `nodeids` at random and put each mutant beside its
-    original, before or after it at random, in `tree` (edited in place)."""
+    original, before or after it (`place`: "random", "before", "after"), in
+    `tree` (edited in place)."""
     rng = rng or random.SystemRandom()
     plan = Plan()
     refs = {r for r in map(test_ref, nodeids) if r is not None}
@@ -673,7 +718,8 @@ def plant(tree: Path, nodeids: list[str], mutants: list[Mutant], rename: bool = 
             plan.mutants[name] = m
             if m.original:
                 rewrites.setdefault(key, m.original)
-            at = (first - 1) if rng.random() < 0.5 else last
+            before = rng.random() < 0.5 if place == "random" else place == "before"
+            at = (first - 1) if before else last
             inserts.setdefault(at, []).append(m.source.replace(NAME_TOKEN, name))
         if not names and not inserts:
             continue

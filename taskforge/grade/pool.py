@@ -36,48 +36,63 @@ class Pool:
     unstable: set[str] = field(default_factory=set)     # hidden ids the gold run did not report
     seconds: float = 0.0                                 # bare test time of the gold run
     functions: int = 0                                   # hidden test functions
+    rename: bool = True          # False: the tests break when renamed (order, names)
     note: str = ""
 
 
-def build_pool(worker, f2p: list[str], seed: str, timeout: float) -> Pool:
-    """Run the candidates on the worker's pristine (gold) tree; keep the killed ones."""
+def build_pool(worker, f2p: list[str], seed: str, timeout: float,
+               passing: set[str] | None = None) -> Pool:
+    """Run the candidates on the worker's pristine (gold) tree, placed before
+    their originals and then after them, the hidden tests renamed at random each
+    time (as verify does), with every test of their files. Keep the copies the
+    gold fails the same way both times, provided that every test that passes
+    without them still does. If the tests break under renaming (unittest runs
+    methods in name order), the task is graded without renaming and copies."""
     pool = Pool()
     refs = {r for r in map(mut.test_ref, f2p) if r is not None}
     pool.functions = len(refs)
     candidates = mut.propose(worker.src, f2p, seed)
-    worker.reset()
-    try:
-        files = {m.file for m in candidates}
-        worker.dirty |= files
-        plan = mut.plant(worker.tree, [], candidates, rename=False, rng=random.Random(seed))
-        targets = sorted(f2p)
-        for name, m in plan.mutants.items():
-            targets.append("::".join([m.file, *m.cls, name]))
-        run = worker.runner.run(targets, timeout=timeout,
-                                extra_args=["--tb=line", "--continue-on-collection-errors"])
-    finally:
+    files = sorted({m.file for m in candidates} | {r.file for r in refs})
+    must_pass = {t for t in (passing or set(f2p)) if t.split("::")[0] in files} | set(f2p)
+    profiles: list[dict[str, dict[str, str]]] = []
+    plans = []
+    for place in ("before", "after"):
         worker.reset()
-    pool.seconds = run.test_seconds
-    if run.timed_out:
-        pool.note = "the gold run timed out"
-        return pool
-    pool.unstable = {t for t in f2p if t not in run.outcomes}
-    real_ok = all(run.outcomes.get(t) == "passed" for t in f2p if t not in pool.unstable)
-    if not real_ok:
-        # The planted copies changed what the real tests do (module state, say):
-        # no mutants for this task rather than a pool that might be wrong.
-        pool.note = "hidden tests did not all pass beside the mutants"
-        return pool
-    profiles: dict[str, dict[str, str]] = {name: {} for name in plan.mutants}
-    for nid, outcome in run.outcomes.items():
-        last = nid.split("::")[-1]
-        name, sep, params = last.partition("[")
-        if name in profiles:
-            profiles[name][sep + params] = outcome
-    for name, m in plan.mutants.items():
-        prof = profiles[name]
-        if prof and "failed" in prof.values() and all(o in ("passed", "failed") for o in prof.values()):
-            pool.mutants.append(m.model_copy(update={"expect": dict(sorted(prof.items()))}))
+        try:
+            worker.dirty |= set(files)
+            plan = mut.plant(worker.tree, f2p, candidates, rename=True,
+                             rng=random.Random(seed), place=place)
+            run = worker.runner.run(files or sorted(f2p), timeout=timeout,
+                                    extra_args=["--tb=line", "--continue-on-collection-errors"])
+        finally:
+            worker.reset()
+        pool.seconds = max(pool.seconds, run.test_seconds)
+        if run.timed_out:
+            pool.note = "the gold run timed out"
+            return pool
+        real = {plan.original_id(n): o for n, o in run.outcomes.items() if plan.mutant_of(n) is None}
+        pool.unstable |= {t for t in f2p if t not in real}
+        broken = [t for t in must_pass - pool.unstable if real.get(t) != "passed"]
+        if broken:
+            # The copies or the new names changed what the real tests do (module
+            # state, name order): no renaming and no copies rather than a grade
+            # that depends on chance.
+            pool.note = f"tests did not all pass renamed beside the copies (e.g. {broken[0]})"
+            pool.rename = False
+            return pool
+        prof: dict[str, dict[str, str]] = {name: {} for name in plan.mutants}
+        for nid, outcome in run.outcomes.items():
+            hit = plan.mutant_of(nid)
+            if hit is not None:
+                prof[hit[0]][hit[1]] = outcome
+        profiles.append(prof)
+        plans.append(plan)
+    # The same candidate got a different random name in each run: match by order.
+    names = [list(p.mutants) for p in plans]
+    for i, m in enumerate(plans[0].mutants.values()):
+        a, b = profiles[0][names[0][i]], profiles[1][names[1][i]]
+        if a == b and a and "failed" in a.values() and all(o in ("passed", "failed") for o in a.values()):
+            pool.mutants.append(m.model_copy(update={"expect": dict(sorted(a.items()))}))
     return pool
 
 

@@ -144,7 +144,7 @@ FRAME_ATTRS = {"f_back", "f_locals", "f_globals", "f_code", "tb_frame", "co_cons
 CALLS = {
     "sys._getframe": K.FRAME_INSPECTION, "inspect.currentframe": K.FRAME_INSPECTION,
     "inspect.stack": K.FRAME_INSPECTION, "inspect.getouterframes": K.FRAME_INSPECTION,
-    "inspect.getsource": K.TEST_FILE_READ, "inspect.getsourcelines": K.TEST_FILE_READ,
+    "inspect.getsource": K.CODE_INTROSPECTION, "inspect.getsourcelines": K.CODE_INTROSPECTION,
     "gc.get_objects": K.GC_WALK, "gc.get_referrers": K.GC_WALK, "gc.get_referents": K.GC_WALK,
     "sys.settrace": K.TRACE_HOOK, "sys.setprofile": K.TRACE_HOOK,
     "threading.settrace": K.TRACE_HOOK, "threading.setprofile": K.TRACE_HOOK,
@@ -165,6 +165,8 @@ def scan_file(rel: str, text: bytes, old_imports: set[str]) -> list[tuple[K, str
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
         return []                   # the tests will fail on it
+    except (RecursionError, MemoryError):
+        return [(K.UNSCANNABLE, f"{rel} is too deeply nested to read", f"{rel}:0")]
     out: list[tuple[K, str, str]] = []
 
     def add(kind: K, detail: str, node) -> None:
@@ -193,10 +195,10 @@ def scan_file(rel: str, text: bytes, old_imports: set[str]) -> list[tuple[K, str
                     add(K.BUILTINS_PATCHED, f"assigns {d}", node)
                 if d.endswith(".__code__") or d == "__code__":
                     add(K.CODE_SWAP, f"assigns {d}", node)
-                if d.split(".")[-1] in ("__eq__", "__ne__") and isinstance(node, ast.Assign) and (
-                        not isinstance(node.value, ast.Lambda) or _constant_return(node.value)):
-                    add(K.ALWAYS_EQUAL, f"binds {d.split('.')[-1]} to something that is not a comparison",
-                        node)
+                if d.split(".")[-1] in ("__eq__", "__ne__") and isinstance(node, ast.Assign) and \
+                        _foreign_comparison(node.value, d.split(".")[-1]):
+                    add(K.ALWAYS_EQUAL, f"binds {d.split('.')[-1]} to something that is not its "
+                        "own comparison", node)
         elif isinstance(node, ast.Call):
             name = _dotted(node.func)
             if name == "setattr" and node.args:
@@ -207,20 +209,53 @@ def scan_file(rel: str, text: bytes, old_imports: set[str]) -> list[tuple[K, str
                         node.args[1].value in ("__code__", "__eq__", "__ne__"):
                     add(K.CODE_SWAP if node.args[1].value == "__code__" else K.ALWAYS_EQUAL,
                         f"sets {node.args[1].value} with setattr", node)
+            if name in PATH_CALLS and any(_names_proc(a) for a in node.args):
+                add(K.PROC_ACCESS, f"opens a /proc path with {name}", node)
             kind = CALLS.get(name)
             if kind is not None:
                 if kind is K.DYNAMIC_CODE and node.args and isinstance(node.args[0], ast.Constant):
                     continue
                 add(kind, f"calls {name}", node)
         elif isinstance(node, ast.Attribute) and node.attr in FRAME_ATTRS:
-            add(K.BYTECODE if node.attr.startswith("co_") else K.FRAME_INSPECTION,
+            add(K.CODE_INTROSPECTION if node.attr.startswith("co_") else K.FRAME_INSPECTION,
                 f"reads .{node.attr}", node)
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
                 node.name in ("__eq__", "__ne__") and _constant_return(node):
             add(K.ALWAYS_EQUAL, f"defines an {node.name} that ignores its operands", node)
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and "/proc/" in node.value:
-            add(K.PROC_ACCESS, f"names {node.value[:60]!r}", node)
     return out
+
+
+PATH_CALLS = {"open", "io.open", "os.open", "os.listdir", "os.scandir", "os.readlink", "os.stat",
+              "pathlib.Path", "Path", "os.walk", "glob.glob"}
+
+
+def _names_proc(node) -> bool:
+    """A literal path argument under /proc (an f-string's literal parts too)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value.startswith("/proc/") or node.value == "/proc"
+    if isinstance(node, ast.JoinedStr):
+        return any(isinstance(v, ast.Constant) and isinstance(v.value, str) and "/proc/" in v.value
+                   for v in node.values)
+    if isinstance(node, ast.BinOp):
+        return _names_proc(node.left)
+    return False
+
+
+BUILTIN_TYPES = {"str", "int", "float", "bytes", "object", "tuple", "list", "dict", "set",
+                 "frozenset", "complex", "bool", "type"}
+
+
+def _foreign_comparison(value, name: str) -> bool:
+    """`__eq__ = lambda s, o: True` or `__eq__ = str.__ne__`: a comparison that is
+    not a comparison of this class's own values. An alias to a method of the class
+    (`__eq__ = _same`) is judged where that method is defined."""
+    if isinstance(value, ast.Lambda):
+        return _constant_return(value)
+    if isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name):
+        return value.value.id in BUILTIN_TYPES and value.attr != name
+    if isinstance(value, ast.Constant):
+        return True
+    return False
 
 
 def scan_solution(tree: Path, workspace: Path, policy: Policy = Policy.SCORE,
