@@ -228,7 +228,16 @@ def _prepare(task: Task, solution: Solution, tree: Path, defences: Defences
     found += [finding(k, Source.STATIC if k is K.BYTECODE_FILE else Source.GRADER, d, policy=pol)
               for k, d in notes]
     if defences.static_scan:
-        found += static.scan_solution(tree, task.workspace, pol, allowed)
+        scanned = static.scan_solution(tree, task.workspace, pol, allowed)
+        g = rec.grading
+        if defences.mutants and g.hidden_functions and g.hidden_with_mutant >= g.hidden_functions:
+            # Every hidden test has value copies: an object equal to everything
+            # that the tests compare passes them and scores 0 there; one they never
+            # compare (a sentinel) is no reason to.
+            scanned = [f.model_copy(update={"severity": Severity.REVIEW})
+                       if f.kind is K.ALWAYS_EQUAL and f.severity is Severity.FATAL else f
+                       for f in scanned]
+        found += scanned
     rng = random.SystemRandom()
     chosen = choose_mutants(rec.grading.mutants, rng) if defences.mutants else []
     plan = mut.plant(tree, rec.FAIL_TO_PASS, chosen,
