@@ -158,7 +158,8 @@ def _literal(node) -> bool:
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         return isinstance(node.operand, ast.Constant) and isinstance(node.operand.value, (int, float))
     if isinstance(node, ast.Call) and _call_name(node) in ("approx", "pytest.approx") and node.args:
-        return _literal(node.args[0])
+        # With its own tolerance the windows of original and copy may overlap.
+        return _literal(node.args[0]) and not node.keywords and len(node.args) == 1
     if isinstance(node, ast.Call) and _call_name(node).split(".")[-1][:1].isupper():
         # A value built from literals (`Point(2, -1)`): a constructor call, not the
         # code under test, so it can stand on the expected side.
@@ -206,7 +207,52 @@ def _plain_statements(body) -> list[ast.stmt]:
         out.append(node)
         if isinstance(node, (ast.With, ast.AsyncWith)):
             out += _plain_statements(node.body)
+        elif isinstance(node, ast.For) and not node.orelse and _fixed_iteration(node.iter):
+            out += _plain_statements(node.body)      # `for bad in (0, -3, 4000):` always runs
     return out
+
+
+def _none_swap(c: ast.Compare) -> Edit:
+    """Replace the operator between the computed side and None."""
+    return Edit(c.left.end_lineno, c.left.end_col_offset, c.comparators[0].col_offset,
+                " is not " if isinstance(c.ops[0], ast.Is) else " is ", c.comparators[0].lineno
+                if c.comparators[0].lineno != c.left.end_lineno else 0)
+
+
+def _fixed_iteration(node) -> bool:
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return bool(node.elts) and all(_literal(e) for e in node.elts)
+    if isinstance(node, ast.Call) and _call_name(node) == "range":
+        return all(isinstance(a, ast.Constant) for a in node.args) and bool(node.args)
+    return False
+
+
+# Exceptions no one of which derives from another: a copy that expects a sibling
+# of the exception the test expects fails whenever the real test passes.
+SWAPPABLE = ("ValueError", "TypeError", "KeyError", "IndexError", "AttributeError",
+             "RuntimeError", "ZeroDivisionError", "OverflowError", "LookupError")
+
+
+def _unrelated(a: str, b: str) -> bool:
+    import builtins
+
+    x, y = getattr(builtins, a), getattr(builtins, b)
+    return a != b and not issubclass(x, y) and not issubclass(y, x)
+
+
+def _raises_site(call) -> ast.Name | None:
+    """The exception class of `pytest.raises(X)` / `self.assertRaises(X)`, when it
+    is a builtin that can be swapped for an unrelated one."""
+    if not isinstance(call, ast.Call) or not call.args:
+        return None
+    name = _call_name(call)
+    if name not in ("pytest.raises", "raises", "self.assertRaises", "assertRaises"):
+        if not (isinstance(call.func, ast.Attribute) and call.func.attr == "assertRaises"):
+            return None
+    exc = call.args[0]
+    if isinstance(exc, ast.Name) and exc.id in SWAPPABLE and exc.lineno == exc.end_lineno:
+        return exc
+    return None
 
 
 def _plain_nodes(fn) -> list[ast.AST]:
@@ -225,11 +271,21 @@ def _eq_sides(node) -> list[ast.AST]:
     if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.Eq):
         a, b = node.left, node.comparators[0]
         return [s for s, o in ((a, b), (b, a)) if _literal(s) and not _literal(o)]
-    if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.Is, ast.IsNot)):
+    if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.Is):
+        # `is True` -> `is False` (never `is not True`: None passes both)
         b = node.comparators[0]
         if isinstance(b, ast.Constant) and isinstance(b.value, bool):
             return [b]
     return []
+
+
+def _none_check(node):
+    """`x is None` / `x is not None` with x computed: the other is its complement."""
+    if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.Is, ast.IsNot)) \
+            and isinstance(node.comparators[0], ast.Constant) and node.comparators[0].value is None \
+            and not _literal(node.left):
+        return node
+    return None
 
 
 def _equality_uses(fn, nodes=None) -> list[tuple[ast.AST, ast.AST]]:
@@ -291,9 +347,23 @@ def _rows(values) -> list[list[ast.AST]]:
     return rows
 
 
+def _exits_early(fn) -> bool:
+    """A test that may return or skip before its assertions: a wrong answer can
+    pass a copy the way it passes the original."""
+    for n in ast.walk(fn):
+        if isinstance(n, (ast.Return, ast.Continue, ast.Break)):
+            return True
+        if isinstance(n, ast.Call) and _call_name(n).split(".")[-1] in ("skip", "skipTest", "xfail",
+                                                                        "importorskip"):
+            return True
+    return False
+
+
 def sites(fn, module: ast.Module | None = None) -> list[Site]:
     """Every sound mutation of a test function, value sites first."""
     out: list[Site] = []
+    if _exits_early(fn):
+        return out
     consts = _module_constants(module) if module is not None else {}
     expected = _expected_names(fn)
 
@@ -345,19 +415,21 @@ def sites(fn, module: ast.Module | None = None) -> list[Site]:
                         out.append(Site("value", lambda rng, v=values_node: [
                             Edit(v.lineno, v.col_offset, v.end_col_offset, "\1", v.end_lineno)],
                             values_node.lineno, table=tuple(table), column=i, row=k))
-    # The fallback: negations.
+    # `is None` against `is not None`.
     for node in plain:
-        if isinstance(node, ast.Assert) and not _literal(node.test):
-            t = node.test
-            out.append(Site("negation", lambda rng, t=t: [
-                Edit(t.lineno, t.col_offset, t.col_offset, "not ("),
-                Edit(t.end_lineno, t.end_col_offset, t.end_col_offset, ")")], node.lineno))
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                and node.func.attr in NEGATABLE and node.func.end_lineno == node.func.lineno:
-            f = node.func
-            out.append(Site("negation", lambda rng, f=f: [
-                Edit(f.end_lineno, f.end_col_offset - len(f.attr), f.end_col_offset,
-                     NEGATABLE[f.attr])], node.lineno))
+        if isinstance(node, ast.Assert) and _none_check(node.test) is not None:
+            c = node.test
+            op_start = c.left.end_col_offset
+            out.append(Site("value", lambda rng, c=c: [_none_swap(c)], c.lineno))
+    # Expected exceptions: a copy expects an unrelated one.
+    for stmt in _plain_statements(fn.body):
+        calls = ([item.context_expr for item in stmt.items] if isinstance(stmt, (ast.With, ast.AsyncWith))
+                 else [stmt.value] if isinstance(stmt, ast.Expr) else [])
+        for call in calls:
+            exc = _raises_site(call)
+            if exc is not None:
+                out.append(Site("value", lambda rng, x=exc: [
+                    Edit(x.lineno, x.col_offset, x.end_col_offset, "\2")], exc.lineno))
     return out
 
 
@@ -378,22 +450,17 @@ def _new_token(token: str, value, rng: random.Random) -> str | None:
     if isinstance(value, int):
         # Both directions, across zero too (the sign is part of the token), so
         # that the smallest of original and copies is not always the original.
-        new = value + rng.choice((-3, -2, -1, 1, 2, 3))
-        low = token.lower()
-        if low.startswith("0x"):
-            return hex(new)
-        if low.startswith("0o"):
-            return oct(new)
-        if low.startswith("0b"):
-            return bin(new)
-        return str(new)
+        return canonical(token, value + rng.choice((-3, -2, -1, 1, 2, 3)))
     if isinstance(value, float):
         if value != value or value in (float("inf"), float("-inf")):
             return None
-        delta = max(abs(value) * rng.uniform(0.3, 0.9), rng.choice([0.5, 1.0, 1.5, 2.0, 2.5]))
-        new = value + delta if rng.random() < 0.5 else value - delta
-        new = round(new, max(1, len(token.split(".")[-1]) if "." in token else 1))
-        return repr(new) if new != value else None
+        # Relative to the value, keeping its sign: a jump in magnitude or a sign
+        # change would show which of them is the original.
+        factor = 1 + rng.choice((-1, 1)) * rng.uniform(0.05, 0.4)
+        new = value * factor if value else rng.choice((-1, 1)) * rng.uniform(0.05, 0.4)
+        digits = max(2, len(repr(value).split(".")[-1].split("e")[0]))
+        new = float(f"{new:.{digits}g}") if abs(new) >= 1e-4 else new
+        return repr(new) if new != value and abs(new - value) > 1e-6 * max(1.0, abs(value)) else None
     if isinstance(value, (str, bytes)):
         m = _STR_PREFIX.match(token)
         if not m or "f" in m.group(1).lower():
@@ -412,6 +479,24 @@ def _new_token(token: str, value, rng: random.Random) -> str | None:
                 continue
         return None
     return None
+
+
+def canonical(token: str, value) -> str:
+    """A number written the one way copies are written: decimal, or hex/octal/
+    binary in lower case when the original is, no underscores, floats by repr."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return token
+    if isinstance(value, float):
+        return repr(value)
+    low = token.lstrip("-").lower()
+    sign = "-" if value < 0 else ""
+    if low.startswith("0x"):
+        return sign + hex(abs(value))
+    if low.startswith("0o"):
+        return sign + oct(abs(value))
+    if low.startswith("0b"):
+        return sign + bin(abs(value))
+    return str(value)
 
 
 def _edit_text(body: str, rng: random.Random) -> str | None:
@@ -523,6 +608,16 @@ def _render(src_lines: list[str], fn, site: Site, rng: random.Random, base=None
         row = new_table[site.row]
         value = row[site.column] if isinstance(row, tuple) else row
         return mutant, f"line {site.where}: {changed[:80]}", original, value
+    if edits[0].text == "\2":
+        e = edits[0]
+        orig = src_lines[e.line - 1].encode("utf-8")[e.start:e.end].decode("utf-8")
+        start = orig if base is None else base
+        options = [x for x in SWAPPABLE if _unrelated(x, orig) and _unrelated(x, start)]
+        if not options:
+            return None
+        new = rng.choice(options)
+        text = _named(src_lines, fn, [Edit(e.line, e.start, e.end, new)])
+        return (text, f"line {site.where}: {orig} -> {new}", "", new) if text is not None else None
     if edits[0].text == "\0":
         e = edits[0]
         raw = src_lines[e.line - 1].encode("utf-8")
@@ -538,14 +633,18 @@ def _render(src_lines: list[str], fn, site: Site, rng: random.Random, base=None
         edits = [Edit(e.line, e.start, e.end, new)]
         what = f"{token[:40]} -> {new[:40]}"
         text = _named(src_lines, fn, edits)
-        return (text, f"line {site.where}: {what}", "", new) if text is not None else None
+        same = canonical(token, value)
+        original = "" if same == token else _named(src_lines, fn, [Edit(e.line, e.start, e.end, same)])
+        if text is None or original is None:
+            return None
+        return text, f"line {site.where}: {what}", original, new
     text = _named(src_lines, fn, edits)
     return (text, f"line {site.where}: {what}", "", None) if text is not None else None
 
 
 def _token(lines: list[str], site: Site, rng: random.Random) -> str:
     e = site.edits_for(rng)[0]
-    if site.table is not None:
+    if site.table is not None or e.text == "\2":
         return "\x00"
     return lines[e.line - 1].encode("utf-8")[e.start:e.end].decode("utf-8", "replace")
 
@@ -604,15 +703,6 @@ def propose(root: Path, nodeids: list[str], seed: str, sites_per_test: int = 2,
                 out.append(Mutant(file=ref.file, cls=list(ref.cls), func=ref.func, kind="value",
                                   group=group, site=r[1], source=r[0], original=r[2]))
             made += bool(texts)
-        if made == 0:
-            negs = [s for s in all_sites if s.kind == "negation"]
-            rng.shuffle(negs)
-            for site in negs[:1]:
-                r = _render(lines, fn, site, rng)
-                if r is not None:
-                    out.append(Mutant(file=ref.file, cls=list(ref.cls), func=ref.func,
-                                      kind="negation", group=f"{ref.func}@neg{site.where}",
-                                      site=r[1], source=r[0]))
     return out
 
 
@@ -703,6 +793,7 @@ def plant(tree: Path, nodeids: list[str], mutants: list[Mutant], rename: bool = 
                 plan.originals[name] = ref
                 names[(ref.cls, ref.func)] = name
         rewrites: dict[tuple, str] = {}            # (cls, func) -> rewritten original
+        groups: dict[tuple, list[Mutant]] = {}
         for m in mutants:
             if m.file != rel:
                 continue
@@ -713,14 +804,20 @@ def plant(tree: Path, nodeids: list[str], mutants: list[Mutant], rename: bool = 
                     continue
                 first, last = span(fn)
                 spans[key] = (first, last, fn)
+            groups.setdefault(key, []).append(m)
+        for key, ms in groups.items():
             first, last, _ = spans[key]
-            name = new_name(m.func, taken)
-            plan.mutants[name] = m
-            if m.original:
-                rewrites.setdefault(key, m.original)
-            before = rng.random() < 0.5 if place == "random" else place == "before"
-            at = (first - 1) if before else last
-            inserts.setdefault(at, []).append(m.source.replace(NAME_TOKEN, name))
+            # The original takes a uniformly random place among its k copies
+            # (k + 1 slots), so its position says nothing.
+            k = len(ms)
+            slot = rng.randrange(k + 1) if place == "random" else (k if place == "before" else 0)
+            for i, m in enumerate(ms):
+                name = new_name(m.func, taken)
+                plan.mutants[name] = m
+                if m.original:
+                    rewrites.setdefault(key, m.original)
+                at = (first - 1) if i < slot else last
+                inserts.setdefault(at, []).append(m.source.replace(NAME_TOKEN, name))
         if not names and not inserts:
             continue
         starts = {first - 1: (last, key) for key, (first, last, _) in spans.items()}
