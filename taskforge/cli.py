@@ -91,6 +91,9 @@ def generate(
     max_share: float = typer.Option(0.25, help="Largest share of the suite one feature may hide."),
     kind: Optional[list[str]] = typer.Option(None, "--kind", help="Feature kinds to propose: "
                                              "function, method, class, module (repeatable; default all)."),
+    allow_uncopied: bool = typer.Option(False, "--allow-uncopied", help="Keep tasks whose hidden "
+                                        "tests include some without must-fail copies (doctests, tests "
+                                        "with no literal expected value): a forger can pass those."),
     python: Optional[str] = typer.Option(None, "--python", help="Python X.Y for the sandbox "
                                          "(default: what requires-python admits, preferring 3.11)."),
     install: Optional[list[str]] = typer.Option(None, "--install", help="Shell command that "
@@ -119,6 +122,7 @@ def generate(
         overrides = overrides.merged(RepoConfig(python=python, install=install or None,
                                                 test_cmd=test_cmd))
         report = run(repo, out, Options(ref=ref, max_tasks=max_tasks, jobs=jobs, timeout=timeout,
+                                        require_copies=not allow_uncopied,
                                         max_share=max_share, kinds=kinds, config=overrides),
                      progress=prog, log=prog.stage)
     except TaskforgeError as exc:

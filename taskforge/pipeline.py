@@ -29,6 +29,7 @@ from taskforge.leaks import ImageIndex, Scanner, image_fs_cache, needles_for
 from taskforge.models import (DropReason, FeatureInfo, FunnelStage, GenerateReport,
                               GradingPlan, MutantCoverage, RemovedSymbol, ResumeInfo, TaskRecord, TaskSizes,
                               TaskTimings)
+from taskforge.grade.mutants import test_ref
 from taskforge.grade.pool import GradeCheckError, Pool, build_pool, final_check, verify_timeout
 from taskforge.package import protected_files, task_id, write_task
 from taskforge.source import fetch
@@ -54,6 +55,9 @@ class Options:
     max_red: float = 0.05
     kinds: tuple[str, ...] = ("function", "method", "class", "module")
     only: tuple[str, ...] = ()               # candidates whose name contains one of these
+    # Every hidden test must have must-fail copies (a test without one can be
+    # forged by a solution that finds it); False keeps such tasks, marked.
+    require_copies: bool = True
     config: RepoConfig | None = None        # CLI overrides; taskforge.toml is read too
 
 
@@ -199,10 +203,15 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
                 pool = build_pool(w, f2p, seed=tid, timeout=ctx.timeout,
                                   passing=ctx.passing - v.hidden - v.vanished | set(f2p))
                 v.test_seconds_total += pool.seconds
+                uncovered = uncopied(f2p, pool)
                 if not set(f2p) - pool.unstable:
                     v.ok, v.stage = False, "hidden tests fail"
                     v.reason = ("every hidden test id changes between runs" if f2p else
                                 "no hidden test left: they lived in the removed code")
+                elif opts.require_copies and uncovered:
+                    v.ok, v.stage = False, "hidden tests fail"
+                    v.reason = (f"hidden tests without must-fail copies: {len(uncovered)}, e.g. "
+                                f"{uncovered[0]}" + (f" ({pool.note})" if pool.note else ""))
             if v.ok:
                 try:
                     scan = image_scan.result()
@@ -284,6 +293,20 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
                 list(closer.map(Worker.close, workers))
         rmtree(scratch)
         state.unlock()
+
+
+def uncopied(f2p: list[str], pool: Pool) -> list[str]:
+    """Hidden test functions (doctests and other items too) with no value copy."""
+    covered = {(m.file, tuple(m.cls), m.func) for m in pool.mutants if m.kind == "value"}
+    out = []
+    for nid in f2p:
+        if nid in pool.unstable:
+            continue
+        ref = test_ref(nid)
+        key = (ref.file, ref.cls, ref.func) if ref else None
+        if key not in covered:
+            out.append(nid.partition("[")[0])
+    return sorted(set(out))
 
 
 def _mutant_coverage(out_dir: Path, tasks: list[str]) -> MutantCoverage:

@@ -37,8 +37,9 @@ from taskforge.errors import InfraError, TaskforgeError, UserError
 from taskforge.fsutil import copy_tree, share_with_sandbox
 from taskforge.grade import mutants as mut
 from taskforge.grade import static
-from taskforge.grade.findings import Finding, FindingKind as K, Policy, Severity, Source, finding
-from taskforge.layout import is_protected_path, walk
+from taskforge.grade.findings import (Finding, FindingKind as K, Policy, Severity, Source, clean,
+                                     finding)
+from taskforge.layout import is_protected_path, walk, walk_all
 from taskforge.models import TestResult, VerifyResult
 from taskforge.package import apply_patch
 from taskforge.sandbox import Limits, Mount, SandboxSpec, open_sandbox
@@ -47,7 +48,7 @@ from taskforge.testrun import PytestRunner, RunResult, runner_mount
 
 INFRA_RETRIES = 2
 DEFAULT_TIMEOUT = 900.0
-MAX_PLANTED = 16          # mutants planted per verify
+MAX_PLANTED = 64          # copies planted per verify: in practice every test that has any
 
 
 class Defences(BaseModel):
@@ -134,6 +135,27 @@ def drop_symlinks(tree: Path, workspace: Path) -> list[tuple[K, str]]:
     return notes
 
 
+MAX_SOLUTION_BYTES = 1 << 30
+
+
+def check_size(path: Path, workspace_files: int) -> None:
+    """A solution tree a grader can copy: bounded in files and in (apparent) bytes,
+    so that a sparse terabyte file cannot fill the host's disk for everyone."""
+    files, size = 0, 0
+    limit = 2 * workspace_files + 10_000
+    for dirpath, dirnames, filenames in os.walk(path):
+        dirnames[:] = [d for d in dirnames if d != ".git"]
+        for name in filenames:
+            files += 1
+            try:
+                size += os.lstat(os.path.join(dirpath, name)).st_size
+            except OSError:
+                continue
+            if files > limit or size > MAX_SOLUTION_BYTES:
+                raise UserError(f"the solution tree is too large (over {limit} files or "
+                                f"{MAX_SOLUTION_BYTES >> 20} MiB)")
+
+
 def restore_protected(task: Task, tree: Path) -> list[tuple[K, str]]:
     """Put back every test file and config from the task's copy; drop unshipped ones."""
     notes: list[tuple[K, str]] = []
@@ -151,7 +173,7 @@ def restore_protected(task: Task, tree: Path) -> list[tuple[K, str]]:
         elif dst.is_symlink():
             dst.unlink()
         shutil.copy2(task.hidden / rel, dst)
-    for rel in walk(tree):
+    for rel in walk_all(tree):
         if rel not in shipped and is_protected_path(rel):
             (tree / rel).unlink()
             notes.append((K.REMOVED_UNSHIPPED, rel))
@@ -160,10 +182,9 @@ def restore_protected(task: Task, tree: Path) -> list[tuple[K, str]]:
 
 def choose_mutants(pool: list[mut.Mutant], rng: random.Random, limit: int = MAX_PLANTED
                    ) -> list[mut.Mutant]:
-    """At most `limit` mutants over the hidden tests that have one. Per test, one
-    literal (value mutants before negations) and its copies: two of them when
-    few tests have mutants, so that a guess between original and copies is
-    right one time in three, not one in two."""
+    """Copies for every hidden test that has any (at most `limit`): per test, one
+    literal and its copies, two of them when few tests have copies, so that a
+    guess between original and copies is right one time in three, not two."""
     tests: dict[tuple, dict[str, list[mut.Mutant]]] = {}
     for m in pool:
         tests.setdefault((m.file, tuple(m.cls), m.func), {}).setdefault(m.group, []).append(m)
@@ -202,6 +223,7 @@ def _prepare(task: Task, solution: Solution, tree: Path, defences: Defences
     found: list[Finding] = []
     notes: list[tuple[K, str]] = []
     if solution.kind == "dir":
+        check_size(solution.path, rec.sizes.workspace_files)
         copy_tree(solution.path, tree)
         notes += drop_symlinks(tree, task.workspace)
     else:
@@ -343,7 +365,8 @@ def grade(result: VerifyResult, rec, run: RunResult, t0: float, plan: mut.Plan,
             file = ev.site.rsplit(":", 1)[0]
             found.append(finding(kind, Source.MONITOR, ev.detail, ev.site, pol,
                                  exempt=(kind.value, file) in allowed))
-    result.collection_errors = [f"{k or '<session>'}: {v}" for k, v in sorted(run.collect_errors.items())]
+    result.collection_errors = [clean(f"{k or '<session>'}: {v}", 400)
+                                for k, v in sorted(run.collect_errors.items())][:50]
     uncollected = {k.split("::")[0] for k in run.collect_errors}
     if d.exit_checks and not run.timed_out:
         missing = [t for t in expected if t not in outcomes]

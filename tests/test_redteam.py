@@ -211,7 +211,8 @@ def test_doctest_only_feature(base_image, tmp_path):
     pyproject(src, "dt", '[tool.pytest.ini_options]\naddopts = "--doctest-glob=*.txt"\n')
     repo = make_git_repo(src, tmp_path / "repo")
     out = tmp_path / "tasks"
-    report = generate(str(repo), out, Options(max_tasks=1, jobs=2, only=("core.double",)))
+    report = generate(str(repo), out, Options(max_tasks=1, jobs=2, only=("core.double",),
+                                             require_copies=False))
     assert report.tasks, report.model_dump_json(indent=1)
     task = out / report.tasks[0]
     from taskforge.task_store import load_task

@@ -88,7 +88,7 @@ INTEGRITY_KINDS = {K.PATCH_REJECTED, K.MALFORMED_EVENT, K.DUPLICATE_EVENT, K.AFT
 # almost never performs, unless the gold does too (then they are exempt).
 HIGH_CONFIDENCE = {K.RUNNER_INTERNALS, K.BUILTINS_PATCHED, K.ALWAYS_EQUAL, K.BYTECODE_FILE,
                    K.CODE_SWAP, K.GC_WALK, K.TRACE_HOOK, K.PROC_ACCESS, K.BYTECODE, K.CTYPES,
-                   K.RUNNER_PATCHED, K.PLUGIN_FROM_PACKAGE, K.TEST_FILE_READ, K.UNSCANNABLE}
+                   K.RUNNER_PATCHED, K.PLUGIN_FROM_PACKAGE, K.UNSCANNABLE}
 
 
 class Policy(str, Enum):
@@ -121,7 +121,13 @@ def severity(kind: FindingKind, policy: Policy, exempt: bool = False) -> Severit
     return Severity.REVIEW
 
 
+def clean(text: str, limit: int) -> str:
+    """Text a solution controls (file names, report fields), safe to serialise:
+    lone surrogates and other unencodable characters become '?'."""
+    return str(text)[:limit].encode("utf-8", "replace").decode("utf-8")
+
+
 def finding(kind: FindingKind, source: Source, detail: str = "", site: str = "",
             policy: Policy = Policy.SCORE, exempt: bool = False) -> Finding:
-    return Finding(kind=kind, source=source, detail=detail[:300], site=site[:200],
+    return Finding(kind=kind, source=source, detail=clean(detail, 300), site=clean(site, 200),
                    severity=severity(kind, policy, exempt))

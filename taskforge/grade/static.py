@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from taskforge.grade.findings import Finding, FindingKind as K, Policy, Source, finding
-from taskforge.layout import is_protected_path, walk
+from taskforge.layout import is_protected_path, walk_all
 
 STARTUP_FILES = {"sitecustomize.py", "usercustomize.py"}
 RUNNER_MODULES = {"_pytest", "pytest", "pluggy", "py", "tf_guard", "tfboot", "tfrun"}
@@ -96,7 +96,7 @@ def shadowing(tree: Path, workspace: Path) -> list[tuple[K, str]]:
 
 def changed_sources(tree: Path, workspace: Path) -> list[str]:
     out = []
-    for rel in walk(tree):
+    for rel in walk_all(tree):
         if not rel.endswith(".py") or is_protected_path(rel):
             continue
         orig = workspace / rel
