@@ -8,3 +8,16 @@
   and the random renaming that makes them indistinguishable at verify time;
 - `static`: what a solution's changed files do, read without running them.
 """
+
+import ast as _ast
+import threading as _threading
+
+_PARSE_LOCK = _threading.Lock()
+
+
+def parse_python(source: str | bytes) -> _ast.Module:
+    """ast.parse, one thread at a time: CPython 3.11 can fail with "AST
+    constructor recursion depth mismatch" when threads build ASTs at once (the
+    grading steps of parallel generation workers do)."""
+    with _PARSE_LOCK:
+        return _ast.parse(source)

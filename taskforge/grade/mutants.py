@@ -34,14 +34,20 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from taskforge.grade import parse_python
+
 NAME_TOKEN = "__tf_mutant_name__"
 EQUAL_METHODS = {"assertEqual", "assertEquals", "assertListEqual", "assertTupleEqual",
                  "assertDictEqual", "assertSetEqual", "assertSequenceEqual",
                  "assertMultiLineEqual", "assert_equal"}
+# Assertions and their complements: whichever holds, the other fails. Both
+# forms are common in real tests, so a swapped copy looks like any other test.
 NEGATABLE = {"assertTrue": "assertFalse", "assertFalse": "assertTrue",
              "assertIsNone": "assertIsNotNone", "assertIsNotNone": "assertIsNone",
              "assertIn": "assertNotIn", "assertNotIn": "assertIn",
+             "assertIs": "assertIsNot", "assertIsNot": "assertIs",
              "assertIsInstance": "assertNotIsInstance", "assertNotIsInstance": "assertIsInstance"}
+ATOMIC = (ast.Call, ast.Name, ast.Attribute, ast.Subscript)
 
 
 class Mutant(BaseModel):
@@ -80,17 +86,42 @@ def test_ref(nodeid: str) -> TestRef | None:
 
 
 def find_def(tree: ast.Module, ref: TestRef) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The definition a node id runs: in its class, or inherited from a base
+    class of the same module (unittest suites put tests in mixins). A copy planted
+    beside an inherited test is inherited the same way."""
     body: list[ast.stmt] = tree.body
+    cls = None
     for name in ref.cls:
-        node = next((n for n in body if isinstance(n, ast.ClassDef) and n.name == name), None)
-        if node is None:
+        cls = next((n for n in body if isinstance(n, ast.ClassDef) and n.name == name), None)
+        if cls is None:
             return None
-        body = node.body
+        body = cls.body
+    if cls is None:
+        return _own_def(body, ref.func)
+    return _method(tree, cls, ref.func, set())
+
+
+def _own_def(body, func):
     found = None
     for n in body:   # the last definition wins, as at import
-        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == ref.func:
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == func:
             found = n
     return found
+
+
+def _method(tree: ast.Module, cls: ast.ClassDef, func: str, seen: set[str]):
+    found = _own_def(cls.body, func)
+    if found is not None or cls.name in seen:
+        return found
+    seen.add(cls.name)
+    for base in cls.bases:                      # in the order Python looks them up
+        if isinstance(base, ast.Name):
+            parent = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == base.id), None)
+            if parent is not None:
+                found = _method(tree, parent, func, seen)
+                if found is not None:
+                    return found
+    return None
 
 
 def span(node) -> tuple[int, int]:
@@ -350,7 +381,12 @@ def _rows(values) -> list[list[ast.AST]]:
 def _exits_early(fn) -> bool:
     """A test that may return or skip before its assertions: a wrong answer can
     pass a copy the way it passes the original."""
-    for n in ast.walk(fn):
+    stack = list(fn.body)
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue            # a nested definition's own returns
+        stack.extend(ast.iter_child_nodes(n))
         if isinstance(n, (ast.Return, ast.Continue, ast.Break)):
             return True
         if isinstance(n, ast.Call) and _call_name(n).split(".")[-1] in ("skip", "skipTest", "xfail",
@@ -421,6 +457,25 @@ def sites(fn, module: ast.Module | None = None) -> list[Site]:
             c = node.test
             op_start = c.left.end_col_offset
             out.append(Site("value", lambda rng, c=c: [_none_swap(c)], c.lineno))
+    # Complements: `assertTrue` and `assertFalse`, `assert x` and `assert not x`.
+    for node in plain:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr in NEGATABLE and node.func.end_lineno == node.func.lineno \
+                and node.args and not _literal(node.args[0]):
+            f = node.func
+            out.append(Site("value", lambda rng, f=f: [
+                Edit(f.end_lineno, f.end_col_offset - len(f.attr), f.end_col_offset,
+                     NEGATABLE[f.attr])], node.lineno))
+        elif isinstance(node, ast.Assert) and not _eq_sides(node.test) and _none_check(node.test) is None:
+            t = node.test
+            if isinstance(t, ast.UnaryOp) and isinstance(t.op, ast.Not) and isinstance(t.operand, ATOMIC) \
+                    and not _literal(t.operand):
+                out.append(Site("value", lambda rng, t=t: [
+                    Edit(t.lineno, t.col_offset, t.operand.col_offset, "")], node.lineno))
+            elif isinstance(t, ATOMIC) and not _literal(t) and not (
+                    isinstance(t, ast.Compare) and len(t.ops) > 1):
+                out.append(Site("value", lambda rng, t=t: [
+                    Edit(t.lineno, t.col_offset, t.col_offset, "not ")], node.lineno))
     # Expected exceptions: a copy expects an unrelated one.
     for stmt in _plain_statements(fn.body):
         calls = ([item.context_expr for item in stmt.items] if isinstance(stmt, (ast.With, ast.AsyncWith))
@@ -580,7 +635,7 @@ def _named(src_lines: list[str], fn, edits: list[Edit]) -> str | None:
         text += "\n"
     indent = len(text) - len(text.lstrip(" \t"))
     try:
-        ast.parse(("if 1:\n" + text) if indent else text)
+        parse_python(("if 1:\n" + text) if indent else text)
     except SyntaxError:
         return None
     return text
@@ -667,7 +722,7 @@ def propose(root: Path, nodeids: list[str], seed: str, sites_per_test: int = 2,
         if ref.file not in parsed:
             try:
                 text = (root / ref.file).read_text(encoding="utf-8")
-                parsed[ref.file] = (ast.parse(text), text.splitlines(keepends=True), text)
+                parsed[ref.file] = (parse_python(text), text.splitlines(keepends=True), text)
             except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
                 parsed[ref.file] = None
         if parsed[ref.file] is None:
@@ -773,7 +828,7 @@ def plant(tree: Path, nodeids: list[str], mutants: list[Mutant], rename: bool = 
         path = tree / rel
         try:
             text = path.read_text(encoding="utf-8")
-            module = ast.parse(text)
+            module = parse_python(text)
         except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
             continue
         lines = text.splitlines(keepends=True)

@@ -19,6 +19,7 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from taskforge.grade import parse_python
 from taskforge.grade import mutants as mut
 from taskforge.grade.findings import Policy, Severity, Source
 
@@ -116,7 +117,7 @@ def _definitions(root: Path, names: set[str]) -> dict[tuple[str, str], dict[str,
         if not any(n in text for n in names):
             continue
         try:
-            tree = ast.parse(text)
+            tree = parse_python(text)
         except (SyntaxError, ValueError):
             continue
         rel = path.relative_to(root).as_posix()

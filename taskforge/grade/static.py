@@ -15,6 +15,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from taskforge.grade import parse_python
 from taskforge.grade.findings import Finding, FindingKind as K, Policy, Source, finding
 from taskforge.layout import is_protected_path, walk_all
 
@@ -162,7 +163,7 @@ CALLS = {
 def scan_file(rel: str, text: bytes, old_imports: set[str]) -> list[tuple[K, str, str]]:
     """(kind, detail, site) for one changed package file."""
     try:
-        tree = ast.parse(text)
+        tree = parse_python(text)
     except (SyntaxError, ValueError):
         return []                   # the tests will fail on it
     except (RecursionError, MemoryError):
@@ -269,7 +270,7 @@ def scan_solution(tree: Path, workspace: Path, policy: Policy = Policy.SCORE,
         old_imports: set[str] = set()
         if (workspace / rel).is_file():
             try:
-                old_imports = _imports(ast.parse((workspace / rel).read_bytes()))
+                old_imports = _imports(parse_python((workspace / rel).read_bytes()))
             except (SyntaxError, ValueError):
                 pass
         for kind, detail, site in scan_file(rel, (tree / rel).read_bytes(), old_imports):
