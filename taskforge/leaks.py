@@ -314,6 +314,12 @@ class Scanner:
                                                  "tool cache names removed code or hidden tests"))
                     continue
             before = len(self.findings)
+            if not label and p.name.endswith((".pyc", ".pyo")):
+                # A task's workspace is scrubbed of bytecode: any that is there was
+                # planted or left behind, and decompiled bytecode is how a model
+                # recovered removed code. Whatever it holds, it is reported.
+                self.findings.append(Finding("bytecode", where, "-", "bytecode file in the workspace"))
+                continue
             self.scan_bytes(data, where, p.name)
             if len(self.findings) == before and p.name.endswith((".orig", ".rej")):
                 self.findings.append(Finding("build", where, "-", "patch leftover"))

@@ -177,3 +177,22 @@ def test_bytecode_of_another_python_is_never_unmarshalled():
     assert load_pyc(ours).co_consts[0].co_name == "restore_feature"
     foreign = bytes([ours[0] ^ 0x55, ours[1]]) + ours[2:]
     assert load_pyc(foreign) is None
+
+
+def test_any_bytecode_file_in_a_workspace_is_reported(task, tmp_path):
+    """A .pyc of the original module, compiled elsewhere (its code objects name
+    another path), planted in a task copy: reported whatever it holds."""
+    import py_compile
+
+    orig = original_source(task, tmp_path)
+    copy = tmp_path / "t"
+    shutil.copytree(task, copy, symlinks=True)
+    elsewhere = tmp_path / "elsewhere" / "mod.py"
+    elsewhere.parent.mkdir()
+    shutil.copy(orig / "textkit" / "cases.py", elsewhere)
+    target = copy / "workspace" / "textkit" / "__pycache__" / "cases.cpython-311.pyc"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    py_compile.compile(str(elsewhere), cfile=str(target), doraise=True)
+    rep = audit(copy, image=False)
+    assert any(f.kind == "bytecode" and "cases.cpython-311.pyc" in f.path for f in rep.findings), \
+        [f.line() for f in rep.findings]
