@@ -11,6 +11,7 @@ files have: whole test functions, test methods and test classes, and names in
 from __future__ import annotations
 
 import ast
+from taskforge.pyparse import parse as parse_python
 
 HUGE = 256 * 1024
 
@@ -50,7 +51,7 @@ def index_test_module(data: bytes, rel: str):
     from taskforge.testindex import TestDef, TestModule
 
     try:
-        tree = ast.parse(data)
+        tree = parse_python(data)
     except SyntaxError as exc:
         raise UserError(f"syntax error in {rel}:{exc.lineno}: {exc.msg}") from None
     mod_name = rel[:-3].replace("/", ".")
@@ -99,7 +100,7 @@ def strip_tests(tm, code: str, hidden: set[tuple[str, ...]],
     from taskforge.symbols import resolve_relative
     from taskforge.testindex import is_test_name
 
-    tree = ast.parse(code)
+    tree = parse_python(code)
     lines = code.splitlines(keepends=True)
     starts = [st.lineno for st in ast.walk(tree) if isinstance(st, ast.stmt)]
     if len(starts) != len(set(starts)):

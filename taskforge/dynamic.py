@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
+from taskforge.pyparse import parse as parse_python
 
 # The packages that make up the test runner in a sandbox (what imports before any test).
 RUNNER_PACKAGES = ("_pytest", "pytest", "pluggy", "iniconfig", "packaging", "py", "coverage",
@@ -30,7 +31,7 @@ def dispatch_prefixes(root: Path, source_files: list[str]) -> dict[str, set[str]
     bases: dict[str, list[str]] = {}
     for rel in source_files:
         try:
-            tree = ast.parse((root / rel).read_bytes())
+            tree = parse_python((root / rel).read_bytes())
         except (SyntaxError, ValueError, OSError):
             continue
         for node in ast.walk(tree):
@@ -122,7 +123,7 @@ def runner_users(image_scan, packages: list[str], python: str = "3.11"
             if not _is_runner_file(rel):
                 continue
             try:
-                if _imports(ast.parse((image_scan.root / rel).read_bytes()), pkg, version):
+                if _imports(parse_python((image_scan.root / rel).read_bytes()), pkg, version):
                     users.add(i)
             except (OSError, SyntaxError, ValueError):
                 continue

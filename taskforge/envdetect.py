@@ -22,6 +22,8 @@ from pathlib import Path, PurePosixPath
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from taskforge.pyparse import parse as parse_python
+
 TEST_EXTRAS = ("test", "tests", "testing", "dev", "develop", "development", "all")
 TEST_GROUPS = ("test", "tests", "testing", "dev", "develop", "development")
 REQ_FILES = ("requirements.txt", "requirements-test.txt", "requirements_test.txt",
@@ -376,7 +378,7 @@ def _tox_nox(root: Path) -> tuple[list[str], list[str], list[str], list[str]]:
     nox = root / "noxfile.py"
     if nox.is_file():
         try:
-            tree = ast.parse(nox.read_bytes())
+            tree = parse_python(nox.read_bytes())
         except (SyntaxError, ValueError):
             tree = None
         got = []

@@ -13,6 +13,7 @@ from taskforge.coverage_map import CoverageMap
 from taskforge.removal import exported_bindings
 from taskforge.symbols import ModuleInfo, RepoIndex, Symbol
 from taskforge.testindex import TestModule, group_ids
+from taskforge.pyparse import parse as parse_python
 
 
 @dataclass
@@ -72,7 +73,7 @@ def _class_body_names(mod: ModuleInfo, cls_name: str) -> set[str]:
         import ast
 
         try:
-            tree = ast.parse(mod.code)
+            tree = parse_python(mod.code)
         except SyntaxError:
             tree = ast.Module(body=[], type_ignores=[])
         table: dict[str, set[str]] = {}

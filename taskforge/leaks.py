@@ -26,6 +26,7 @@ import zipfile
 from array import array
 from dataclasses import dataclass
 from pathlib import Path
+from taskforge.pyparse import parse as parse_python
 
 K = 12                 # window length, in tokens
 MIN_BODY_TOKENS = 10   # shorter bodies are too trivial to recognise
@@ -112,7 +113,7 @@ def needles_for(original_root: Path, symbols, kept_code_windows: set[int]) -> li
             continue
         if sym.path not in parsed:
             src = (original_root / sym.path).read_text(encoding="utf-8", errors="replace")
-            parsed[sym.path] = (ast.parse(src), src.splitlines())
+            parsed[sym.path] = (parse_python(src), src.splitlines())
         tree, lines = parsed[sym.path]
         module = _module_of(sym)
         tail = sym.qualname[len(module) + 1:].split(".") if sym.qualname.startswith(module + ".") \

@@ -14,6 +14,7 @@ import shlex
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+from taskforge.pyparse import parse as parse_python
 
 # Options that take a value as the next argument (when not given as --opt=value).
 VALUE_OPTS = {"-n", "--numprocesses", "--dist", "--maxprocesses", "--cov", "--cov-report",
@@ -234,7 +235,7 @@ def plugins_from_tests(root: Path, test_files: list[str], defined_fixtures: set[
     found: dict[str, str] = {}
     for rel in test_files:
         try:
-            tree = ast.parse((root / rel).read_bytes())
+            tree = parse_python((root / rel).read_bytes())
         except (SyntaxError, ValueError, OSError):
             continue
         for node in ast.walk(tree):

@@ -9,15 +9,4 @@
 - `static`: what a solution's changed files do, read without running them.
 """
 
-import ast as _ast
-import threading as _threading
-
-_PARSE_LOCK = _threading.Lock()
-
-
-def parse_python(source: str | bytes) -> _ast.Module:
-    """ast.parse, one thread at a time: CPython 3.11 can fail with "AST
-    constructor recursion depth mismatch" when threads build ASTs at once (the
-    grading steps of parallel generation workers do)."""
-    with _PARSE_LOCK:
-        return _ast.parse(source)
+from taskforge.pyparse import parse as parse_python  # noqa: E402,F401  (one thread at a time)

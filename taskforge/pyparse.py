@@ -1,0 +1,18 @@
+"""`parse`: ast.parse, one thread at a time.
+
+CPython 3.11 can fail with "SystemError: AST constructor recursion depth
+mismatch" when two threads build ASTs at once, and generation parses in its
+parallel workers (leak needles, mutant sites, static scans). Every ast.parse in
+taskforge goes through this lock.
+"""
+from __future__ import annotations
+
+import ast
+import threading
+
+_LOCK = threading.Lock()
+
+
+def parse(source: str | bytes, filename: str = "<unknown>") -> ast.Module:
+    with _LOCK:
+        return ast.parse(source, filename)
