@@ -62,17 +62,16 @@ def trusted_plugins() -> list:
 
 
 def parse_args(argv):
-    opts = {"timeout": 900.0, "uid": None, "gid": None, "naive": False}
-    i = 0
-    while i < len(argv) and argv[i] != "--":
-        a = argv[i]
-        if a == "--naive":
-            opts["naive"] = True
-        elif a in ("--timeout", "--uid", "--gid"):
-            i += 1
-            opts[a[2:]] = float(argv[i]) if a == "--timeout" else int(argv[i])
-        i += 1
-    return opts, argv[i + 1:]
+    """(options, pytest arguments): the supervisor's own before `--`."""
+    import argparse
+
+    cut = argv.index("--") if "--" in argv else len(argv)
+    ap = argparse.ArgumentParser(prog="tfrun.py")
+    ap.add_argument("--timeout", type=float, default=900.0)
+    ap.add_argument("--uid", type=int)
+    ap.add_argument("--gid", type=int)
+    ap.add_argument("--naive", action="store_true")
+    return vars(ap.parse_args(argv[:cut])), argv[cut + 1:]
 
 
 def reap(uid, pid):

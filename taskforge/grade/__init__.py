@@ -8,5 +8,3 @@
   and the random renaming that makes them indistinguishable at verify time;
 - `static`: what a solution's changed files do, read without running them.
 """
-
-from taskforge.pyparse import parse as parse_python  # noqa: E402,F401  (one thread at a time)

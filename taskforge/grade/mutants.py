@@ -34,7 +34,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from taskforge.grade import parse_python
+from taskforge.pyparse import parse as parse_python
 
 NAME_TOKEN = "__tf_mutant_name__"
 EQUAL_METHODS = {"assertEqual", "assertEquals", "assertListEqual", "assertTupleEqual",

@@ -19,7 +19,7 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from taskforge.grade import parse_python
+from taskforge.pyparse import parse as parse_python
 from taskforge.grade import mutants as mut
 from taskforge.grade.findings import Policy, Severity, Source
 

@@ -15,7 +15,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from taskforge.grade import parse_python
+from taskforge.pyparse import parse as parse_python
 from taskforge.grade.findings import Finding, FindingKind as K, Policy, Source, finding
 from taskforge.layout import is_protected_path, walk_all
 
