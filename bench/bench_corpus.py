@@ -80,9 +80,13 @@ def row_for(name: str, res: dict) -> dict:
         "tests": rep.get("baseline_tests", 0),
         "flaky": rep.get("flaky_excluded", 0),
         "failing_excluded": rep.get("baseline_failing", 0),
+        "considered": funnel.get("symbols considered", 0),
         "candidates": funnel.get("candidates", 0),
-        "tried": funnel.get("removed cleanly", 0),      # validated (the --max-tasks prefix)
+        "tried": funnel.get("tried", funnel.get("removed cleanly", 0)),   # validated
         "tasks": len(rep.get("tasks", [])),
+        "tiers": rep.get("difficulty", {}),
+        "kinds": rep.get("kinds", {}),
+        "large": rep.get("large_tasks", 0),
         "wall": round(res["wall"], 2),
         "necessary": round(necessary, 2),
         "test_all": round(t.get("test_seconds_all", 0.0), 2),
@@ -124,6 +128,31 @@ def table(rows: list[dict], jobs: int, max_tasks) -> str:
     return "\n".join(out)
 
 
+def difficulty_table(rows: list[dict], max_tasks) -> str:
+    """Tasks per repository by tier and kind, and the issue-11 targets."""
+    import statistics
+
+    out = ["| repo | symbols considered | tasks | easy | medium | hard | large (40+ lines or 2+ files) "
+           "| kinds |", "|" + "---|" * 8]
+    for r in rows:
+        t = r.get("tiers") or {}
+        kinds = ", ".join(f"{k} {n}" for k, n in sorted((r.get("kinds") or {}).items()))
+        out.append(f"| {r['repo']} | {r.get('considered', 0)} | {r['tasks']} | {t.get('easy', 0)} "
+                   f"| {t.get('medium', 0)} | {t.get('hard', 0)} | {r.get('large', 0)} | {kinds} |")
+    green = [r for r in rows if r["green"]]
+    tasks = sum(r["tasks"] for r in green)
+    large = sum(r.get("large", 0) for r in green)
+    tiers = {k: sum((r.get("tiers") or {}).get(k, 0) for r in green) for k in ("easy", "medium", "hard")}
+    med = statistics.median([r["tasks"] for r in green]) if green else 0
+    zero_big = [r["repo"] for r in green if r["tasks"] == 0 and r.get("considered", 0) >= 20]
+    out += ["", f"Median tasks per repository: {med} (asked for {max_tasks or 'all'}); "
+                f"tiers: easy {tiers['easy']}, medium {tiers['medium']}, hard {tiers['hard']}; "
+                f"large tasks: {large} of {tasks} ({large / tasks if tasks else 0:.0%}); "
+                f"repositories with 20+ symbols considered and no task: "
+                f"{', '.join(zero_big) or 'none'}."]
+    return "\n".join(out)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--corpus", default=str(ROOT / "bench" / "corpus.toml"))
@@ -134,6 +163,8 @@ def main() -> int:
                     help="Where sdists become git repos (kept between runs).")
     ap.add_argument("--out", default=None, help="Write corpus.md and corpus.json here.")
     ap.add_argument("--timeout", type=float, default=1800)
+    ap.add_argument("--no-warm-rerun", action="store_true",
+                    help="Keep a run that built its image (wall time then includes the build).")
     args = ap.parse_args()
 
     from taskforge.pipeline import Options
@@ -155,7 +186,7 @@ def main() -> int:
             continue
         res = run_generate(repo, scratch / name, max_tasks, args.timeout)
         built = ((res["report"] or {}).get("timings") or {}).get("image_build", 0) > 0
-        if built:            # cold: the image was built in this run; measure a warm one
+        if built and not args.no_warm_rerun:   # cold: the image was built; measure a warm one
             print(f"{name}: environment image built ({res['wall']:.0f}s); rerunning warm",
                   file=sys.stderr)
             res = run_generate(repo, scratch / name, max_tasks, args.timeout)
@@ -163,7 +194,7 @@ def main() -> int:
         rows.append(row)
         print(f"{name}: {row['tasks']} tasks, wall {row['wall']:.1f}s, necessary "
               f"{row['necessary']:.1f}s, ratio {row['ratio']}, {row['error']}", file=sys.stderr)
-    md = table(rows, Options().jobs, max_tasks)
+    md = table(rows, Options().jobs, max_tasks) + "\n\n" + difficulty_table(rows, max_tasks)
     print(md)
     if args.out:
         out = Path(args.out)

@@ -70,6 +70,8 @@ class _RichProgress:
 
   taskforge generate ../lib --out tasks/ --install "pip install -e .\\[test] hypothesis"
 
+  taskforge generate ../lib --out tasks/ --max-tasks 40 --difficulty medium --kind cluster --kind class
+
 Nothing per repository is needed in the common case: dependencies, test extras,
 pytest plugins and the Python version are read from the project's own files.
 Overrides go in a taskforge.toml in the repository, in LIB.taskforge.toml beside
@@ -90,7 +92,19 @@ def generate(
     timeout: float = typer.Option(600.0, help="Seconds allowed for one test run."),
     max_share: float = typer.Option(0.25, help="Largest share of the suite one feature may hide."),
     kind: Optional[list[str]] = typer.Option(None, "--kind", help="Feature kinds to propose: "
-                                             "function, method, class, module (repeatable; default all)."),
+                                             "function, method, class, module, cluster "
+                                             "(repeatable; default all)."),
+    difficulty: Optional[str] = typer.Option(None, "--difficulty", help="Lowest tier to propose: "
+                                             "easy, medium or hard (default: every tier, spread)."),
+    min_statements: int = typer.Option(3, "--min-statements", min=0, help="Smallest removal "
+                                       "proposed, in statements of code (aliases and one-line "
+                                       "wrappers are no task)."),
+    min_mutation_score: float = typer.Option(0.5, "--min-mutation-score", min=0.0, max=1.0,
+                                             help="Share of simple gold mutants the hidden tests "
+                                             "must kill."),
+    keep_weak: bool = typer.Option(False, "--keep-weak", help="Write tasks under the mutation "
+                                   "score bar too (the score is in task.json). Tasks a do-nothing "
+                                   "stand-in passes are never written."),
     allow_uncopied: bool = typer.Option(False, "--allow-uncopied", help="Keep tasks whose hidden "
                                         "tests include some without must-fail copies (doctests, tests "
                                         "with no literal expected value): a forger can pass those."),
@@ -108,10 +122,17 @@ def generate(
     from taskforge.envdetect import RepoConfig, load_config
     from taskforge.pipeline import Options, generate as run
 
-    kinds = tuple(kind or ("function", "method", "class", "module"))
-    bad = [k for k in kinds if k not in ("function", "method", "class", "module")]
+    from taskforge.models import FeatureKind, Tier
+
+    names = [k.value for k in FeatureKind]
+    kinds = tuple(kind or names)
+    bad = [k for k in kinds if k not in names]
     if bad:
-        typer.echo(f"error: unknown --kind {bad[0]} (function, method, class, module)", err=True)
+        typer.echo(f"error: unknown --kind {bad[0]} ({', '.join(names)})", err=True)
+        raise typer.Exit(2)
+    tiers = [t.value for t in Tier]
+    if difficulty is not None and difficulty not in tiers:
+        typer.echo(f"error: unknown --difficulty {difficulty} ({', '.join(tiers)})", err=True)
         raise typer.Exit(2)
     if python is not None and not re.fullmatch(r"3\.\d{1,2}", python):
         typer.echo(f"error: --python wants a version like 3.12, not {python!r}", err=True)
@@ -123,7 +144,11 @@ def generate(
                                                 test_cmd=test_cmd))
         report = run(repo, out, Options(ref=ref, max_tasks=max_tasks, jobs=jobs, timeout=timeout,
                                         require_copies=not allow_uncopied,
-                                        max_share=max_share, kinds=kinds, config=overrides),
+                                        max_share=max_share, kinds=kinds, config=overrides,
+                                        min_statements=min_statements,
+                                        min_tier=Tier(difficulty or "easy"),
+                                        min_mutation_score=min_mutation_score,
+                                        keep_weak=keep_weak),
                      progress=prog, log=prog.stage)
     except TaskforgeError as exc:
         prog.done()
@@ -140,6 +165,9 @@ def generate(
                    f"{report.flaky_excluded} flaky excluded")
         for st in report.funnel:
             typer.echo(f"  {st.name:<24} {st.count}")
+        typer.echo("difficulty: " + ", ".join(f"{k} {n}" for k, n in report.difficulty.items())
+                   + f"; kinds: " + ", ".join(f"{k} {n}" for k, n in sorted(report.kinds.items()))
+                   + f"; large (40+ lines or 2+ files): {report.large_tasks}")
         m = report.mutants
         typer.echo(f"mutants: {m.hidden_with_mutant} of {m.hidden_functions} hidden test functions "
                    f"have must-fail copies ({m.tasks_with_mutants} of {len(report.tasks)} tasks)")
@@ -433,8 +461,13 @@ def unshard(
   curl -s localhost:8000/health
   curl -s localhost:8000/reward -d '{"instance_id": "ID", "solution": "<unified diff>"}'
 
+  taskforge serve --tasks shards/ --stats run1-stats.jsonl    # then: taskforge select ...
+
 Endpoints: GET /health, POST /reward, POST /reward/batch {"items": [...]},
-POST /get_reward (OpenRLHF: {"query", "prompts", "labels"} -> {"rewards", ...}).
+POST /get_reward (OpenRLHF: {"query", "prompts", "labels"} -> {"rewards", ...}),
+GET /stats (per-task attempts, solves, solve_rate). Every answer given with a reward
+is recorded in the --stats file (default: $TASKFORGE_STATS, else one file per task
+source under ~/.cache/taskforge/stats/, printed at start and in /health).
 """)
 def serve(
     tasks: Path = typer.Option(..., "--tasks", help="A directory of tasks, or a shard directory."),
@@ -452,6 +485,9 @@ def serve(
                                                      "could not be graded (default: answer 503)."),
     cache: Optional[Path] = typer.Option(None, help="Where shard rows become task directories "
                                                     "(default ~/.cache/taskforge/tasks)."),
+    stats: Optional[Path] = typer.Option(None, "--stats", help="Solve stats file to append "
+                                         "attempts to (JSON lines; shared safely)."),
+    no_stats: bool = typer.Option(False, "--no-stats", help="Record no attempts."),
     log_level: str = typer.Option("warning", "--log-level", help="debug, info, warning, error."),
 ) -> None:
     """Serve rewards over HTTP: JSON in and out, bounded concurrency and queue."""
@@ -460,10 +496,104 @@ def serve(
     try:
         cfg = ServeConfig(tasks=str(tasks), host=host, port=port, concurrency=concurrency,
                           max_queue=max_queue, max_body=max_body, timeout=timeout,
-                          infra_score=infra_score, cache=str(cache) if cache else None)
+                          infra_score=infra_score, cache=str(cache) if cache else None,
+                          stats=str(stats) if stats else None, record_stats=not no_stats)
         run(cfg, log_level=log_level)
     except TaskforgeError as exc:
         _fail(exc)
+
+
+@app.command(epilog="""Examples:
+
+  taskforge select shards/ --out edge/ --stats run1-stats.jsonl --solve-rate 0.1:0.9
+
+  taskforge select shards/ --out hard/ --tier medium --tier hard --json
+
+  taskforge select tasks/ --out fresh/ --stats run1-stats.jsonl --solve-rate 0:0.5 \\
+      --min-attempts 4 --untried exclude --format jsonl
+
+Tasks with fewer than --min-attempts attempts in the stats have no solve rate
+yet: --untried include (the default) keeps them so they get tried, exclude drops
+them. The subset is a shard directory like `shard` writes, with the same splits.
+""")
+def select(
+    inputs: list[Path] = typer.Argument(..., help="Shard directories or files, task directories, "
+                                                  "or directories of tasks."),
+    out: Path = typer.Option(..., "--out", "-o", help="Shard directory to write (replaced whole)."),
+    tier: list[str] = typer.Option([], "--tier", help="Keep this difficulty tier: easy, medium "
+                                                      "or hard (repeatable; default all)."),
+    solve_rate: Optional[str] = typer.Option(None, "--solve-rate", help="Keep tasks solved in "
+                                             "LO:HI of their attempts, e.g. 0.1:0.9 (ends included)."),
+    stats: list[Path] = typer.Option([], "--stats", help="Solve stats file(s) from serve or the "
+                                     "reward API (default $TASKFORGE_STATS; repeatable)."),
+    min_attempts: int = typer.Option(1, "--min-attempts", help="Attempts a task needs to have a "
+                                     "solve rate; fewer: untried."),
+    untried: str = typer.Option("include", "--untried", help="include or exclude tasks with "
+                                "fewer than --min-attempts attempts."),
+    fmt: str = typer.Option("parquet", "--format", help="parquet or jsonl."),
+    shard_size: int = typer.Option(256, "--shard-size", min=1, help="Rows per shard file."),
+    splits: Optional[str] = typer.Option(None, help="Split fractions (default: the input "
+                                         "manifest's, else train=1)."),
+    seed: Optional[int] = typer.Option(None, help="Split seed (default: the input manifest's)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the selection as JSON."),
+) -> None:
+    """Write the tasks of INPUTS at the edge of the model's ability (by difficulty
+    tier and solve rate) as a shard subset that serve, unshard and trainers read."""
+    from taskforge.curriculum import select as run
+    from taskforge.shards import parse_splits
+
+    try:
+        report = run(inputs, out, tiers=tier, solve_rate=solve_rate, stats=stats or None,
+                     min_attempts=min_attempts, untried=untried, fmt=fmt, shard_size=shard_size,
+                     splits=parse_splits(splits) if splits is not None else None, seed=seed)
+    except TaskforgeError as exc:
+        _fail(exc)
+    if as_json:
+        typer.echo(report.model_dump_json(indent=2))
+        return
+    tiers = ", ".join(f"{t} {c.kept}/{c.read}" for t, c in report.by_tier.items() if c.read)
+    typer.echo(f"kept {report.kept} of {report.read} task(s) in {out} "
+               f"({report.shards} shard(s); " + ", ".join(f"{k} {v}" for k, v in report.splits.items())
+               + ")")
+    typer.echo(f"by tier (kept/read): {tiers}" + (f"  [filter: {', '.join(report.tiers)}]"
+                                                   if report.tiers else ""))
+    b = report.by_band
+    band = (f"in {report.solve_rate[0]:g}:{report.solve_rate[1]:g}" if report.solve_rate
+            else "tried")
+    typer.echo(f"by solve rate: {band} {b.in_band}, below {b.below}, above {b.above}, "
+               f"untried {b.untried} ({b.untried_kept} kept; fewer than {report.min_attempts} "
+               f"attempt(s))")
+
+
+@app.command("stats", epilog="""Examples:
+
+  taskforge stats --stats run1-stats.jsonl
+
+  taskforge stats --stats host-a.jsonl --stats host-b.jsonl --json
+""")
+def stats_cmd(
+    stats: list[Path] = typer.Option([], "--stats", help="Solve stats file(s) (default "
+                                     "$TASKFORGE_STATS; repeatable)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the aggregate as JSON."),
+) -> None:
+    """Per-task attempts, solves and solve rate recorded by serve or the reward API."""
+    from taskforge.curriculum import STATS_ENV, read_stats
+    from taskforge.errors import UserError
+
+    try:
+        if not stats and not os.environ.get(STATS_ENV):
+            raise UserError(f"no stats file: pass --stats FILE or set ${STATS_ENV}")
+        report = read_stats(stats or [Path(os.environ[STATS_ENV])])
+    except TaskforgeError as exc:
+        _fail(exc)
+    if as_json:
+        typer.echo(report.model_dump_json(indent=2))
+        return
+    for t in report.tasks.values():
+        typer.echo(f"{t.solve_rate:6.1%}  {t.solves:>5}/{t.attempts:<5}  {t.instance_id}")
+    typer.echo(f"{len(report.tasks)} task(s), {report.attempts} attempt(s), {report.solves} "
+               f"solve(s)" + (f"; {report.skipped_lines} unreadable line(s) skipped"
+                              if report.skipped_lines else ""))
 
 
 if __name__ == "__main__":  # pragma: no cover

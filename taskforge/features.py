@@ -1,15 +1,21 @@
-"""Propose features: a symbol (with the private helpers only it uses) that a
-specific subset of the passing tests exercises.
+"""Propose features: a symbol with the private helpers only it uses, the code
+that uses it (its dependents, so "used by other code" is no reason to drop it)
+and the public code that exists only to serve them, which a specific subset of
+the passing tests exercises. Whole classes and whole modules are features too.
 
-Everything here is static and cheap: hopeless candidates (used by other code,
-covered by no test, covering too much of the suite) are rejected before any
-test runs, each with its reason.
+Everything here is static and cheap: hopeless candidates (used at import time,
+covered by no test, covering too much of the suite, too small to be worth a
+task) are rejected before any test runs, each with its reason. Each candidate
+carries its measured difficulty, and the order spreads picks across tiers,
+kinds and modules, so a `--max-tasks` prefix is a sample, not the easy end.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from taskforge.coverage_map import CoverageMap
+from taskforge.difficulty import measure, snippet
+from taskforge.models import Difficulty, FeatureKind, Tier, TIER_ORDER
 from taskforge.removal import exported_bindings
 from taskforge.symbols import ModuleInfo, RepoIndex, Symbol
 from taskforge.testindex import TestModule, group_ids
@@ -25,13 +31,145 @@ class Candidate:
     hidden: set[str] = field(default_factory=set)          # test ids to hide (P and others)
     hidden_files: set[str] = field(default_factory=set)    # test files hidden whole
     late: bool = False              # risky (dispatched by computed name): tried last
+    difficulty: Difficulty = field(default_factory=Difficulty)
 
 
 @dataclass
 class Proposal:
     candidates: list[Candidate]
     considered: int
-    drops: list[tuple[str, str]]    # (symbol, reason)
+    drops: list[tuple[str, str]]    # (symbol, reason): considered == drops + candidates
+
+
+# A feature grows by its dependents and the code only it uses, up to this size;
+# past it the candidate is a rewrite of the package, not a task.
+MAX_FEATURE_SYMBOLS = 16
+MAX_FEATURE_FILES = 4
+MIN_STATEMENTS = 3          # a body of one or two statements (an alias, a wrapper) is no task
+
+
+class Users:
+    """Who references each symbol, computed once per symbol: features grow by
+    following these edges many times over."""
+
+    def __init__(self, index: RepoIndex):
+        self.index = index
+        self._cache: dict[str, list[str]] = {}
+        self.by_qual = {s.qualname: s for s in index.symbols()}
+        self.by_name: dict[str, list[Symbol]] = {}
+        for mod in index.modules.values():
+            for s in mod.symbols:
+                self.by_name.setdefault(s.name, []).append(s)
+
+    def of(self, sym: Symbol) -> list[str]:
+        if sym.qualname not in self._cache:
+            self._cache[sym.qualname] = _users(self.index, sym, {sym.qualname})
+        return self._cache[sym.qualname]
+
+    def outside(self, sym: Symbol, names: set[str]) -> list[str]:
+        """Users of `sym` not inside the feature `names` (a class covers its methods)."""
+        out = []
+        for u in self.of(sym):
+            base = u.split(" (")[0]
+            if u.endswith("(module level)") or not covered(base, names):
+                out.append(u)
+        return out
+
+
+def covered(qualname: str, names: set[str]) -> bool:
+    return qualname in names or any(qualname.startswith(n + ".") for n in names)
+
+
+def grow(index: RepoIndex, users: Users, root: Symbol, hopeless=lambda sym: None
+         ) -> tuple[list[Symbol] | None, str]:
+    """The feature of `root`: root, its private helpers, then every definition that
+    uses something in the feature (its dependents), then the public code that only
+    the feature uses. (None, reason) when a user cannot go: module-level code, a
+    special method, or a feature past MAX_FEATURE_SYMBOLS."""
+    feature: list[Symbol] = []
+    names: set[str] = set()
+
+    def add(sym: Symbol) -> None:
+        for x in [sym, *helpers_of(index, sym)]:
+            if not covered(x.qualname, names):
+                feature.append(x)
+                names.add(x.qualname)
+        # A class taken whole takes its methods: they are not listed twice.
+        feature[:] = [f for f in feature if not (
+            f.kind == "method" and f"{f.module}.{f.cls}" in names)]
+
+    add(root)
+    while True:
+        new: list[Symbol] = []
+        for s in list(feature):
+            for u in users.outside(s, names):
+                if u.endswith("(module level)"):
+                    return None, f"used by other code: {u}"
+                dep = users.by_qual.get(u.split(" (")[0])
+                if dep is None:
+                    return None, f"used by other code: {u}"
+                if dep.dunder and dep.kind == "method":
+                    # A special method cannot go alone (every use of the class calls
+                    # it): its class goes whole.
+                    dep = users.by_qual.get(f"{dep.module}.{dep.cls}")
+                    if dep is None or not dep.public:
+                        return None, f"used by other code: {u} (a special method)"
+                why = hopeless(dep)
+                if why:
+                    return None, f"used by {dep.qualname}, which cannot go: {why}"
+                if dep not in new:
+                    new.append(dep)
+        if not new:
+            break
+        for dep in new:
+            add(dep)
+        if len(feature) > MAX_FEATURE_SYMBOLS:
+            return None, (f"used by other code: removing its dependents too takes more than "
+                          f"{MAX_FEATURE_SYMBOLS} definitions")
+    # Downwards: public functions and classes that exist only to serve the feature.
+    while True:
+        refs = set().union(*(f.name_refs for f in _expand(feature)))
+        extra = [c for n in sorted(refs) for c in users.by_name.get(n, ())
+                 if c.public and not c.dunder and not covered(c.qualname, names)
+                 and users.of(c) and not users.outside(c, names) and not hopeless(c)]
+        if not extra or len(feature) + len(extra) > MAX_FEATURE_SYMBOLS:
+            break
+        for c in extra:
+            add(c)
+    if len({f.path for f in feature}) > MAX_FEATURE_FILES:
+        return None, f"used by other code in more than {MAX_FEATURE_FILES} files"
+    return feature, ""
+
+
+def entry_point(users: Users, feature: list[Symbol], root: Symbol) -> Symbol:
+    """The definition a feature is named after: one nothing else in it uses, the largest."""
+    names = {f.qualname for f in feature}
+    tops = [f for f in feature if f.public and not any(
+        covered(u.split(" (")[0], names) for u in users.of(f))]
+    if root in tops or not tops:
+        return root
+    return max(tops, key=lambda f: (f.end - f.start, f.qualname))
+
+
+def feature_kind(root: Symbol, feature: list[Symbol]) -> FeatureKind:
+    public = [f for f in feature if f.public]
+    return FeatureKind.CLUSTER if len(public) > 1 else FeatureKind(root.kind)
+
+
+def difficulty_of(index: RepoIndex, feature: list[Symbol], whole_module: str | None = None
+                  ) -> Difficulty:
+    """Measured on the removed source itself (methods of a removed class count once)."""
+    if whole_module is not None:
+        mod = index.modules[whole_module]
+        pieces, paths = [mod.code], {mod.path}
+    else:
+        pieces = [snippet(index.modules[f.module].code, f.start, f.end) for f in feature]
+        paths = {f.path for f in feature}
+    names = {f.name for f in feature}
+    refs = set().union(*(f.name_refs for f in _expand(feature))) if feature else set()
+    kept = {s.name for m in index.modules.values() for s in m.symbols} - names
+    return measure(pieces, files=len(paths), symbols=len(feature),
+                   public=sum(1 for f in feature if f.public), fan_out=len(refs & kept))
 
 
 def _users(index: RepoIndex, sym: Symbol, exclude: set[str]) -> list[str]:
@@ -183,16 +321,29 @@ def hidden_tests(index, cov: CoverageMap, tests, module_names, by_key, all_ids,
 
 def propose(index: RepoIndex, cov: CoverageMap, passing: set[str], all_ids: set[str],
             tests: dict[str, TestModule], max_share: float = 0.25,
-            hopeless=lambda sym: None, late=lambda sym: False) -> Proposal:
+            hopeless=lambda sym: None, late=lambda sym: False,
+            min_statements: int = MIN_STATEMENTS, min_tier: Tier = Tier.EASY) -> Proposal:
     """`hopeless(symbol)` gives a reason a symbol cannot go that references do not
     show, or None; `late(symbol)` puts a risky candidate at the end of the order
-    (dynamic.hopeless_check makes both)."""
+    (dynamic.hopeless_check makes both). Every symbol considered ends as one
+    candidate or one drop."""
     drops: list[tuple[str, str]] = []
     cands: list[Candidate] = []
     considered = 0
     cap = max(1, int(max_share * len(passing)))
     module_names = set(index.modules)
     by_key = group_ids(all_ids)
+    users = Users(index)
+    seen: dict[frozenset[str], str] = {}
+
+    def small(d: Difficulty) -> str | None:
+        if d.statements < min_statements:
+            return (f"too small: {d.statements} statement(s) of code removed "
+                    f"(minimum {min_statements})")
+        if TIER_ORDER.index(d.tier) < TIER_ORDER.index(min_tier):
+            return f"below the difficulty asked: {d.tier.value} (minimum {min_tier.value})"
+        return None
+
     for sym in index.symbols():
         if sym.dunder or not sym.public:
             continue
@@ -206,13 +357,22 @@ def propose(index: RepoIndex, cov: CoverageMap, passing: set[str], all_ids: set[
         if why:
             drops.append((sym.qualname, why))
             continue
-        helpers = helpers_of(index, sym)
-        feature = [sym, *helpers]
-        names = {s.qualname for s in feature}
-        users = _users(index, sym, names)
-        if users:
-            drops.append((sym.qualname, f"used by other code: {', '.join(users[:3])}"))
+        feature, why = grow(index, users, sym, hopeless)
+        if feature is None:
+            drops.append((sym.qualname, why))
             continue
+        key = frozenset(f.qualname for f in feature)
+        if key in seen:
+            drops.append((sym.qualname, f"same feature as {seen[key]}"))
+            continue
+        seen[key] = sym.qualname
+        diff = difficulty_of(index, feature)
+        why = small(diff)
+        if why:
+            drops.append((sym.qualname, why))
+            continue
+        root = entry_point(users, feature, sym)
+        feature = [root, *[f for f in feature if f is not root]]
         top = [s for s in feature if s.kind in ("function", "class")]
         hidden, files = hidden_tests(index, cov, tests, module_names, by_key, all_ids, feature, top)
         n_pass = len(hidden & passing)
@@ -223,8 +383,11 @@ def propose(index: RepoIndex, cov: CoverageMap, passing: set[str], all_ids: set[
             drops.append((sym.qualname, f"too central: {n_pass} of {len(passing)} passing tests "
                                         f"depend on it (cap {cap})"))
             continue
-        cands.append(Candidate(name=sym.qualname, kind=sym.kind, root=sym, symbols=feature,
-                               hidden=hidden, hidden_files=files, late=late(sym)))
+        kind = feature_kind(root, feature)
+        name = root.qualname if kind != FeatureKind.CLUSTER else root.qualname + "+"
+        cands.append(Candidate(name=name, kind=kind, root=root, symbols=feature,
+                               hidden=hidden, hidden_files=files,
+                               late=any(late(f) for f in feature), difficulty=diff))
     for mod in index.modules.values():
         cand, reason = _module_candidate(index, mod, cov, tests, module_names, by_key, all_ids,
                                          hopeless)
@@ -237,6 +400,9 @@ def propose(index: RepoIndex, cov: CoverageMap, passing: set[str], all_ids: set[
         if reason is None and n_pass > cap:
             reason = (f"too central: {n_pass} of {len(passing)} passing tests depend on it "
                       f"(cap {cap})")
+        if reason is None:
+            cand.difficulty = difficulty_of(index, cand.symbols, whole_module=mod.module)
+            reason = small(cand.difficulty)
         if reason:
             drops.append((mod.module, reason))
         else:
@@ -299,20 +465,35 @@ def _module_candidate(index: RepoIndex, mod: ModuleInfo, cov: CoverageMap, tests
                      hidden_files=files), None
 
 
+# Picks cycle through tiers in this pattern (hard first: they are what a strong
+# policy still fails), so any prefix mixes sizes.
+TIER_PATTERN = [Tier.HARD, Tier.MEDIUM, Tier.HARD, Tier.EASY, Tier.MEDIUM]
+
+
 def order(cands: list[Candidate]) -> list[Candidate]:
-    """Functions first, then methods, then classes; modules interleaved for variety;
-    risky candidates (Candidate.late) last."""
-    rank = {"function": 0, "method": 1, "class": 2, "module": 3}
-    risky = [c for c in cands if c.late]
-    cands = [c for c in cands if not c.late]
-    groups: dict[tuple[int, str], list[Candidate]] = {}
-    for c in sorted(cands, key=lambda c: (rank[c.kind], c.root.path, c.root.start)):
-        groups.setdefault((rank[c.kind], c.root.path), []).append(c)
-    out: list[Candidate] = []
-    for r in sorted({k[0] for k in groups}):
-        lists = [v for k, v in sorted(groups.items()) if k[0] == r]
+    """Spread over tiers (TIER_PATTERN), and within a tier round-robin over
+    (kind, module) so no one module or kind fills the prefix; larger first within
+    a group. Risky candidates (Candidate.late) go last. Deterministic."""
+    risky = sorted((c for c in cands if c.late), key=lambda c: (c.root.path, c.root.start, c.name))
+    by_tier: dict[Tier, list[Candidate]] = {}
+    for t in TIER_ORDER:
+        groups: dict[tuple[str, str], list[Candidate]] = {}
+        for c in cands:
+            if not c.late and c.difficulty.tier == t:
+                groups.setdefault((str(c.kind), c.root.path), []).append(c)
+        lists = [sorted(v, key=lambda c: (-c.difficulty.score, c.root.start, c.name))
+                 for _, v in sorted(groups.items())]
+        out: list[Candidate] = []
         i = 0
         while any(i < len(v) for v in lists):
             out += [v[i] for v in lists if i < len(v)]
             i += 1
-    return out + sorted(risky, key=lambda c: (c.root.path, c.root.start))
+        by_tier[t] = out
+    merged: list[Candidate] = []
+    pos = {t: 0 for t in TIER_ORDER}
+    while any(pos[t] < len(by_tier[t]) for t in TIER_ORDER):
+        for t in TIER_PATTERN:
+            if pos[t] < len(by_tier[t]):
+                merged.append(by_tier[t][pos[t]])
+                pos[t] += 1
+    return merged + risky

@@ -1,6 +1,7 @@
 """Pydantic models for everything taskforge writes to disk or returns as data."""
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -22,10 +23,11 @@ class RemovedSymbol(BaseModel):
     end_line: int
     signature: str                     # the interface as source: header + docstring, no body
     public: bool = True
+    module: str = ""                   # the module it lived in (dotted)
 
 
 class FeatureInfo(BaseModel):
-    kind: Literal["function", "method", "class", "module"]
+    kind: FeatureKind
     name: str                          # the root symbol's qualified name
     symbols: list[RemovedSymbol]
     touched_files: list[str]           # source files changed by the removal
@@ -37,6 +39,49 @@ class TaskSizes(BaseModel):
     hidden_tests: int
     remaining_tests: int
     workspace_files: int
+
+
+class FeatureKind(StrEnum):
+    """What a task removes: one definition, a whole module, or a cluster (several
+    public definitions that use one another, removed together)."""
+    FUNCTION = "function"
+    METHOD = "method"
+    CLASS = "class"
+    MODULE = "module"
+    CLUSTER = "cluster"
+
+
+class Tier(StrEnum):
+    """Difficulty tiers, from the size and shape of what was removed (taskforge.difficulty)."""
+    EASY = "easy"
+    MEDIUM = "medium"
+    HARD = "hard"
+
+
+TIER_ORDER = [Tier.EASY, Tier.MEDIUM, Tier.HARD]
+
+
+class Difficulty(BaseModel):
+    """What makes a task hard, measured on the removed code; `tier` buckets `score`."""
+    removed_lines: int = 0            # code lines removed (no blanks, comments, docstrings)
+    statements: int = 0               # statements in the removed bodies (docstrings aside)
+    files: int = 0                    # source files the removal changes (re-exports included)
+    symbols: int = 0                  # definitions removed
+    public_symbols: int = 0
+    complexity: int = 0               # cyclomatic complexity summed over removed definitions
+    centrality: int = 0               # call-graph edges between removed and kept code
+    hidden_tests: int = 0
+    score: float = 0.0
+    tier: Tier = Tier.EASY
+
+
+class Adequacy(BaseModel):
+    """How well the hidden tests constrain the feature, measured on the gold at generation."""
+    standins: dict[str, int] = Field(default_factory=dict)    # stand-in -> hidden tests it passed
+    standins_passing_all: list[str] = Field(default_factory=list)   # must be empty to be written
+    mutants: int = 0                  # simple mutants of the gold tried
+    mutants_killed: int = 0           # ... that fail at least one hidden test
+    mutation_score: float | None = None
 
 
 class TaskTimings(BaseModel):
@@ -88,6 +133,8 @@ class TaskRecord(BaseModel):
     timings: TaskTimings
     taskforge_version: str
     grading: GradingPlan = Field(default_factory=GradingPlan)
+    difficulty: Difficulty = Field(default_factory=Difficulty)
+    adequacy: Adequacy = Field(default_factory=Adequacy)
 
 
 class TestResult(BaseModel):
@@ -96,14 +143,34 @@ class TestResult(BaseModel):
     duration: float = 0.0
 
 
+class Stage(StrEnum):
+    """The funnel, in pipeline order. A drop names the first stage its candidate
+    did not pass; a stage's count is how many candidates passed it."""
+    CONSIDERED = "symbols considered"
+    CANDIDATES = "candidates"
+    TRIED = "tried"                            # validated (not past the --max-tasks prefix)
+    REMOVED = "removed cleanly"
+    HIDDEN_FAIL = "hidden tests fail"          # on the stripped source
+    REMAINING_GREEN = "remaining suite green"
+    COPIES = "must-fail copies"                # every hidden test has copies the gold fails
+    CONSTRAINED = "tests constrain it"         # stand-ins fail, gold mutants killed
+    SPECIFIED = "specified"                    # exact strings stated
+    LEAK_FREE = "leak-free"
+    GOLD = "gold passes"                       # the packaged task grades gold 1, empty 0
+    TASKS = "tasks"
+
+
+STAGE_ORDER = list(Stage)
+
+
 class DropReason(BaseModel):
     candidate: str
-    stage: str
+    stage: Stage
     reason: str
 
 
 class FunnelStage(BaseModel):
-    name: str
+    name: Stage
     count: int
 
 
@@ -138,6 +205,10 @@ class GenerateReport(BaseModel):
     jobs: int = 1
     resumed: ResumeInfo = Field(default_factory=ResumeInfo)
     mutants: MutantCoverage = Field(default_factory=MutantCoverage)
+    # Over the tasks written: how many per tier and per kind, and their sizes.
+    difficulty: dict[str, int] = Field(default_factory=dict)
+    kinds: dict[str, int] = Field(default_factory=dict)
+    large_tasks: int = 0              # 40+ removed lines or 2+ files
 
 
 class VerifyResult(BaseModel):

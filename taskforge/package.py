@@ -212,9 +212,11 @@ def write_task(out_dir: Path, tid: str, src: Path, source_changes: dict[str, str
         atomic_write(tmp / "problem_statement.md", record.problem_statement)
         atomic_write(tmp / "gold.patch", gold)
         atomic_write(tmp / "test.patch", test_patch)
+        # Normal modes, but the executable bit as committed: a workspace whose
+        # `git status` shows changes before the agent acts misleads it.
         for p in [tmp, *tmp.rglob("*")]:
             if not p.is_symlink():
-                p.chmod(0o755 if p.is_dir() else 0o644)
+                p.chmod(0o755 if p.is_dir() or p.stat().st_mode & 0o100 else 0o644)
         if final_check is not None:
             final_check(tmp)
         if final.exists():

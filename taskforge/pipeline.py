@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from taskforge import __version__
+from taskforge import __version__, adequacy
 from taskforge.audit import LeakError, cache_root, leak_checker
 from taskforge.coverage_map import CoverageMap
 from taskforge.dynamic import hopeless_check
@@ -26,23 +26,26 @@ from taskforge.fsutil import atomic_write, rmtree
 from taskforge.images import ensure_base_image, ensure_env_image
 from taskforge.layout import scan
 from taskforge.leaks import ImageIndex, Scanner, image_fs_cache, needles_for
-from taskforge.models import (DropReason, FeatureInfo, FunnelStage, GenerateReport,
-                              GradingPlan, MutantCoverage, RemovedSymbol, ResumeInfo, TaskRecord, TaskSizes,
-                              TaskTimings)
+from taskforge.difficulty import rate
+from taskforge.features import MIN_STATEMENTS
+from taskforge.layout import walk
+from taskforge.models import (STAGE_ORDER, DropReason, FeatureInfo, FeatureKind, FunnelStage,
+                              GenerateReport, GradingPlan, MutantCoverage, RemovedSymbol,
+                              ResumeInfo, Stage, TaskRecord, TaskSizes, Tier, TaskTimings)
 from taskforge.grade.mutants import test_ref
 from taskforge.grade.pool import GradeCheckError, Pool, build_pool, final_check, verify_timeout
 from taskforge.package import protected_files, task_id, write_task
 from taskforge.source import fetch
 from taskforge.state import BaselineState, RunState, VerdictState, make_scratch, reap_dead_runs
-from taskforge.statement import problem_statement
+from taskforge.statement import Underspecified, doc_pointers, problem_statement, required_strings
 from taskforge.symbols import index_repo
 from taskforge.task_store import load_task
 from taskforge.testindex import group_ids, index_tests
 from taskforge.validate import Context, RunArgs, Verdict, Worker, validate
 
 UNSTABLE_ID = re.compile(r"\b\d{1,2}:\d{2}:\d{2}\b|\b0x[0-9a-fA-F]{8,}\b")
-STAGES = ["candidates", "removed cleanly", "remaining suite green", "hidden tests fail",
-          "gold passes", "leak-free", "tasks"]
+TEXT_SUFFIXES = (".py", ".pyi", ".md", ".rst", ".txt", ".cfg", ".toml", ".ini", ".json", ".yaml",
+                 ".yml", ".html", ".j2", ".tmpl")
 
 
 @dataclass
@@ -53,7 +56,15 @@ class Options:
     timeout: float = 600.0
     max_share: float = 0.25
     max_red: float = 0.05
-    kinds: tuple[str, ...] = ("function", "method", "class", "module")
+    kinds: tuple[str, ...] = tuple(FeatureKind)
+    min_statements: int = MIN_STATEMENTS     # smaller removals (aliases, one-line wrappers) drop
+    min_tier: Tier = Tier.EASY               # --difficulty: the lowest tier proposed
+    # The hidden tests must fail every do-nothing stand-in and kill this share of
+    # simple mutants of the gold; keep_weak writes such tasks anyway, score recorded.
+    min_mutation_score: float = adequacy.MIN_MUTATION_SCORE
+    keep_weak: bool = False
+    check_adequacy: bool = True              # False: no stand-ins, no gold mutants (red team only)
+    gold_mutants: int = adequacy.MAX_MUTANTS
     only: tuple[str, ...] = ()               # candidates whose name contains one of these
     # Every hidden test must have must-fail copies (a test without one can be
     # forged by a solution that finds it); False keeps such tasks, marked.
@@ -159,11 +170,21 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
         by_key = group_ids(all_ids)
         hopeless, late = hopeless_check(src.path, layout, image_scan.result(), plan.python)
         proposal = propose(index, cov, passing, all_ids, tests, max_share=opts.max_share,
-                           hopeless=hopeless, late=late)
-        proposal.candidates = [c for c in proposal.candidates if c.kind in opts.kinds and (
-            not opts.only or any(o in c.name for o in opts.only))]
+                           hopeless=hopeless, late=late, min_statements=opts.min_statements,
+                           min_tier=opts.min_tier)
+        drops = [DropReason(candidate=n, stage=Stage.CANDIDATES, reason=r)
+                 for n, r in proposal.drops]
+        wanted = []
+        for c in proposal.candidates:
+            if c.kind in opts.kinds and (not opts.only or any(o in c.name for o in opts.only)):
+                wanted.append(c)
+            else:
+                drops.append(DropReason(candidate=c.name, stage=Stage.CANDIDATES,
+                                        reason=f"not asked for: kind {c.kind}" if c.kind not in
+                                        opts.kinds else "not asked for: --only"))
+        proposal.candidates = wanted
         timings["propose"] = time.monotonic() - t
-        drops = [DropReason(candidate=n, stage="candidates", reason=r) for n, r in proposal.drops]
+        texts = _text_files(src.path)
         cap = max(1, int(opts.max_share * len(passing)))
         ctx = Context(src=src.path, index=index, tests=tests, passing=passing, all_ids=all_ids,
                       by_key=by_key, cap=cap, timeout=opts.timeout, layout=layout,
@@ -183,14 +204,18 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
             try:
                 rec = load_task(tdir).record
                 if rec.source_commit == src.commit:
-                    return Verdict(candidate=cand, ok=True, stage="gold passes", resumed=True,
+                    return Verdict(candidate=cand, ok=True, stage=Stage.TASKS, resumed=True,
                                    seconds={"remaining_suite": rec.timings.remaining_suite,
                                             "hidden_on_stripped": rec.timings.hidden_on_stripped})
             except TaskforgeError:
                 pass
             vs = state.load_verdict(tid_of(cand), src.commit)
             if vs is not None:
-                return Verdict(candidate=cand, ok=False, stage=vs.stage, reason=vs.reason,
+                try:
+                    stage = Stage(vs.stage)
+                except ValueError:       # journalled by an older taskforge
+                    stage = Stage.REMAINING_GREEN
+                return Verdict(candidate=cand, ok=False, stage=stage, reason=vs.reason,
                                resumed=True)
             return None
 
@@ -205,27 +230,61 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
                 v.test_seconds_total += pool.seconds
                 uncovered = uncopied(f2p, pool)
                 if not set(f2p) - pool.unstable:
-                    v.ok, v.stage = False, "hidden tests fail"
+                    v.ok = False
                     v.reason = ("every hidden test id changes between runs" if f2p else
                                 "no hidden test left: they lived in the removed code")
                 elif opts.require_copies and uncovered:
-                    v.ok, v.stage = False, "hidden tests fail"
+                    v.ok = False
                     v.reason = (f"hidden tests without must-fail copies: {len(uncovered)}, e.g. "
                                 f"{uncovered[0]}" + (f" ({pool.note})" if pool.note else ""))
+            adq = None
+            if v.ok and opts.check_adequacy:
+                v.stage = Stage.CONSTRAINED
+                f2p = sorted(v.hidden & ctx.passing - pool.unstable)
+                limit = min(ctx.timeout, max(20.0, 5 * v.seconds.get("hidden_on_stripped", 0) + 15))
+                adq, spent = adequacy.check(w, f2p, cand.symbols,
+                                            cand.root.module if cand.kind == "module" else None,
+                                            seed=tid, timeout=limit, mutants=opts.gold_mutants)
+                v.test_seconds_total += spent
+                if adq.standins_passing_all:
+                    v.ok = False
+                    v.reason = (f"hidden tests do not constrain it: a stand-in that does no work "
+                                f"({adq.standins_passing_all[0]}) passes all {len(f2p)}")
+                elif (adq.mutation_score is not None and adq.mutation_score < opts.min_mutation_score
+                      and not opts.keep_weak):
+                    v.ok = False
+                    v.reason = (f"hidden tests do not constrain it: mutation score "
+                                f"{adq.mutation_score:.2f} ({adq.mutants_killed} of {adq.mutants} "
+                                f"gold mutants killed; minimum {opts.min_mutation_score})")
+            required: list[str] = []
+            docs: list[str] = []
             if v.ok:
+                v.stage = Stage.SPECIFIED
+                ws_text = _workspace_text(texts, v.source_changes, v.test_changes)
+                try:
+                    required = required_strings(src.path, sorted(v.hidden & ctx.passing), ws_text)
+                except Underspecified as exc:
+                    v.ok, v.reason = False, str(exc)
+                docs = doc_pointers({r: texts[r] for r in texts if r not in v.source_changes},
+                                    sorted({s.name for s in cand.symbols if s.public}))
+            if v.ok:
+                v.stage = Stage.LEAK_FREE
                 try:
                     scan = image_scan.result()
-                    record_fn = _record_builder(tid, src, image, v, ctx, n_flaky, protected, pool)
+                    record_fn = _record_builder(tid, src, image, v, ctx, n_flaky, protected, pool,
+                                                adq, required, docs)
                     check = leak_checker(src.path, cand.symbols, sorted(v.hidden & ctx.passing),
                                          scan.hits(src.path, cand.symbols))
                     write_task(out_dir, tid, src.path, v.source_changes, v.test_changes,
                                protected, record_fn, leak_check=check, final_check=final_check)
                 except LeakError as exc:
-                    v.ok, v.stage = False, "gold passes"
+                    v.ok = False
                     v.reason = f"leaks the removed code: {exc}"
                 except GradeCheckError as exc:
-                    v.ok, v.stage = False, "hidden tests fail"
+                    v.ok, v.stage = False, Stage.GOLD
                     v.reason = str(exc)
+                else:
+                    v.stage = Stage.TASKS
             if not v.ok:
                 state.save_verdict(tid, VerdictState(candidate=cand.name, kind=cand.kind,
                                                      source_commit=src.commit, stage=v.stage,
@@ -237,19 +296,18 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
         timings["validate"] = time.monotonic() - t
 
         t = time.monotonic()
-        stage_counts = {s: 0 for s in STAGES}
         tasks: list[str] = []
         necessary = base_test_secs
         for v in verdicts:
-            for s in STAGES[: STAGES.index(v.stage) + 1]:   # leak-free/tasks counted below
-                stage_counts[s] += 1
             if not v.ok:
                 drops.append(DropReason(candidate=v.candidate.name, stage=v.stage, reason=v.reason))
                 continue
-            stage_counts["leak-free"] += 1
-            stage_counts["tasks"] += 1
             tasks.append(tid_of(v.candidate))
             necessary += v.seconds.get("remaining_suite", 0) + v.seconds.get("hidden_on_stripped", 0)
+        for c in proposal.candidates[len(verdicts):]:
+            drops.append(DropReason(candidate=c.name, stage=Stage.TRIED,
+                                    reason=f"not tried: {opts.max_tasks} task(s) found first "
+                                           f"(--max-tasks)"))
         # Tasks past the deterministic prefix (validated while it was settling) go,
         # so the task set never depends on timing.
         chosen = set(tasks)
@@ -267,15 +325,13 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
             repo=src.repo, source_commit=src.commit, image_name=image,
             baseline_tests=len(all_ids), baseline_passing=len(passing),
             baseline_failing=len(base_state.failing), flaky_excluded=len(flaky),
-            funnel=[FunnelStage(name="symbols considered", count=proposal.considered)]
-            + [FunnelStage(name=s, count=(len(proposal.candidates) if s == "candidates"
-                                          else stage_counts[s])) for s in STAGES],
+            funnel=funnel(proposal.considered, drops),
             drops=drops, tasks=tasks, timings={k: round(v, 3) for k, v in timings.items()},
             jobs=opts.jobs,
             resumed=ResumeInfo(baseline=cached is not None,
                                tasks=sum(1 for v in verdicts if v.resumed and v.ok),
                                rejections=sum(1 for v in verdicts if v.resumed and not v.ok)),
-            mutants=_mutant_coverage(out_dir, tasks))
+            mutants=_mutant_coverage(out_dir, tasks), **_distribution(out_dir, tasks))
         atomic_write(out_dir / "report.json", report.model_dump_json(indent=2) + "\n")
         return report
     except TaskforgeError:
@@ -293,6 +349,55 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
                 list(closer.map(Worker.close, workers))
         rmtree(scratch)
         state.unlock()
+
+
+def funnel(considered: int, drops: list[DropReason]) -> list[FunnelStage]:
+    """Stage counts from the drops: every candidate is counted once, at the first
+    stage it did not pass (or as a task), so each step down is its drops."""
+    out, n = [], considered
+    for st in STAGE_ORDER:
+        n -= sum(1 for d in drops if d.stage == st)
+        out.append(FunnelStage(name=st, count=n))
+    return out
+
+
+def _distribution(out_dir: Path, tasks: list[str]) -> dict:
+    """Tasks per difficulty tier and per kind, and how many are large."""
+    tiers = {t.value: 0 for t in Tier}
+    kinds: dict[str, int] = {}
+    large = 0
+    for tid in tasks:
+        rec = load_task(out_dir / tid).record
+        tiers[rec.difficulty.tier.value] += 1
+        kinds[rec.feature.kind.value] = kinds.get(rec.feature.kind.value, 0) + 1
+        large += rec.difficulty.removed_lines >= 40 or rec.difficulty.files >= 2
+    return {"difficulty": tiers, "kinds": kinds, "large_tasks": large}
+
+
+def _text_files(root: Path) -> dict[str, str]:
+    """The repository's text files, read once: statements search them."""
+    out = {}
+    for rel in walk(root):
+        if rel.endswith(TEXT_SUFFIXES) or "/" not in rel:
+            try:
+                p = root / rel
+                if p.is_file() and p.stat().st_size <= 2_000_000:
+                    out[rel] = p.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
+    return out
+
+
+def _workspace_text(texts: dict[str, str], *changes: dict[str, str | None]) -> str:
+    """All text of the workspace the agent gets: the repository with the removal applied."""
+    merged = dict(texts)
+    for ch in changes:
+        for rel, content in ch.items():
+            if content is None:
+                merged.pop(rel, None)
+            else:
+                merged[rel] = content
+    return "\n".join(merged.values())
 
 
 def uncopied(f2p: list[str], pool: Pool) -> list[str]:
@@ -477,7 +582,7 @@ def validate_all(workers: list[Worker], candidates, max_tasks, prog, settle,
 
 
 def _record_builder(tid, src, image, v: Verdict, ctx: Context, n_flaky: int,
-                    protected: list[str], pool: Pool):
+                    protected: list[str], pool: Pool, adq=None, required=(), docs=()):
     cand = v.candidate
     f2p = sorted(v.hidden & ctx.passing - pool.unstable)
     measured = v.seconds.get("remaining_suite", 0.0) + pool.seconds
@@ -489,12 +594,16 @@ def _record_builder(tid, src, image, v: Verdict, ctx: Context, n_flaky: int,
                                 if m.kind == "value"}),
         hidden_functions=pool.functions, unstable_excluded=len(pool.unstable))
     p2p = sorted(ctx.passing - v.hidden - v.vanished)
+    own = {s.qualname for s in cand.symbols}
     exports = sorted(f"{m}.{n}" for (m, n) in v.exported      # re-exports of removed names
-                     if f"{m}.{n}" != cand.root.qualname and not n.startswith("_"))
+                     if f"{m}.{n}" not in own and not n.startswith("_"))
     touched = sorted(v.source_changes)
-    statement = problem_statement(src.name, cand.root, cand.symbols, exports, touched, len(f2p))
+    statement = problem_statement(src.name, cand.root, cand.symbols, exports, touched, len(f2p),
+                                  kind=cand.kind, required=list(required), docs=list(docs))
+    difficulty = rate(cand.difficulty.model_copy(update={"hidden_tests": len(f2p)}))
     symbols = [RemovedSymbol(qualname=s.qualname, kind=s.kind, path=s.path, start_line=s.start,
-                             end_line=s.end, signature=s.signature, public=s.public)
+                             end_line=s.end, signature=s.signature, public=s.public,
+                             module=s.module)
                for s in cand.symbols]
     hidden_files = sorted(v.test_changes)
 
@@ -517,5 +626,6 @@ def _record_builder(tid, src, image, v: Verdict, ctx: Context, n_flaky: int,
                             hidden_tests=len(f2p), remaining_tests=len(p2p),
                             workspace_files=workspace_files),
             timings=TaskTimings(rounds=v.rounds, **{k: round(x, 3) for k, x in v.seconds.items()}),
-            taskforge_version=__version__, grading=grading)
+            taskforge_version=__version__, grading=grading, difficulty=difficulty,
+            **({"adequacy": adq} if adq is not None else {}))
     return build

@@ -16,3 +16,9 @@ _LOCK = threading.Lock()
 def parse(source: str | bytes, filename: str = "<unknown>") -> ast.Module:
     with _LOCK:
         return ast.parse(source, filename)
+
+
+def literal_eval(node_or_string):
+    """ast.literal_eval, which parses a string: under the same lock."""
+    with _LOCK:
+        return ast.literal_eval(node_or_string)

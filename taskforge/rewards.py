@@ -15,6 +15,9 @@ in `extra_info` (unsharded on demand into a content-addressed cache, so a Ray
 worker needs only the shards); the `tasks` argument or $TASKFORGE_TASKS, which
 is a directory of task directories or a shard directory (with manifest.json).
 With $TASKFORGE_REWARD_URL set (or `url=`), grading is sent to `taskforge serve`.
+
+Curriculum: with `stats=` (or $TASKFORGE_STATS) every graded attempt is recorded
+per task (taskforge.curriculum), for `taskforge select` to pick tasks by solve rate.
 """
 from __future__ import annotations
 
@@ -224,9 +227,10 @@ def _from_verify(v, t0: float) -> RewardResult:
 
 def score(solution_str: str, ground_truth: Any, extra_info: dict | None = None,
           tasks: str | Path | None = None, timeout: float | None = None,
-          url: str | None = None) -> RewardResult:
+          url: str | None = None, stats=None) -> RewardResult:
     """Grade one answer. Raises UserError when the task cannot be found (a set-up
-    mistake); every other failure is a result."""
+    mistake); every other failure is a result. `stats`: where the attempt is
+    recorded (see score_task); in remote mode the server records it instead."""
     url = url if url is not None else os.environ.get("TASKFORGE_REWARD_URL")
     env_timeout = os.environ.get("TASKFORGE_REWARD_TIMEOUT")
     timeout = timeout or (float(env_timeout) if env_timeout else None)
@@ -235,13 +239,24 @@ def score(solution_str: str, ground_truth: Any, extra_info: dict | None = None,
                              timeout or DEFAULT_TIMEOUT)
     t0 = time.monotonic()
     task_dir = resolve_task(ground_truth, extra_info, tasks)
-    return score_task(task_dir, solution_str, timeout, t0)
+    return score_task(task_dir, solution_str, timeout, t0, stats=stats)
 
 
 def score_task(task_dir: str | Path, solution_str: str, timeout: float | None = None,
-               t0: float | None = None) -> RewardResult:
+               t0: float | None = None, stats=None) -> RewardResult:
     """Grade one answer for a task directory. `timeout` None: the task's own limit,
-    from its measured run time."""
+    from its measured run time. The attempt is recorded for the curriculum in
+    `stats` (a path or a taskforge.curriculum.SolveStats; None: $TASKFORGE_STATS
+    if set; False: nowhere); an infrastructure error is not an attempt."""
+    from taskforge import curriculum
+
+    result = _grade_task(task_dir, solution_str, timeout, t0)
+    curriculum.record(result, stats)
+    return result
+
+
+def _grade_task(task_dir: str | Path, solution_str: str, timeout: float | None,
+                t0: float | None) -> RewardResult:
     from taskforge.task_store import load_task
     from taskforge.verify import Solution, verify
 
@@ -300,13 +315,16 @@ def default_workers() -> int:
 
 
 def score_many(items: list[dict], workers: int | None = None, tasks: str | Path | None = None,
-               timeout: float | None = None, url: str | None = None) -> list[RewardResult]:
+               timeout: float | None = None, url: str | None = None,
+               stats=None) -> list[RewardResult]:
     """Grade many answers concurrently, results in input order. Each item is a
-    dict with `solution_str`, `ground_truth` and optionally `extra_info`."""
+    dict with `solution_str`, `ground_truth` and optionally `extra_info`.
+    `stats`: where attempts are recorded, as for score_task."""
     def one(item: dict) -> RewardResult:
         try:
             return score(item.get("solution_str") or "", item.get("ground_truth"),
-                         item.get("extra_info"), tasks=tasks, timeout=timeout, url=url)
+                         item.get("extra_info"), tasks=tasks, timeout=timeout, url=url,
+                         stats=stats)
         except Exception as exc:  # noqa: BLE001 - one bad item never costs the batch
             msg = exc.message if isinstance(exc, TaskforgeError) else f"{type(exc).__name__}: {exc}"
             return RewardResult(instance_id=str((item.get("extra_info") or {}).get("instance_id", "")),
@@ -348,10 +366,10 @@ def reward(data_source: str, solution_str: str, ground_truth: Any, extra_info: d
     verl cannot mask a sample, so an infrastructure failure raises InfraError
     unless `infra_score` (a verl reward_kwargs entry) or $TASKFORGE_INFRA_SCORE
     gives the score to use, which then comes flagged with infra_error=1.
-    Other kwargs: tasks, timeout, url.
+    Other kwargs: tasks, timeout, url, stats (where attempts are recorded).
     """
     r = score(solution_str, ground_truth, extra_info, tasks=kwargs.get("tasks"),
-              timeout=kwargs.get("timeout"), url=kwargs.get("url"))
+              timeout=kwargs.get("timeout"), url=kwargs.get("url"), stats=kwargs.get("stats"))
     return _verl_dict(r, _infra_score(kwargs))
 
 
@@ -365,7 +383,8 @@ def compute_score_batch(data_sources: list, solution_strs: list, ground_truths: 
     items = [{"solution_str": s, "ground_truth": g, "extra_info": e}
              for s, g, e in zip(solution_strs, ground_truths, extra_infos)]
     results = score_many(items, workers=kwargs.get("workers"), tasks=kwargs.get("tasks"),
-                         timeout=kwargs.get("timeout"), url=kwargs.get("url"))
+                         timeout=kwargs.get("timeout"), url=kwargs.get("url"),
+                         stats=kwargs.get("stats"))
     infra = _infra_score(kwargs)
     return [_verl_dict(r, infra) for r in results]
 

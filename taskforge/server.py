@@ -4,6 +4,7 @@
     POST /reward         {"instance_id", "solution", "timeout"?} -> RewardResult
     POST /reward/batch   {"items": [...]} -> {"results": [RewardResult, ...]}
     POST /get_reward     OpenRLHF's remote reward protocol (also /openrlhf)
+    GET  /stats          per-task attempts, solves and solve rate (taskforge.curriculum)
 
 Why it is built this way:
 - Grading is blocking (docker, git), so it runs in a thread pool of
@@ -18,6 +19,9 @@ Why it is built this way:
   (verify has the same timeout), and its slot is held until then.
 - Bad requests get a 4xx with {"error": "..."}; nothing a client sends, and no
   engine failure, stops the server.
+- Every answer sent back with a reward is recorded as an attempt in the solve
+  stats store (`stats`, default `curriculum.default_stats_path`), one atomic
+  append per answer; ungradable answers and refused OpenRLHF batches are not.
 """
 from __future__ import annotations
 
@@ -32,6 +36,7 @@ from contextlib import asynccontextmanager
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from taskforge import curriculum
 from taskforge.errors import InfraError, TaskforgeError, UserError
 from taskforge.rewards import RewardResult, TaskSource, instance_id_of, score_task
 
@@ -49,6 +54,8 @@ class ServeConfig(BaseModel):
     timeout: float = Field(300.0, gt=0)
     infra_score: float | None = None   # OpenRLHF: the score for an ungradable answer
     cache: str | None = None           # where shard rows become task directories
+    stats: str | None = None           # solve stats store (default: default_stats_path(tasks))
+    record_stats: bool = True          # False: record nothing, /stats answers 404
 
 
 class RewardRequest(BaseModel):
@@ -143,6 +150,9 @@ def create_app(cfg: ServeConfig):
         raise UserError(f"no tasks in {cfg.tasks}")
     gate = Gate(cfg.concurrency, cfg.max_queue)
     engine = {"checked": 0.0, "error": None}
+    store = None
+    if cfg.record_stats:
+        store = curriculum.SolveStats(cfg.stats or curriculum.default_stats_path(cfg.tasks))
 
     def answer(status: int, body: dict, headers: dict | None = None) -> JSONResponse:
         return JSONResponse(body, status_code=status, headers=headers)
@@ -204,7 +214,9 @@ def create_app(cfg: ServeConfig):
     def grade_blocking(item: RewardRequest, timeout: float) -> RewardResult:
         t0 = time.monotonic()
         try:
-            return score_task(source.get(item.instance_id), item.solution, timeout, t0)
+            # Recorded by the endpoint once answered: a timed-out answer is not an attempt.
+            return score_task(source.get(item.instance_id), item.solution, timeout, t0,
+                              stats=False)
         except TaskforgeError as exc:     # a task that cannot be loaded or rebuilt
             return flagged(item.instance_id, exc.message)
         except Exception as exc:          # a bug must not take the server down
@@ -221,17 +233,25 @@ def create_app(cfg: ServeConfig):
             gate.infra_errors += res.infra_error is not None
         return res
 
+    def record(results: list[RewardResult]) -> None:
+        if store is not None:
+            for r in results:       # a small append each; a failure only logs
+                curriculum.record(r, store)
+
     async def reward_one(request: Request):
         item = parse(RewardRequest, await read_json(request))
         check_known([item.instance_id])
         admit(1)
-        return answer(200, (await grade(item)).model_dump())
+        res = await grade(item)
+        record([res])
+        return answer(200, res.model_dump())
 
     async def reward_batch(request: Request):
         batch = parse(BatchRequest, await read_json(request))
         check_known([i.instance_id for i in batch.items])
         admit(len(batch.items))
         results = await asyncio.gather(*(grade(i) for i in batch.items))
+        record(results)
         return answer(200, {"results": [r.model_dump() for r in results]})
 
     async def openrlhf(request: Request):
@@ -252,6 +272,7 @@ def create_app(cfg: ServeConfig):
             # OpenRLHF's client retries on an HTTP error: a retry beats a fake score.
             return answer(503, {"error": f"{len(bad)} of {n} could not be graded: "
                                          f"{bad[0].infra_error}"}, {"Retry-After": "5"})
+        record(results)             # (not before: a 503 batch is retried, then recorded)
         rewards = [cfg.infra_score if r.infra_error is not None else r.reward for r in results]
         return answer(200, {"rewards": rewards, "scores": rewards,
                             "extra_logs": {"resolved": [float(r.resolved) for r in results],
@@ -281,7 +302,14 @@ def create_app(cfg: ServeConfig):
         body = {"status": "ok" if engine["error"] is None else "degraded",
                 "engine": engine["error"] or "ok", "tasks": n_tasks,
                 "concurrency": cfg.concurrency, "max_queue": cfg.max_queue, **gate.stats()}
+        body["stats"] = str(store.path) if store is not None else None
         return answer(200 if engine["error"] is None else 503, body)
+
+    async def stats(request: Request):
+        if store is None:
+            raise HTTPError(404, "solve stats are off (serve --no-stats)")
+        report = await asyncio.get_running_loop().run_in_executor(None, store.report)
+        return answer(200, report.model_dump())
 
     def wrap(handler):
         async def endpoint(request: Request):
@@ -303,7 +331,8 @@ def create_app(cfg: ServeConfig):
 
     @asynccontextmanager
     async def lifespan(app):
-        print(f"taskforge serve: {n_tasks} task(s) from {cfg.tasks} on http://{cfg.host}:{cfg.port}",
+        print(f"taskforge serve: {n_tasks} task(s) from {cfg.tasks} on http://{cfg.host}:{cfg.port}"
+              f"; solve stats {store.path if store is not None else 'off'}",
               file=sys.stderr, flush=True)
         yield
         # Answers being graded finish (their containers go with them); queued ones are dropped.
@@ -312,6 +341,7 @@ def create_app(cfg: ServeConfig):
         print(f"taskforge serve: stopped after {gate.served} answer(s)", file=sys.stderr, flush=True)
 
     routes = [Route("/health", health, methods=["GET"]),
+              Route("/stats", wrap(stats), methods=["GET"]),
               Route("/reward", wrap(reward_one), methods=["POST"]),
               Route("/reward/batch", wrap(reward_batch), methods=["POST"]),
               Route("/get_reward", wrap(openrlhf), methods=["POST"]),
@@ -319,6 +349,7 @@ def create_app(cfg: ServeConfig):
     app = Starlette(routes=routes, exception_handlers={HTTPException: http_error},
                     lifespan=lifespan)
     app.state.gate, app.state.source, app.state.config = gate, source, cfg
+    app.state.stats = store
     return app
 
 

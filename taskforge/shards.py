@@ -35,11 +35,11 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from taskforge import archive
 from taskforge.errors import UserError
 from taskforge.fsutil import atomic_write
-from taskforge.models import (FeatureInfo, GradingPlan, RemovedSymbol, TaskRecord, TaskSizes,
-                              TaskTimings)
+from taskforge.models import (Adequacy, Difficulty, FeatureInfo, GradingPlan, RemovedSymbol,
+                              TaskRecord, TaskSizes, TaskTimings)
 from taskforge.task_store import load_task
 
-SHARD_SCHEMA_VERSION = 2
+SHARD_SCHEMA_VERSION = 3
 META_KEY = b"taskforge.shard_schema_version"
 FORMATS = ("parquet", "jsonl")
 ROW_GROUP = 64          # rows per Parquet row group: a reward worker reads one group, not a shard
@@ -56,7 +56,7 @@ class EnvVar(BaseModel):
 
 
 class ShardRow(BaseModel):
-    """One task as a shard row (schema version 2). Field order is column order."""
+    """One task as a shard row (schema version 3). Field order is column order."""
     model_config = ConfigDict(extra="forbid", ser_json_bytes="base64", val_json_bytes="base64")
 
     # SWE-bench columns
@@ -96,6 +96,9 @@ class ShardRow(BaseModel):
     task_schema_version: int
     taskforge_version: str
     grading_json: str               # GradingPlan as JSON (mutants, time limit): grader only
+    difficulty_tier: str            # easy, medium or hard: for selecting a curriculum
+    difficulty_json: str            # Difficulty as JSON (the measures behind the tier)
+    adequacy_json: str              # Adequacy as JSON (stand-ins, mutation score)
     workspace_tgz: bytes            # deterministic tar.gz of workspace/ without .git
     workspace_sha256: str
     hidden_tgz: bytes               # hidden/: grader only
@@ -108,8 +111,20 @@ def arrow_schema():
     import pyarrow as pa
 
     s, i64, f64 = pa.string(), pa.int64(), pa.float64()
-    symbol = pa.struct([("qualname", s), ("kind", s), ("path", s), ("start_line", i64),
-                        ("end_line", i64), ("signature", s), ("public", pa.bool_())])
+
+    def scalar(name: str, ann) -> object:
+        # From the model, so a field added to RemovedSymbol is a column, never dropped.
+        if ann is bool:
+            return pa.bool_()
+        if ann is int:
+            return i64
+        if ann is str or getattr(ann, "__origin__", None) is Literal or (
+                isinstance(ann, type) and issubclass(ann, str)):
+            return s
+        raise TypeError(f"RemovedSymbol.{name}: no shard column type for {ann!r}")
+
+    symbol = pa.struct([(name, scalar(name, f.annotation))
+                        for name, f in RemovedSymbol.model_fields.items()])
     env = pa.struct([("name", s), ("value", s)])
     types = {str: s, int: i64, float: f64, bytes: pa.large_binary(), list[str]: pa.list_(s),
              list[RemovedSymbol]: pa.list_(symbol), list[EnvVar]: pa.list_(env)}
@@ -211,6 +226,9 @@ def task_to_row(task_dir: str | Path) -> ShardRow:
         test_env=[{"name": k, "value": v} for k, v in rec.test_env.items()],
         task_schema_version=rec.schema_version, taskforge_version=rec.taskforge_version,
         grading_json=rec.grading.model_dump_json(),
+        difficulty_tier=rec.difficulty.tier.value,
+        difficulty_json=rec.difficulty.model_dump_json(),
+        adequacy_json=rec.adequacy.model_dump_json(),
         workspace_tgz=ws, workspace_sha256=archive.sha256(ws),
         hidden_tgz=hidden, hidden_sha256=archive.sha256(hidden))
     fields["row_sha256"] = row_digest(fields)
@@ -224,7 +242,8 @@ RECORD_FIELDS = frozenset({
     "environment_setup_commit", "version", "created_at", "patch", "test_patch",
     "problem_statement", "FAIL_TO_PASS", "PASS_TO_PASS", "image_name", "feature",
     "hidden_test_files", "protected_files", "test_command", "test_options", "test_paths",
-    "test_env", "flaky_excluded", "sizes", "timings", "taskforge_version", "grading"})
+    "test_env", "flaky_excluded", "sizes", "timings", "taskforge_version", "grading",
+    "difficulty", "adequacy"})
 
 
 def row_to_record(row: ShardRow) -> TaskRecord:
@@ -248,7 +267,9 @@ def row_to_record(row: ShardRow) -> TaskRecord:
                             hidden_on_stripped=row.timing_hidden_on_stripped,
                             rounds=row.validation_rounds),
         taskforge_version=row.taskforge_version,
-        grading=GradingPlan.model_validate_json(row.grading_json))
+        grading=GradingPlan.model_validate_json(row.grading_json),
+        difficulty=Difficulty.model_validate_json(row.difficulty_json),
+        adequacy=Adequacy.model_validate_json(row.adequacy_json))
 
 
 def check_row(row: ShardRow, where: str = "shard") -> None:
@@ -423,17 +444,7 @@ def write_shards(tasks: Iterable[str | Path], out: str | Path, fmt: str = "parqu
                  seed: int = 0, log=None) -> Manifest:
     """Shard task directories into `out` (replaced whole if it is a previous shard
     directory); the manifest is written last."""
-    from taskforge import __version__
-
-    if fmt not in FORMATS:
-        raise UserError(f"unknown shard format {fmt!r} (parquet, jsonl)")
-    if shard_size < 1:
-        raise UserError("--shard-size must be at least 1")
-    splits = splits or {"train": 1.0}
-    out = Path(out)
-    if out.exists() and (not out.is_dir() or (any(out.iterdir())
-                                              and not (out / "manifest.json").is_file())):
-        raise UserError(f"--out {out} exists and is not a shard directory")
+    _check_out(out, fmt, shard_size)
     task_dirs = find_tasks(tasks)
     index: dict[str, tuple[Path, str]] = {}
     for d in task_dirs:
@@ -442,10 +453,37 @@ def write_shards(tasks: Iterable[str | Path], out: str | Path, fmt: str = "parqu
             raise UserError(f"duplicate instance_id {rec.instance_id} in {index[rec.instance_id][0]} "
                             f"and {d}")
         index[rec.instance_id] = (d, rec.repo)
-    repos = {normalize_repo(repo): assign_split(repo, splits, seed) for _, repo in index.values()}
+    return write_rows({iid: repo for iid, (_, repo) in index.items()},
+                      lambda ids: [task_to_row(index[iid][0]) for iid in ids],
+                      out, fmt, shard_size, splits, seed, log)
+
+
+def _check_out(out: str | Path, fmt: str, shard_size: int) -> None:
+    if fmt not in FORMATS:
+        raise UserError(f"unknown shard format {fmt!r} (parquet, jsonl)")
+    if shard_size < 1:
+        raise UserError("--shard-size must be at least 1")
+    out = Path(out)
+    if out.exists() and (not out.is_dir() or (any(out.iterdir())
+                                              and not (out / "manifest.json").is_file())):
+        raise UserError(f"--out {out} exists and is not a shard directory")
+
+
+def write_rows(repos_by_id: dict[str, str], load, out: str | Path, fmt: str = "parquet",
+               shard_size: int = 256, splits: dict[str, float] | None = None,
+               seed: int = 0, log=None) -> Manifest:
+    """Write the rows of `repos_by_id` (instance_id -> repo) into `out`, as
+    write_shards does; `load(ids)` gives the ShardRows of one shard's ids, so only
+    one shard's rows are in memory at a time."""
+    from taskforge import __version__
+
+    _check_out(out, fmt, shard_size)
+    splits = splits or {"train": 1.0}
+    out = Path(out)
+    repos = {normalize_repo(repo): assign_split(repo, splits, seed) for repo in repos_by_id.values()}
     by_split: dict[str, list[str]] = {name: [] for name in splits}
-    for iid in sorted(index):
-        by_split[repos[normalize_repo(index[iid][1])]].append(iid)
+    for iid in sorted(repos_by_id):
+        by_split[repos[normalize_repo(repos_by_id[iid])]].append(iid)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{out.name}-", dir=out.parent))
     try:
@@ -454,7 +492,9 @@ def write_shards(tasks: Iterable[str | Path], out: str | Path, fmt: str = "parqu
             chunks = [ids[i:i + shard_size] for i in range(0, len(ids), shard_size)]
             for n, chunk in enumerate(chunks):
                 name = f"data/{split}-{n:05d}-of-{len(chunks):05d}.{fmt}"
-                rows = [task_to_row(index[iid][0]) for iid in chunk]
+                rows = list(load(chunk))
+                if [r.instance_id for r in rows] != chunk:
+                    raise UserError(f"{name}: the rows read are not the rows asked for")
                 data = _encode(rows, fmt)
                 atomic_write(tmp / name, data)
                 files.append(ShardFile(path=name, split=split, rows=len(rows), bytes=len(data),
@@ -465,7 +505,7 @@ def write_shards(tasks: Iterable[str | Path], out: str | Path, fmt: str = "parqu
         manifest = Manifest(format=fmt, taskforge_version=__version__, seed=seed, splits=splits,
                             split_rows={s: len(ids) for s, ids in by_split.items()},
                             repos=dict(sorted(repos.items())), shard_size=shard_size,
-                            total_rows=len(index), columns=list(ShardRow.model_fields),
+                            total_rows=len(repos_by_id), columns=list(ShardRow.model_fields),
                             policy_columns=list(POLICY_COLUMNS), shards=files)
         atomic_write(tmp / "manifest.json", manifest.model_dump_json(indent=2) + "\n")
         if out.exists():
@@ -612,24 +652,34 @@ def _safe_id(instance_id: str) -> str:
 
 
 class ShardIndex:
-    """instance_id -> where its row is, for reading one row without a whole shard."""
+    """instance_id -> where its row is, for reading one row without a whole shard;
+    also each row's repo and difficulty tier (`info`), for selecting without
+    reading the archives."""
 
     def __init__(self, paths: Iterable[str | Path]):
         self.where: dict[str, tuple[Path, int]] = {}
+        self.info: dict[str, tuple[str, str]] = {}     # instance_id -> (repo, difficulty_tier)
         for f in shard_paths(paths, verify=False):
             if f.suffix == ".jsonl":
                 with open(f, "rb") as fh:
                     offset = 0
                     for line in fh:
                         if line.strip():
-                            iid = json.loads(line).get("instance_id")
+                            try:
+                                d = json.loads(line)
+                            except ValueError:
+                                raise UserError(f"corrupt shard {f}: a line is not JSON") from None
+                            iid = d.get("instance_id")
                             self.where[iid] = (f, offset)
+                            self.info[iid] = (str(d.get("repo", "")), str(d.get("difficulty_tier", "")))
                         offset += len(line)
             else:
                 pf = _parquet_file(f)
                 for g in range(pf.num_row_groups):
-                    for iid in pf.read_row_group(g, columns=["instance_id"]).column(0).to_pylist():
+                    t = pf.read_row_group(g, columns=["instance_id", "repo", "difficulty_tier"])
+                    for iid, repo, tier in zip(*(t.column(c).to_pylist() for c in range(3))):
                         self.where[iid] = (f, g)
+                        self.info[iid] = (repo, tier)
 
     def __contains__(self, instance_id: str) -> bool:
         return instance_id in self.where
@@ -653,3 +703,24 @@ class ShardIndex:
             row = parse_row(next(r for r in rows if r["instance_id"] == instance_id))
         check_row(row, f"shard {f}")
         return row
+
+    def rows(self, ids: list[str]) -> list[ShardRow]:
+        """The checked rows of `ids`, in that order, reading each row group once."""
+        missing = [i for i in ids if i not in self.where]
+        if missing:
+            raise UserError(f"no task {missing[0]} in the shards")
+        got: dict[str, ShardRow] = {}
+        groups: dict[tuple[Path, int], set[str]] = {}
+        for iid in ids:
+            f, pos = self.where[iid]
+            if f.suffix == ".jsonl":
+                got[iid] = self.row(iid)
+            else:
+                groups.setdefault((f, pos), set()).add(iid)
+        for (f, g), want in groups.items():
+            for d in _parquet_file(f).read_row_group(g).to_pylist():
+                if d["instance_id"] in want:
+                    row = parse_row(d)
+                    check_row(row, f"shard {f}")
+                    got[row.instance_id] = row
+        return [got[i] for i in ids]

@@ -1,36 +1,184 @@
 """The problem statement: a template, no LLM. It names what was removed and the
-interface the hidden tests use (signatures and docstrings), never the code."""
+interface the hidden tests use (signatures and docstrings), never the code; it
+states the exact strings the hidden tests require that nothing in the workspace
+shows (a task graded on an unstated message measures recall, not skill); and it
+points at the workspace's own documentation of the feature. It claims no
+description it does not give."""
 from __future__ import annotations
 
+import ast
+import re
+from pathlib import Path
+
+from taskforge.grade.mutants import test_ref
+from taskforge.pyparse import parse as parse_python
 from taskforge.symbols import Symbol
 
-KIND_WORD = {"function": "function", "method": "method", "class": "class", "module": "module"}
+KIND_WORD = {"function": "function", "method": "method", "class": "class", "module": "module",
+             "cluster": "feature"}
+MAX_REQUIRED = 30          # more unstated exact strings than this: the task is a test dump
+DOC_FILES = re.compile(r"^(README|CHANGELOG|CHANGES|HISTORY|NEWS)[^/]*$|^docs?/.*\.(md|rst|txt)$",
+                       re.I)
+_REPR = re.compile(r"^[A-Za-z_][\w.]*\(.*\)$", re.S)
+
+
+class Underspecified(Exception):
+    """The hidden tests assert more unstated exact strings than a statement can carry."""
+
+
+def _message_like(s: str) -> bool:
+    """A message, repr or format, as opposed to a computed value: prose or a call."""
+    s = s.strip()
+    return len(s) >= 4 and (bool(re.search(r"[A-Za-z]\s+\S", s)) or bool(_REPR.match(s)))
+
+
+def _one_line(text: str, limit: int = 240) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _direct(node: ast.AST) -> list[str]:
+    """String literals that are a compared value itself (or sit in a literal
+    container), not arguments of a call: `f("in") == "out"` gives "out" only."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return [node.value]
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        return [s for e in node.elts for s in _direct(e)]
+    if isinstance(node, ast.Dict):
+        return [s for e in [*node.keys, *node.values] if e is not None for s in _direct(e)]
+    return []
+
+
+def _checks(fn: ast.AST) -> list[tuple[ast.AST, list[str]]]:
+    """(statement, expected strings) for the asserts, assert* calls and `match=`
+    arguments of a test function."""
+    out = []
+    for node in ast.walk(fn):
+        strings: list[str] = []
+        if isinstance(node, ast.Assert):
+            for cmp in ast.walk(node.test):
+                if isinstance(cmp, ast.Compare):
+                    for side in [cmp.left, *cmp.comparators]:
+                        strings += [s for s in _direct(side) if _message_like(s)]
+        elif isinstance(node, ast.Call):
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else \
+                node.func.id if isinstance(node.func, ast.Name) else ""
+            if name.startswith("assert") and name not in ("assertTrue", "assertFalse"):
+                strings = [s for a in node.args for s in _direct(a) if _message_like(s)]
+            for kw in node.keywords:
+                if kw.arg == "match" and isinstance(kw.value, ast.Constant) and isinstance(
+                        kw.value.value, str) and kw.value.value.strip():
+                    strings.append(kw.value.value)
+        if strings:
+            out.append((node, strings))
+    return out
+
+
+def required_strings(src: Path, f2p: list[str], workspace_text: str) -> list[str]:
+    """Assertions of the hidden tests whose exact strings appear nowhere in the
+    workspace: each as its source line, so the statement shows input and output."""
+    by_file: dict[str, set[tuple[tuple[str, ...], str]]] = {}
+    for nid in f2p:
+        ref = test_ref(nid)
+        if ref is not None:
+            by_file.setdefault(ref.file, set()).add((tuple(ref.cls), ref.func))
+    lines: list[str] = []
+    seen: set[str] = set()
+    for rel in sorted(by_file):
+        try:
+            code = (src / rel).read_text(encoding="utf-8")
+            tree = parse_python(code)
+        except (OSError, SyntaxError, UnicodeDecodeError):
+            continue
+        want = by_file[rel]
+        for cls, fn in _functions(tree):
+            if (cls, fn.name) not in want:
+                continue
+            for node, strings in _checks(fn):
+                unstated = [s for s in strings if s not in workspace_text]
+                if not unstated:
+                    continue
+                seg = ast.get_source_segment(code, node) or ""
+                line = _one_line(seg)
+                if line and line not in seen:
+                    seen.add(line)
+                    lines.append(line)
+    if len(lines) > MAX_REQUIRED:
+        raise Underspecified(f"under-specified: the hidden tests assert {len(lines)} exact "
+                             f"strings the workspace never shows (at most {MAX_REQUIRED} can be "
+                             f"stated)")
+    return lines
+
+
+def _functions(tree: ast.Module):
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield (), node
+        elif isinstance(node, ast.ClassDef):
+            for st in node.body:
+                if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    yield (node.name,), st
+
+
+def doc_pointers(files: dict[str, str], names: list[str], limit: int = 6) -> list[str]:
+    """`file:line` of documentation lines in the workspace that name the feature."""
+    names = [n for n in names if len(n) >= 4]
+    if not names:
+        return []
+    pat = re.compile(r"(?<![\w.])(?:%s)(?![\w])" % "|".join(map(re.escape, sorted(set(names)))))
+    out = []
+    for rel in sorted(files):
+        if not DOC_FILES.search(rel):
+            continue
+        for i, line in enumerate(files[rel].splitlines(), 1):
+            if pat.search(line):
+                out.append(f"{rel}:{i}")
+                if len(out) >= limit:
+                    return out
+    return out
+
+
+def _display(s: Symbol) -> str:
+    return f"{s.cls}.{s.name}" if s.kind == "method" else s.name
 
 
 def problem_statement(repo_name: str, root: Symbol, symbols: list[Symbol],
-                      exports: list[str], touched: list[str], hidden_count: int) -> str:
-    what = KIND_WORD[root.kind]
-    display = f"{root.cls}.{root.name}" if root.kind == "method" else root.name
-    rest = (" The rest of the repository is intact and its test suite passes. Implement it "
-            "so that it behaves as described below; "
-            f"{hidden_count} hidden test{'s' if hidden_count != 1 else ''} will check its behaviour.")
-    if root.kind == "module":
+                      exports: list[str], touched: list[str], hidden_count: int,
+                      kind: str | None = None, required: list[str] | None = None,
+                      docs: list[str] | None = None) -> str:
+    kind = str(kind or root.kind)
+    what = KIND_WORD.get(kind, kind)
+    public = [s for s in symbols if s.public and s.kind != "module"]
+    tests = f"{hidden_count} hidden test{'s' if hidden_count != 1 else ''}"
+    rest = (" The rest of the repository is intact and its test suite passes. "
+            f"Implement it so that {tests} pass; they use the interface below"
+            + (", and check the exact behaviour listed after it." if required else "."))
+    if kind == "module":
         lines = [f"# Implement the module `{root.module}`", "",
                  f"The module `{root.module}` (`{root.path}`) has been removed from "
                  f"`{repo_name}`, with every definition in it." + rest]
+    elif kind == "cluster":
+        files = sorted({s.path for s in symbols})
+        names = ", ".join(f"`{_display(s)}`" for s in public)
+        lines = [f"# Implement `{_display(root)}` and the code that uses it in `{root.module}`", "",
+                 f"{len(public)} related definitions ({names}) have been removed from "
+                 f"{', '.join(f'`{f}`' for f in files)} of `{repo_name}`. They use one "
+                 "another, and nothing left in the repository uses them." + rest]
     else:
+        display = _display(root)
         lines = [f"# Implement the {what} `{display}` in `{root.module}`", "",
                  f"The {what} `{root.qualname}` has been removed from `{root.path}` of "
                  f"`{repo_name}`." + rest]
-    lines.append("")
-    lines.append("## Interface")
-    lines.append("")
-    if root.kind == "method":
-        lines.append(f"In class `{root.cls}` (in `{root.path}`):")
-        lines.append("")
-    lines += ["```python", root.signature.rstrip(), "```", ""]
+    lines += ["", "## Interface", ""]
+    shown = public if kind == "cluster" else [root]
+    for s in shown:
+        if s.kind == "method":
+            lines += [f"In class `{s.cls}` (in `{s.path}`):", ""]
+        elif kind == "cluster":
+            lines += [f"In `{s.path}`:", ""]
+        lines += ["```python", s.signature.rstrip(), "```", ""]
     helpers = [s for s in symbols if s is not root and not s.public]
-    if helpers and root.kind != "module":
+    if helpers and kind != "module":
         lines.append("Private helpers that only this feature used were removed with it; "
                      "you may write your own:")
         lines.append("")
@@ -42,6 +190,16 @@ def problem_statement(repo_name: str, root: Symbol, symbols: list[Symbol],
         lines.append("")
         for e in exports:
             lines.append(f"- `{e}`")
+        lines.append("")
+    if required:
+        lines += ["## Required behaviour", "",
+                  "The hidden tests check these exact strings (messages, reprs, formats), "
+                  "which nothing in the repository shows; produce them exactly:", ""]
+        lines += [f"- `{r}`" for r in required]
+        lines.append("")
+    if docs:
+        lines.append("The repository's documentation describes it: "
+                     + ", ".join(f"`{d}`" for d in docs) + ".")
         lines.append("")
     if len(touched) > 1:
         lines.append("Files changed by the removal: " + ", ".join(f"`{t}`" for t in touched) + ".")

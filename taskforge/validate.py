@@ -19,6 +19,7 @@ from pathlib import Path
 
 from taskforge.features import Candidate
 from taskforge.fsutil import copy_tree, share_with_sandbox
+from taskforge.models import Stage
 from taskforge.removal import remove_source, strip_tests
 from taskforge.sandbox import Limits, Mount, SandboxSpec, open_sandbox
 from taskforge.testindex import TestModule, split_nodeid
@@ -67,7 +68,7 @@ class Context:
 class Verdict:
     candidate: Candidate
     ok: bool
-    stage: str                               # funnel stage reached (or failed at)
+    stage: Stage                             # the first stage not passed (TASKS when ok)
     reason: str = ""
     hidden: set[str] = field(default_factory=set)
     source_changes: dict[str, str | None] = field(default_factory=dict)
@@ -193,7 +194,7 @@ def validate(worker: Worker, ctx: Context, cand: Candidate) -> Verdict:
     once on the final tree in the common case. B's tree (stripped source, every
     test file as shipped) is the same in every round, so each hidden test runs there
     once; A reruns only when it shows more tests depend on the feature."""
-    v = Verdict(candidate=cand, ok=False, stage="candidates")
+    v = Verdict(candidate=cand, ok=False, stage=Stage.REMOVED)
     removal = remove_source(ctx.index, cand.symbols)
     if cand.kind == "module":
         removal.changes[cand.root.path] = None       # the whole file goes
@@ -201,7 +202,7 @@ def validate(worker: Worker, ctx: Context, cand: Candidate) -> Verdict:
         v.reason = "nothing to remove"
         return v
     v.source_changes, v.exported, v.removed_lines = removal.changes, removal.exported, removal.removed_lines
-    v.stage = "removed cleanly"
+    v.stage = Stage.HIDDEN_FAIL
     v.vanished = vanished_doctests(ctx, cand, removal.changes)
     hidden = expand(ctx, set(cand.hidden) | named_in_params(ctx, cand)) - v.vanished
     hidden_files = set(cand.hidden_files)
@@ -226,6 +227,7 @@ def validate(worker: Worker, ctx: Context, cand: Candidate) -> Verdict:
     try:
         for rnd in range(1, MAX_ROUNDS + 1):
             v.rounds = rnd
+            v.stage = Stage.HIDDEN_FAIL
             # B: hidden tests restored on the stripped source; unhide whole test
             # functions that pass without the feature.
             while True:
@@ -246,6 +248,7 @@ def validate(worker: Worker, ctx: Context, cand: Candidate) -> Verdict:
                     return v
                 hidden -= keep_out
             # A: the stripped workspace, hidden tests out.
+            v.stage = Stage.REMAINING_GREEN
             worker.reset()
             worker.apply({**removal.changes, **test_changes})
             # Past this many failures the candidate is too central anyway: stop the run
@@ -279,17 +282,17 @@ def validate(worker: Worker, ctx: Context, cand: Candidate) -> Verdict:
                 continue
             # Both hold on this exact tree: A just passed, and every hidden test failed
             # on the stripped source.
-            v.stage = "hidden tests fail"
             # C, the gold patch, needs no run of its own: workspace + gold + hidden tests
             # is the source tree (less caches, bytecode and doc lines that quoted the
             # feature), and the baseline ran the whole suite, as verify does, on that
             # tree twice with every one of these tests passing.
-            v.stage = "gold passes"
+            v.stage = Stage.COPIES          # the next stage: pipeline.settle goes on
             v.ok = True
             v.hidden = hidden
             v.test_changes = test_changes
             v.seconds = secs
             return v
+        v.stage = Stage.REMAINING_GREEN
         v.reason = "did not settle in %d rounds" % MAX_ROUNDS
         return v
     finally:

@@ -151,7 +151,7 @@ def test_generated_tasks_audit_clean_even_from_a_leaky_repo(tmp_path, base_image
     subprocess.run([*GIT, "commit", "-q", "--allow-empty", "-m", "more"], cwd=repo, check=True)
     subprocess.run([*GIT, "tag", "v1"], cwd=repo, check=True)
     out = tmp_path / "out"
-    report = generate(str(repo), out, Options(jobs=2, max_tasks=4, kinds=("function",)))
+    report = generate(str(repo), out, Options(jobs=2, max_tasks=4, kinds=("function",), min_statements=0))
     assert any(".cases.to_snake-" in t for t in report.tasks), report.model_dump_json(indent=1)
     for tid in report.tasks:
         rep = audit(out / tid)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from taskforge.adequacy import standin_solutions
 from taskforge.audit import audit
 from taskforge.pipeline import Options, generate
 from taskforge.sdist import repo_from_sdist
+from taskforge.task_store import load_task
 from taskforge.verify import Solution, verify_many
 
 REAL = [("cachetools", "5.3.3"), ("inflection", "0.5.1")]
@@ -27,6 +29,15 @@ def test_real_library_end_to_end(name, version, base_image, tmp_path_factory):
         leaks = audit(out / t)
         assert leaks.findings == [], [f.line() for f in leaks.findings]
     pairs = [(out / t, s) for t in report.tasks for s in (Solution.gold(), Solution.empty())]
-    for (task, sol), res in zip(pairs, verify_many(pairs, workers=2, timeout=300)):
+    # What a policy doing no work submits (return None, raise, return the first
+    # argument, swallow every exception) never scores on a written task.
+    standins = [(out / t, name, Solution.from_patch(diff)) for t in report.tasks
+                for name, diff in standin_solutions(out / t).items()]
+    assert len(standins) >= 2 * len(report.tasks)
+    pairs += [(task, sol) for task, _, sol in standins]
+    results = verify_many(pairs, workers=2, timeout=300)
+    for (task, sol), res in zip(pairs, results):
         assert res.error is None, res.error
         assert res.reward == (1.0 if sol.kind == "gold" else 0.0), (task.name, sol.kind)
+    for rec in (load_task(out / t).record for t in report.tasks):
+        assert not rec.adequacy.standins_passing_all and rec.adequacy.mutation_score >= 0.5

@@ -66,7 +66,7 @@ def redteam_tasks(fixture_repos, base_image, tmp_path_factory):
                 only = REAL[2]
             else:
                 repo, only = fixture_repos[FIXTURE_OF[name][0]], FIXTURE_OF[name][1]
-            report = generate(str(repo), out, Options(max_tasks=1, jobs=2, only=(only,)))
+            report = generate(str(repo), out, Options(max_tasks=1, jobs=2, only=(only,), min_statements=0))
             tid = next(x for x in report.tasks if t.match in x)
             cache[name] = out / tid
         return cache[name]
@@ -179,7 +179,8 @@ def test_honest_tests_that_read_their_own_data_files(fixture_repos, base_image, 
         '''))
     repo = make_git_repo(src, tmp_path / "repo")
     out = tmp_path / "tasks"
-    report = generate(str(repo), out, Options(max_tasks=1, jobs=2, only=("loader.count_lines",)))
+    report = generate(str(repo), out, Options(max_tasks=1, jobs=2, only=("loader.count_lines",),
+                                              min_statements=0))
     assert report.tasks, report.model_dump_json(indent=1)
     res = verify(out / report.tasks[0], Solution.gold())
     assert res.reward == 1.0, res.model_dump_json(indent=1)
@@ -211,7 +212,7 @@ def test_doctest_only_feature(base_image, tmp_path):
     pyproject(src, "dt", '[tool.pytest.ini_options]\naddopts = "--doctest-glob=*.txt"\n')
     repo = make_git_repo(src, tmp_path / "repo")
     out = tmp_path / "tasks"
-    report = generate(str(repo), out, Options(max_tasks=1, jobs=2, only=("core.double",),
+    report = generate(str(repo), out, Options(max_tasks=1, jobs=2, only=("core.double",), min_statements=0,
                                              require_copies=False))
     assert report.tasks, report.model_dump_json(indent=1)
     task = out / report.tasks[0]
@@ -384,7 +385,7 @@ def test_hidden_tests_collected_through_another_module_are_not_left_readable(bas
     pyproject(src, "gr")
     repo = make_git_repo(src, tmp_path / "repo")
     out = tmp_path / "tasks"
-    report = generate(str(repo), out, Options(max_tasks=2, jobs=2))
+    report = generate(str(repo), out, Options(max_tasks=2, jobs=2, min_statements=0))
     for tid in report.tasks:
         ws = out / tid / "workspace"
         text = "".join(p.read_text() for p in ws.rglob("*.py"))

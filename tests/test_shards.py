@@ -122,8 +122,12 @@ def test_task_record_round_trips(task_roots):
     assert set(TaskSizes.model_fields) == {"removed_lines", "removed_symbols", "hidden_tests",
                                            "remaining_tests", "workspace_files"}
     assert set(TaskTimings.model_fields) == {"remaining_suite", "hidden_on_stripped", "rounds"}
+    assert shards.SHARD_SCHEMA_VERSION == 3      # 3: difficulty_tier, difficulty_json, adequacy_json
     for d in shards.find_tasks(task_roots)[::4]:
-        assert shards.row_to_record(shards.task_to_row(d)) == load_task(d).record
+        row = shards.task_to_row(d)
+        rec = load_task(d).record
+        assert shards.row_to_record(row) == rec
+        assert row.difficulty_tier == rec.difficulty.tier.value
 
 
 def test_unshard_rebuilds_tasks_that_verify_the_same(sharded, task_roots, tmp_path):

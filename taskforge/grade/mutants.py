@@ -34,7 +34,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from taskforge.pyparse import parse as parse_python
+from taskforge.pyparse import literal_eval, parse as parse_python
 
 NAME_TOKEN = "__tf_mutant_name__"
 EQUAL_METHODS = {"assertEqual", "assertEquals", "assertListEqual", "assertTupleEqual",
@@ -174,8 +174,8 @@ def _static(node, consts: dict[str, ast.AST], depth: int = 0):
         raise ValueError("not a sequence")
     if isinstance(node, (ast.Tuple, ast.List)):
         return tuple(_static(e, consts, depth + 1) if isinstance(e, (ast.Tuple, ast.List, ast.Name))
-                     else ast.literal_eval(e) for e in node.elts)
-    return ast.literal_eval(node)
+                     else literal_eval(e) for e in node.elts)
+    return literal_eval(node)
 
 
 def _literal(node) -> bool:
@@ -264,10 +264,18 @@ SWAPPABLE = ("ValueError", "TypeError", "KeyError", "IndexError", "AttributeErro
              "RuntimeError", "ZeroDivisionError", "OverflowError", "LookupError")
 
 
+# A project's own exception class may derive from any common builtin; these two
+# it almost never does (the gold run drops a copy it passes, so a guess is safe).
+FOR_CUSTOM = ("ZeroDivisionError", "OverflowError")
+_CUSTOM_EXC = re.compile(r"(Error|Exception|Exc|Failure|Invalid|Warning)$")
+
+
 def _unrelated(a: str, b: str) -> bool:
     import builtins
 
-    x, y = getattr(builtins, a), getattr(builtins, b)
+    x, y = getattr(builtins, a, None), getattr(builtins, b, None)
+    if not (isinstance(x, type) and isinstance(y, type)):
+        return a != b and a.rpartition(".")[2] != b.rpartition(".")[2]
     return a != b and not issubclass(x, y) and not issubclass(y, x)
 
 
@@ -281,7 +289,13 @@ def _raises_site(call) -> ast.Name | None:
         if not (isinstance(call.func, ast.Attribute) and call.func.attr == "assertRaises"):
             return None
     exc = call.args[0]
-    if isinstance(exc, ast.Name) and exc.id in SWAPPABLE and exc.lineno == exc.end_lineno:
+    if exc.lineno != exc.end_lineno:
+        return None
+    if isinstance(exc, ast.Name) and (exc.id in SWAPPABLE or _CUSTOM_EXC.search(exc.id)):
+        return exc
+    # `mod.SomeError`: the project's own exception, named through its module.
+    if isinstance(exc, ast.Attribute) and isinstance(exc.value, ast.Name) \
+            and _CUSTOM_EXC.search(exc.attr):
         return exc
     return None
 
@@ -328,6 +342,11 @@ def _equality_uses(fn, nodes=None) -> list[tuple[ast.AST, ast.AST]]:
             test = node.test
             if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq):
                 uses.append((test.left, test.comparators[0]))
+                uses.append((test.comparators[0], test.left))
+            elif isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(
+                    test.ops[0], ast.Is) and isinstance(test.comparators[0], ast.Name):
+                # `f(x) is expected`, a parameter holding True or False: the copy's
+                # row holds the other one (rows of other values are no site).
                 uses.append((test.comparators[0], test.left))
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
                 and node.func.attr in EQUAL_METHODS and len(node.args) >= 2:
@@ -402,6 +421,9 @@ def sites(fn, module: ast.Module | None = None) -> list[Site]:
         return out
     consts = _module_constants(module) if module is not None else {}
     expected = _expected_names(fn)
+    by_identity = {t.comparators[0].id for t in ast.walk(fn) if isinstance(t, ast.Compare)
+                   and len(t.ops) == 1 and isinstance(t.ops[0], ast.Is)
+                   and isinstance(t.comparators[0], ast.Name)}
 
     def value_site(const: ast.Constant) -> None:
         out.append(Site("value", lambda rng, c=const: _mutate_constant(c, rng), const.lineno))
@@ -435,7 +457,9 @@ def sites(fn, module: ast.Module | None = None) -> list[Site]:
                 values_node = dec.args[1]
                 if isinstance(values_node, (ast.List, ast.Tuple)):
                     for row in _rows(values_node):
-                        if len(row) == len(names) and _literal(row[i]):
+                        if len(row) == len(names) and _literal(row[i]) and (
+                                name not in by_identity or isinstance(row[i], ast.Constant)
+                                and isinstance(row[i].value, bool)):
                             for c in _constants(row[i]):
                                 value_site(c)
                     continue
@@ -528,7 +552,7 @@ def _new_token(token: str, value, rng: random.Random) -> str | None:
                 return None
             cand = prefix + quote + new_body + quote
             try:
-                if ast.literal_eval(cand) != value:
+                if literal_eval(cand) != value:
                     return cand
             except (ValueError, SyntaxError):
                 continue
@@ -612,7 +636,7 @@ def _mutate_table(site: Site, rng: random.Random, base=None) -> tuple | None:
     for _ in range(10):
         tok = _new_token(repr(v), v, rng)
         if tok is not None:
-            new = ast.literal_eval(tok)
+            new = literal_eval(tok)
             if new != v and new != orig:
                 rows[site.row][site.column] = new
                 return tuple(r[0] if single else tuple(r) for r in rows)
@@ -667,7 +691,8 @@ def _render(src_lines: list[str], fn, site: Site, rng: random.Random, base=None
         e = edits[0]
         orig = src_lines[e.line - 1].encode("utf-8")[e.start:e.end].decode("utf-8")
         start = orig if base is None else base
-        options = [x for x in SWAPPABLE if _unrelated(x, orig) and _unrelated(x, start)]
+        pool = SWAPPABLE if orig in SWAPPABLE else FOR_CUSTOM
+        options = [x for x in pool if _unrelated(x, orig) and _unrelated(x, start)]
         if not options:
             return None
         new = rng.choice(options)
@@ -678,10 +703,10 @@ def _render(src_lines: list[str], fn, site: Site, rng: random.Random, base=None
         raw = src_lines[e.line - 1].encode("utf-8")
         token = raw[e.start:e.end].decode("utf-8")
         try:
-            value = ast.literal_eval(token)
+            value = literal_eval(token)
             start = token if base is None else base
-            new = _new_token(start, ast.literal_eval(start), rng)
-            if new is None or ast.literal_eval(new) == value:
+            new = _new_token(start, literal_eval(start), rng)
+            if new is None or literal_eval(new) == value:
                 return None
         except (ValueError, SyntaxError):
             return None

@@ -1,0 +1,194 @@
+"""Tasks worth training on (issue 11): sizes measured and asked for, degenerate
+removals filtered, hidden tests that must constrain the feature (a do-nothing
+stand-in never scores), statements that state what the tests require, a
+funnel that adds up."""
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from taskforge.difficulty import measure
+from taskforge.models import Stage, Tier
+from taskforge.pipeline import Options, generate
+from taskforge.statement import doc_pointers, problem_statement, required_strings
+from taskforge.task_store import load_task
+from taskforge.verify import Solution, verify
+
+ONE_LINER = "def upper(s):\n    \"\"\"Upper-case.\"\"\"\n    return s.upper()\n"
+BIGGER = textwrap.dedent('''
+    def parse(text):
+        """Parse key=value lines."""
+        out = {}
+        for line in text.splitlines():
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            key, sep, value = line.partition("=")
+            if not sep:
+                raise ValueError(f"no '=' in {line!r}")
+            out[key.strip()] = value.strip()
+        return out
+''')
+
+
+def test_difficulty_measures_the_removed_code():
+    small = measure([ONE_LINER], files=1, symbols=1, public=1, fan_out=0)
+    assert (small.statements, small.removed_lines, small.complexity) == (1, 2, 1)
+    assert small.tier == Tier.EASY
+    big = measure([BIGGER], files=1, symbols=1, public=1, fan_out=0)
+    assert big.statements == 10 and big.complexity == 5 and big.removed_lines == 11
+    assert big.tier == Tier.MEDIUM and big.score > small.score
+    assert measure([BIGGER], files=2, symbols=2, public=2, fan_out=3).tier == Tier.HARD
+
+
+def test_required_strings_are_the_unstated_expected_messages(tmp_path):
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_x.py").write_text(textwrap.dedent('''
+        import pytest
+        from pkg import Coerce, check
+
+        def test_repr():
+            assert repr(Coerce(int, msg="moo")) == "Coerce(int, msg='moo')"
+
+        def test_message():
+            with pytest.raises(ValueError, match="expected one of 1, 2"):
+                check(3)
+
+        def test_value_not_message():
+            assert check("Hello World") == "hello-world"
+
+        def test_stated_elsewhere():
+            assert check(4) == "already in the docs"
+    '''))
+    ids = [f"tests/test_x.py::{n}" for n in ("test_repr", "test_message", "test_value_not_message",
+                                             "test_stated_elsewhere")]
+    got = required_strings(tmp_path, ids, workspace_text="README: already in the docs")
+    assert got == ['''assert repr(Coerce(int, msg="moo")) == "Coerce(int, msg='moo')"''',
+                   'pytest.raises(ValueError, match="expected one of 1, 2")']
+
+
+def test_statement_claims_no_description_it_does_not_give():
+    from taskforge.symbols import Symbol
+
+    root = Symbol(qualname="pkg.mod.f", module="pkg.mod", path="pkg/mod.py", name="f",
+                  kind="function", cls=None, start=1, end=3, signature="def f(x):\n    ...\n")
+    bare = problem_statement("pkg", root, [root], [], ["pkg/mod.py"], 2)
+    assert "described below" not in bare and "Required behaviour" not in bare
+    full = problem_statement("pkg", root, [root], [], ["pkg/mod.py"], 2,
+                             required=['assert f(1) == "one thing"'], docs=["README.md:3"])
+    assert '- `assert f(1) == "one thing"`' in full and "`README.md:3`" in full
+    assert doc_pointers({"README.md": "intro\nuse `frobnicate(x)` to\n", "pkg/a.py": "frobnicate"},
+                        ["frobnicate"]) == ["README.md:2"]
+
+
+# ------------------------------------------------------------------ engine
+
+
+def test_funnel_adds_up_and_degenerate_removals_are_filtered(generated):
+    out, report = generated("textkit")
+    counts = {f.name: f.count for f in report.funnel}
+    assert [f.name for f in report.funnel] == list(Stage)
+    # Every candidate is counted once: as a task or as one drop at one stage.
+    assert counts[Stage.CONSIDERED] == len(report.drops) + len(report.tasks)
+    stages = list(Stage)
+    for prev, st in zip(stages, stages[1:]):
+        assert counts[prev] - counts[st] == sum(d.stage == st for d in report.drops), st
+    assert counts[Stage.TASKS] == len(report.tasks)
+    # --max-tasks stopped early: the candidates never tried are in the funnel too.
+    assert any(d.stage == Stage.TRIED for d in report.drops)
+    # A one-statement wrapper (`to_snake` = a join over split_words) is no task.
+    small = {d.candidate: d.reason for d in report.drops if d.reason.startswith("too small")}
+    assert "textkit.cases.to_snake" in small, small
+    assert sum(report.difficulty.values()) == len(report.tasks)
+    for tid in report.tasks:
+        rec = load_task(out / tid).record
+        assert rec.difficulty.statements >= 3, tid
+        assert rec.adequacy.standins and not rec.adequacy.standins_passing_all, tid
+        assert rec.adequacy.mutation_score is not None and rec.adequacy.mutation_score >= 0.5, tid
+
+
+def test_an_exact_message_ends_up_in_the_statement(fixture_repos, base_image, tmp_path):
+    report = generate(str(fixture_repos["geomlib"]), tmp_path / "out",
+                      Options(max_tasks=1, jobs=2, only=("circle.Circle.describe",),
+                              min_statements=0))
+    assert report.tasks, report.model_dump_json(indent=1)
+    statement = load_task(tmp_path / "out" / report.tasks[0]).record.problem_statement
+    assert "## Required behaviour" in statement
+    assert '"circle with area 3.14 (radius 1)"' in statement
+
+
+WEAK = {
+    "pyproject.toml": '[project]\nname = "chk"\nversion = "0.1"\n[build-system]\n'
+                      'requires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n'
+                      '[tool.setuptools]\npackages = ["chk"]\n',
+    "chk/__init__.py": "",
+    "chk/core.py": textwrap.dedent('''
+        def validate(items):
+            """Raise if an item is not a non-negative int."""
+            for item in items:
+                if not isinstance(item, int):
+                    raise TypeError(f"not an int: {item!r}")
+                if item < 0:
+                    raise ValueError("negative")
+
+
+        def total(items):
+            return sum(items) if items else 0
+    '''),
+    "tests/test_core.py": textwrap.dedent('''
+        import pytest
+
+        from chk.core import total, validate
+
+
+        def test_validate_accepts_ints():
+            validate([1, 2, 3])
+
+
+        def test_validate_accepts_empty():
+            validate([])
+
+
+        @pytest.mark.parametrize("items,want", [([1, 2], 3), ([], 0), ([5], 5), ([1, 1, 1], 3),
+                                                ([2, 3], 5), ([0], 0), ([4, 4], 8)])
+        def test_total(items, want):
+            assert total(items) == want
+    '''),
+}
+
+
+def test_tests_that_do_not_constrain_the_feature_give_no_task(base_image, tmp_path):
+    """`validate`'s tests only call it: `return None` passes them. Without the
+    adequacy check the task is written and that stand-in scores 1; with it
+    (the default) the candidate is dropped with the reason."""
+    from tests.conftest import make_git_repo
+    from taskforge.adequacy import standin_solutions
+
+    src = tmp_path / "src"
+    for rel, text in WEAK.items():
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        (src / rel).write_text(text)
+    repo = make_git_repo(src, tmp_path / "repo")
+    naive = generate(str(repo), tmp_path / "naive",
+                     Options(max_tasks=1, jobs=1, only=("core.validate",), require_copies=False,
+                             check_adequacy=False))
+    assert naive.tasks, naive.model_dump_json(indent=1)
+    task = tmp_path / "naive" / naive.tasks[0]
+    stand = standin_solutions(task)["return-none"]
+    assert verify(task, Solution.from_patch(stand)).reward == 1.0     # paid for doing nothing
+    ours = generate(str(repo), tmp_path / "ours",
+                    Options(max_tasks=1, jobs=1, only=("core.validate",), require_copies=False))
+    assert ours.tasks == []
+    [drop] = [d for d in ours.drops if d.candidate == "chk.core.validate"]
+    assert drop.stage == Stage.CONSTRAINED and "stand-in" in drop.reason, drop
+
+
+@pytest.mark.parametrize("difficulty", [Tier.MEDIUM])
+def test_difficulty_floor_is_honoured(generated, fixture_repos, base_image, tmp_path, difficulty):
+    report = generate(str(fixture_repos["ledger"]), tmp_path / "out",
+                      Options(max_tasks=2, jobs=2, min_tier=difficulty))
+    assert report.tasks
+    for tid in report.tasks:
+        assert load_task(tmp_path / "out" / tid).record.difficulty.tier != Tier.EASY
+    assert any("below the difficulty asked" in d.reason for d in report.drops)
