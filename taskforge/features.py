@@ -90,7 +90,7 @@ def grow(index: RepoIndex, users: Users, root: Symbol, hopeless=lambda sym: None
     names: set[str] = set()
 
     def add(sym: Symbol) -> None:
-        for x in [sym, *helpers_of(index, sym)]:
+        for x in [sym, *helpers_of(index, sym, users)]:
             if not covered(x.qualname, names):
                 feature.append(x)
                 names.add(x.qualname)
@@ -245,7 +245,7 @@ def _references(mod: ModuleInfo, names: set[str], attrs: set[str], sym: Symbol) 
     return sym.name in attrs and bool(module_aliases & names)
 
 
-def helpers_of(index: RepoIndex, root: Symbol) -> list[Symbol]:
+def helpers_of(index: RepoIndex, root: Symbol, users: "Users | None" = None) -> list[Symbol]:
     """Private helpers (same module, or same class for methods) used only by the feature."""
     mod = index.modules[root.module]
     if root.kind == "class":
@@ -267,7 +267,9 @@ def helpers_of(index: RepoIndex, root: Symbol) -> list[Symbol]:
             used_by_feature = any(_uses(f, h) for f in _expand(feature))
             if not used_by_feature:
                 continue
-            if not _users(index, h, names | {h.qualname}):
+            outside = (users.outside(h, names | {h.qualname}) if users is not None
+                       else _users(index, h, names | {h.qualname}))
+            if not outside:
                 feature.append(h)
                 changed = True
     return feature[1:]

@@ -101,6 +101,7 @@ class GradingPlan(BaseModel):
     hidden_with_mutant: int = 0       # hidden test functions that have at least one mutant
     hidden_functions: int = 0         # hidden test functions (doctests not counted)
     unstable_excluded: int = 0        # hidden ids that did not come back under the gold
+    uncopied_excluded: int = 0        # hidden ids with no must-fail copy: left out of the grading
 
 
 class TaskRecord(BaseModel):

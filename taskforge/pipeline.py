@@ -234,13 +234,19 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
                     v.reason = ("every hidden test id changes between runs" if f2p else
                                 "no hidden test left: they lived in the removed code")
                 elif opts.require_copies and uncovered:
-                    v.ok = False
-                    v.reason = (f"hidden tests without must-fail copies: {len(uncovered)}, e.g. "
-                                f"{uncovered[0]}" + (f" ({pool.note})" if pool.note else ""))
+                    # A hidden test with no copy could be forged: it leaves the grading
+                    # (like an unstable id) and the rest must still constrain the feature.
+                    bad = set(uncovered)
+                    pool.uncopied = {t for t in f2p if t.partition("[")[0] in bad}
+                    if not set(f2p) - pool.unstable - pool.uncopied:
+                        v.ok = False
+                        v.reason = (f"hidden tests without must-fail copies: all {len(uncovered)}"
+                                    f", e.g. {uncovered[0]}"
+                                    + (f" ({pool.note})" if pool.note else ""))
             adq = None
             if v.ok and opts.check_adequacy:
                 v.stage = Stage.CONSTRAINED
-                f2p = sorted(v.hidden & ctx.passing - pool.unstable)
+                f2p = sorted(v.hidden & ctx.passing - pool.unstable - pool.uncopied)
                 limit = min(ctx.timeout, max(20.0, 5 * v.seconds.get("hidden_on_stripped", 0) + 15))
                 adq, spent = adequacy.check(w, f2p, cand.symbols,
                                             cand.root.module if cand.kind == "module" else None,
@@ -584,7 +590,7 @@ def validate_all(workers: list[Worker], candidates, max_tasks, prog, settle,
 def _record_builder(tid, src, image, v: Verdict, ctx: Context, n_flaky: int,
                     protected: list[str], pool: Pool, adq=None, required=(), docs=()):
     cand = v.candidate
-    f2p = sorted(v.hidden & ctx.passing - pool.unstable)
+    f2p = sorted(v.hidden & ctx.passing - pool.unstable - pool.uncopied)
     measured = v.seconds.get("remaining_suite", 0.0) + pool.seconds
     grading = GradingPlan(
         mutants=pool.mutants, rename=pool.rename, timeout=verify_timeout(measured),
@@ -592,7 +598,8 @@ def _record_builder(tid, src, image, v: Verdict, ctx: Context, n_flaky: int,
         # Negated copies stop blind forgers only: not counted as protection.
         hidden_with_mutant=len({(m.file, tuple(m.cls), m.func) for m in pool.mutants
                                 if m.kind == "value"}),
-        hidden_functions=pool.functions, unstable_excluded=len(pool.unstable))
+        hidden_functions=len({(r.file, tuple(r.cls), r.func) for r in map(test_ref, f2p) if r}),
+        unstable_excluded=len(pool.unstable), uncopied_excluded=len(pool.uncopied))
     p2p = sorted(ctx.passing - v.hidden - v.vanished)
     own = {s.qualname for s in cand.symbols}
     exports = sorted(f"{m}.{n}" for (m, n) in v.exported      # re-exports of removed names

@@ -68,22 +68,26 @@ def _checks(fn: ast.AST) -> list[tuple[ast.AST, list[str]]]:
             for kw in node.keywords:
                 if kw.arg == "match" and isinstance(kw.value, ast.Constant) and isinstance(
                         kw.value.value, str) and kw.value.value.strip():
-                    strings.append(kw.value.value)
+                    strings.append(MATCH + kw.value.value)
         if strings:
             out.append((node, strings))
     return out
 
 
+MATCH = "\0match:"      # marks a `match=` pattern among asserted strings
+
+
 def required_strings(src: Path, f2p: list[str], workspace_text: str) -> list[str]:
-    """Assertions of the hidden tests whose exact strings appear nowhere in the
-    workspace: each as its source line, so the statement shows input and output."""
+    """The exact strings the hidden tests assert (messages, reprs, formats) that
+    appear nowhere in the workspace, as statement lines. The strings only, never
+    the assertion: the call that produces one stays the agent's to work out, so
+    the list is a specification, not an answer key."""
     by_file: dict[str, set[tuple[tuple[str, ...], str]]] = {}
     for nid in f2p:
         ref = test_ref(nid)
         if ref is not None:
             by_file.setdefault(ref.file, set()).add((tuple(ref.cls), ref.func))
     lines: list[str] = []
-    seen: set[str] = set()
     for rel in sorted(by_file):
         try:
             code = (src / rel).read_text(encoding="utf-8")
@@ -94,15 +98,17 @@ def required_strings(src: Path, f2p: list[str], workspace_text: str) -> list[str
         for cls, fn in _functions(tree):
             if (cls, fn.name) not in want:
                 continue
-            for node, strings in _checks(fn):
-                unstated = [s for s in strings if s not in workspace_text]
-                if not unstated:
-                    continue
-                seg = ast.get_source_segment(code, node) or ""
-                line = _one_line(seg)
-                if line and line not in seen:
-                    seen.add(line)
-                    lines.append(line)
+            for _node, strings in _checks(fn):
+                for text in strings:
+                    pattern = text.startswith(MATCH)
+                    value = text[len(MATCH):] if pattern else text
+                    if value in workspace_text:
+                        continue
+                    shown = _one_line(repr(value))
+                    line = (f"an error message matching the pattern {shown}" if pattern
+                            else shown)
+                    if line not in lines:
+                        lines.append(line)
     if len(lines) > MAX_REQUIRED:
         raise Underspecified(f"under-specified: the hidden tests assert {len(lines)} exact "
                              f"strings the workspace never shows (at most {MAX_REQUIRED} can be "
@@ -193,9 +199,10 @@ def problem_statement(repo_name: str, root: Symbol, symbols: list[Symbol],
         lines.append("")
     if required:
         lines += ["## Required behaviour", "",
-                  "The hidden tests check these exact strings (messages, reprs, formats), "
-                  "which nothing in the repository shows; produce them exactly:", ""]
-        lines += [f"- `{r}`" for r in required]
+                  "The hidden tests expect these exact strings (messages, reprs, formats), "
+                  "which nothing in the repository shows; where the feature produces them, "
+                  "produce them character for character:", ""]
+        lines += [f"- {r}" if r.startswith("an error") else f"- `{r}`" for r in required]
         lines.append("")
     if docs:
         lines.append("The repository's documentation describes it: "

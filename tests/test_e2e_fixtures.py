@@ -15,7 +15,7 @@ from taskforge.task_store import load_task
 from taskforge.verify import Solution, verify_many
 from tests.conftest import FIXTURE_NAMES
 
-def test_paths(path) -> set[tuple[str, ...]]:
+def defined_tests(path) -> set[tuple[str, ...]]:
     """(func,) and (Class, func) of every test defined in a file."""
     tree = ast.parse(path.read_text())
     out = set()
@@ -81,7 +81,7 @@ def test_generate_yields_valid_tasks(generated, name):
             file, _, rest = nodeid.partition("::")
             path = tuple(rest.split("[")[0].split("::"))
             ws_file = ws / file
-            assert not ws_file.exists() or path not in test_paths(ws_file), nodeid
+            assert not ws_file.exists() or path not in defined_tests(ws_file), nodeid
         for sym in rec.feature.symbols:
             assert sym.qualname not in defined_names(ws / sym.path, sym.qualname.rsplit(".", 2)[0]
                                                      if sym.kind == "method" else

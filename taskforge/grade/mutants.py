@@ -316,6 +316,11 @@ def _eq_sides(node) -> list[ast.AST]:
     if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.Eq):
         a, b = node.left, node.comparators[0]
         return [s for s, o in ((a, b), (b, a)) if _literal(s) and not _literal(o)]
+    if isinstance(node, ast.Compare) and all(isinstance(op, ast.Eq) for op in node.ops):
+        # `f(a) == f(b) == 6`: every link must hold, so a changed literal end fails.
+        chain = [node.left, *node.comparators]
+        return [s for i, s in enumerate(chain) if _literal(s) and any(
+            not _literal(o) for o in chain[max(0, i - 1):i] + chain[i + 1:i + 2])]
     if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.Is):
         # `is True` -> `is False` (never `is not True`: None passes both)
         b = node.comparators[0]
