@@ -20,8 +20,14 @@ GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign
 
 
 @pytest.fixture(scope="module")
-def task(generated):
-    out, report = generated("textkit")
+def task(fixture_repos, base_image, tmp_path_factory):
+    """textkit's `to_snake` (a one-statement wrapper, so below the default minimum:
+    asked for by name) as a task whose removed body these tests plant back."""
+    from taskforge.pipeline import Options, generate
+
+    out = tmp_path_factory.mktemp("snake")
+    report = generate(str(fixture_repos["textkit"]), out,
+                      Options(jobs=2, max_tasks=1, only=("cases.to_snake",), min_statements=0))
     return out / next(t for t in report.tasks if ".cases.to_snake-" in t)
 
 
@@ -151,7 +157,8 @@ def test_generated_tasks_audit_clean_even_from_a_leaky_repo(tmp_path, base_image
     subprocess.run([*GIT, "commit", "-q", "--allow-empty", "-m", "more"], cwd=repo, check=True)
     subprocess.run([*GIT, "tag", "v1"], cwd=repo, check=True)
     out = tmp_path / "out"
-    report = generate(str(repo), out, Options(jobs=2, max_tasks=4, kinds=("function",), min_statements=0))
+    report = generate(str(repo), out, Options(jobs=2, kinds=("function",), min_statements=0,
+                                                only=("cases.to_snake", "cases.to_kebab", "numerals.to_roman")))
     assert any(".cases.to_snake-" in t for t in report.tasks), report.model_dump_json(indent=1)
     for tid in report.tasks:
         rep = audit(out / tid)
