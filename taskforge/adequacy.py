@@ -5,8 +5,11 @@ Two probes, both built from the gold source with libcst and run against the
 hidden tests in the generation worker:
 - stand-ins: every removed body replaced by something that does no work
   (`return None`, `raise NotImplementedError`, return the first argument,
-  swallow every exception). A stand-in that passes every hidden test is a
-  reward for doing nothing: the task is dropped.
+  swallow every exception: a generator that catches what its `with` block
+  raises, or a `contextlib.suppress` for a function that returns a context
+  manager), and one per exact string the statement states (`return "..."`: the
+  statement must not be an answer key). A stand-in that passes every hidden
+  test is a reward for doing nothing: the task is dropped.
 - gold mutants: one small change to the removed code (a flipped comparison, a
   negated condition, a dropped statement, a return of None, an off-by-one
   constant). The share that fails at least one hidden test is the task's
@@ -23,6 +26,8 @@ import libcst as cst
 from taskforge.models import Adequacy
 
 STANDINS = ("return-none", "raise", "identity", "swallow")
+CONSTANT = "constant:"          # + a Python literal: `return <literal>`
+MAX_CONSTANTS = 3
 MAX_MUTANTS = 6
 MIN_MUTATION_SCORE = 0.5
 
@@ -89,6 +94,8 @@ def _first_arg(fn: cst.FunctionDef, in_class: bool) -> str | None:
 
 def standin_body(kind: str, fn: cst.FunctionDef, in_class: bool) -> list[str]:
     """Source lines of a body that does no work."""
+    if kind.startswith(CONSTANT):
+        return [f"return {kind[len(CONSTANT):]}"]
     if kind == "raise":
         return ["raise NotImplementedError"]
     if fn.name.value == "__init__":
@@ -139,10 +146,12 @@ class _Bodies(cst.CSTTransformer):
         return updated.with_changes(body=cst.IndentedBlock(body=[*_doc(original.body), *stmts]))
 
 
-def standins(files: dict[str, str], targets: dict[str, Targets]) -> dict[str, dict[str, str]]:
-    """{stand-in name: {file: content}}, for the files holding removed code."""
+def standins(files: dict[str, str], targets: dict[str, Targets],
+             constants: list[str] = ()) -> dict[str, dict[str, str]]:
+    """{stand-in name: {file: content}}, for the files holding removed code.
+    `constants` are Python literals (the statement's required strings)."""
     out: dict[str, dict[str, str]] = {}
-    for kind in STANDINS:
+    for kind in [*STANDINS, *(CONSTANT + c for c in constants[:MAX_CONSTANTS])]:
         changes = {}
         for rel, code in files.items():
             tr = _Bodies(targets[rel], kind)
@@ -275,7 +284,8 @@ def gold_mutants(files: dict[str, str], targets: dict[str, Targets], seed: str,
 
 
 def check(worker, f2p: list[str], symbols, whole_module: str | None, seed: str,
-          timeout: float, mutants: int = MAX_MUTANTS) -> tuple[Adequacy, float]:
+          timeout: float, mutants: int = MAX_MUTANTS, constants: list[str] = ()
+          ) -> tuple[Adequacy, float]:
     """Run the stand-ins and gold mutants against the hidden tests on the worker
     (its tree is the gold: the source as cloned). Returns the measures and the
     test seconds spent."""
@@ -298,7 +308,8 @@ def check(worker, f2p: list[str], symbols, whole_module: str | None, seed: str,
         ok = not r.timed_out and not r.collect_errors and n == len(f2p)
         return ok, n
 
-    for name, changes in standins(files, targets).items():
+    literals = [c for c in constants if c[:1] in "'\""]        # not "an error message ..."
+    for name, changes in standins(files, targets, literals).items():
         ok, n = passed_all(changes)
         result.standins[name] = n
         if ok:

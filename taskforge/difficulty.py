@@ -22,10 +22,17 @@ _BRANCHES = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.IfExp, ast.ExceptHand
              ast.With, ast.AsyncWith, ast.Assert, ast.match_case)
 
 
+WRAP = "if True:"           # a method whose body has a column-0 line cannot be dedented
+
+
 def snippet(code: str, start: int, end: int) -> str:
-    """Lines start..end (1-based, inclusive) of `code`, dedented so a method parses."""
+    """Lines start..end (1-based, inclusive) of `code`, so that they parse: dedented,
+    or (a column-0 comment or string line inside a method) under `if True:`."""
     lines = code.splitlines()[start - 1:end]
-    return textwrap.dedent("\n".join(lines)) + "\n"
+    text = textwrap.dedent("\n".join(lines)) + "\n"
+    if lines and lines[0][:1] in (" ", "\t") and _parse(text) is None:
+        text = WRAP + "\n" + "\n".join(lines) + "\n"
+    return text
 
 
 def _parse(text: str) -> ast.Module | None:
@@ -96,7 +103,7 @@ def code_lines(tree: ast.AST, text: str) -> int:
     n = 0
     for i, line in enumerate(text.splitlines(), 1):
         s = line.strip()
-        if s and not s.startswith("#") and i not in doc_lines:
+        if s and not s.startswith("#") and i not in doc_lines and not (i == 1 and s == WRAP):
             n += 1
     return n
 

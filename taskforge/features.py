@@ -11,6 +11,7 @@ kinds and modules, so a `--max-tasks` prefix is a sample, not the easy end.
 """
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 
 from taskforge.coverage_map import CoverageMap
@@ -80,14 +81,17 @@ def covered(qualname: str, names: set[str]) -> bool:
     return qualname in names or any(qualname.startswith(n + ".") for n in names)
 
 
-def grow(index: RepoIndex, users: Users, root: Symbol, hopeless=lambda sym: None
+def grow(index: RepoIndex, users: Users, root: Symbol, hopeless=lambda sym: None,
+         seeds: list[Symbol] | None = None, whole: str | None = None
          ) -> tuple[list[Symbol] | None, str]:
     """The feature of `root`: root, its private helpers, then every definition that
     uses something in the feature (its dependents), then the public code that only
     the feature uses. (None, reason) when a user cannot go: module-level code, a
-    special method, or a feature past MAX_FEATURE_SYMBOLS."""
+    special method, or a feature past MAX_FEATURE_SYMBOLS. `seeds` start it from
+    several definitions (a whole module, `whole`, whose own top level goes too)."""
     feature: list[Symbol] = []
     names: set[str] = set()
+    limit = MAX_FEATURE_SYMBOLS + len(seeds or ())
 
     def add(sym: Symbol) -> None:
         for x in [sym, *helpers_of(index, sym, users)]:
@@ -98,11 +102,14 @@ def grow(index: RepoIndex, users: Users, root: Symbol, hopeless=lambda sym: None
         feature[:] = [f for f in feature if not (
             f.kind == "method" and f"{f.module}.{f.cls}" in names)]
 
-    add(root)
+    for seed in seeds or [root]:
+        add(seed)
     while True:
         new: list[Symbol] = []
         for s in list(feature):
             for u in users.outside(s, names):
+                if whole is not None and u == f"{whole} (module level)":
+                    continue
                 if u.endswith("(module level)"):
                     return None, f"used by other code: {u}"
                 dep = users.by_qual.get(u.split(" (")[0])
@@ -119,20 +126,26 @@ def grow(index: RepoIndex, users: Users, root: Symbol, hopeless=lambda sym: None
                     return None, f"used by {dep.qualname}, which cannot go: {why}"
                 if dep not in new:
                     new.append(dep)
+                    if len(feature) + len(new) > limit:      # a `get` with 3000 users
+                        return None, (f"used by other code: removing its dependents too takes "
+                                      f"more than {limit} definitions")
         if not new:
             break
+        if len(feature) + len(new) > limit:
+            return None, (f"used by other code: removing its dependents too takes more than "
+                          f"{limit} definitions")
         for dep in new:
             add(dep)
-        if len(feature) > MAX_FEATURE_SYMBOLS:
+        if len(feature) > limit:
             return None, (f"used by other code: removing its dependents too takes more than "
-                          f"{MAX_FEATURE_SYMBOLS} definitions")
+                          f"{limit} definitions")
     # Downwards: public functions and classes that exist only to serve the feature.
     while True:
         refs = set().union(*(f.name_refs for f in _expand(feature)))
         extra = [c for n in sorted(refs) for c in users.by_name.get(n, ())
                  if c.public and not c.dunder and not covered(c.qualname, names)
                  and users.of(c) and not users.outside(c, names) and not hopeless(c)]
-        if not extra or len(feature) + len(extra) > MAX_FEATURE_SYMBOLS:
+        if not extra or len(feature) + len(extra) > limit:
             break
         for c in extra:
             add(c)
@@ -156,18 +169,21 @@ def feature_kind(root: Symbol, feature: list[Symbol]) -> FeatureKind:
     return FeatureKind.CLUSTER if len(public) > 1 else FeatureKind(root.kind)
 
 
-def difficulty_of(index: RepoIndex, feature: list[Symbol], whole_module: str | None = None
-                  ) -> Difficulty:
+def difficulty_of(index: RepoIndex, feature: list[Symbol], whole_module: str | None = None,
+                  kept: set[str] | None = None) -> Difficulty:
     """Measured on the removed source itself (methods of a removed class count once)."""
+    pieces, paths = [], {f.path for f in feature}
     if whole_module is not None:
         mod = index.modules[whole_module]
-        pieces, paths = [mod.code], {mod.path}
-    else:
-        pieces = [snippet(index.modules[f.module].code, f.start, f.end) for f in feature]
-        paths = {f.path for f in feature}
+        pieces.append(mod.code)
+        paths.add(mod.path)
+    pieces += [snippet(index.modules[f.module].code, f.start, f.end) for f in feature
+               if f.module != whole_module]
     names = {f.name for f in feature}
     refs = set().union(*(f.name_refs for f in _expand(feature))) if feature else set()
-    kept = {s.name for m in index.modules.values() for s in m.symbols} - names
+    if kept is None:
+        kept = {s.name for m in index.modules.values() for s in m.symbols}
+    kept = kept - names
     return measure(pieces, files=len(paths), symbols=len(feature),
                    public=sum(1 for f in feature if f.public), fan_out=len(refs & kept))
 
@@ -337,6 +353,7 @@ def propose(index: RepoIndex, cov: CoverageMap, passing: set[str], all_ids: set[
     by_key = group_ids(all_ids)
     users = Users(index)
     seen: dict[frozenset[str], str] = {}
+    kept = {s.name for m in index.modules.values() for s in m.symbols}
 
     def small(d: Difficulty) -> str | None:
         if d.statements < min_statements:
@@ -367,12 +384,12 @@ def propose(index: RepoIndex, cov: CoverageMap, passing: set[str], all_ids: set[
         if key in seen:
             drops.append((sym.qualname, f"same feature as {seen[key]}"))
             continue
-        seen[key] = sym.qualname
-        diff = difficulty_of(index, feature)
+        diff = difficulty_of(index, feature, kept=kept)
         why = small(diff)
-        if why:
+        if why:                 # (an @overload stub must not claim the key of its function)
             drops.append((sym.qualname, why))
             continue
+        seen[key] = sym.qualname
         root = entry_point(users, feature, sym)
         feature = [root, *[f for f in feature if f is not root]]
         top = [s for s in feature if s.kind in ("function", "class")]
@@ -386,13 +403,15 @@ def propose(index: RepoIndex, cov: CoverageMap, passing: set[str], all_ids: set[
                                         f"depend on it (cap {cap})"))
             continue
         kind = feature_kind(root, feature)
-        name = root.qualname if kind != FeatureKind.CLUSTER else root.qualname + "+"
+        # Two clusters may share an entry point: the name (and so the task id) says which.
+        name = root.qualname if kind != FeatureKind.CLUSTER else (
+            root.qualname + "+" + hashlib.sha256("\0".join(sorted(key)).encode()).hexdigest()[:6])
         cands.append(Candidate(name=name, kind=kind, root=root, symbols=feature,
                                hidden=hidden, hidden_files=files,
                                late=any(late(f) for f in feature), difficulty=diff))
     for mod in index.modules.values():
         cand, reason = _module_candidate(index, mod, cov, tests, module_names, by_key, all_ids,
-                                         hopeless)
+                                         hopeless, users)
         if cand is None and reason is None:
             continue
         considered += 1
@@ -429,7 +448,7 @@ def module_symbol(mod: ModuleInfo, tops: list[Symbol]) -> Symbol:
 
 
 def _module_candidate(index: RepoIndex, mod: ModuleInfo, cov: CoverageMap, tests, module_names,
-                      by_key, all_ids, hopeless=lambda sym: None):
+                      by_key, all_ids, hopeless=lambda sym: None, users: Users | None = None):
     """A whole module as a feature: (candidate, None), (None, drop reason) or (None, None)."""
     if mod.is_package:
         return None, None
@@ -449,21 +468,23 @@ def _module_candidate(index: RepoIndex, mod: ModuleInfo, cov: CoverageMap, tests
                 return None, f"imported as a module by {other.module}"
             if b.name and b.module == mod.module and b.name not in names:
                 return None, f"{other.module} imports {b.name} from it"
-    exclude = {s.qualname for s in tops}
     for s in tops:
-        users = _users(index, s, exclude)
-        if users:
-            return None, f"used by other code: {', '.join(users[:3])}"
         why = hopeless(s)
         if why:
             return None, why
+    # Code elsewhere that uses the module's definitions goes with it (a multi-file feature).
+    feature, why = grow(index, users or Users(index), tops[0], hopeless, seeds=tops,
+                        whole=mod.module)
+    if feature is None:
+        return None, why
     module_refs = {rel for rel, tm in tests.items() if any(
         b.module == mod.module or (b.name and f"{b.module}.{b.name}" == mod.module)
         for b in tm.bindings)}     # a test file importing the module itself cannot stay
-    hidden, files = hidden_tests(index, cov, tests, module_names, by_key, all_ids, tops, tops,
+    top = [s for s in feature if s.kind in ("function", "class")]
+    hidden, files = hidden_tests(index, cov, tests, module_names, by_key, all_ids, feature, top,
                                  extra_files=module_refs)
     root = module_symbol(mod, tops)
-    return Candidate(name=mod.module, kind="module", root=root, symbols=tops, hidden=hidden,
+    return Candidate(name=mod.module, kind="module", root=root, symbols=feature, hidden=hidden,
                      hidden_files=files), None
 
 

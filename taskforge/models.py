@@ -153,9 +153,9 @@ class Stage(StrEnum):
     REMOVED = "removed cleanly"
     HIDDEN_FAIL = "hidden tests fail"          # on the stripped source
     REMAINING_GREEN = "remaining suite green"
-    COPIES = "must-fail copies"                # every hidden test has copies the gold fails
-    CONSTRAINED = "tests constrain it"         # stand-ins fail, gold mutants killed
+    COPIES = "must-fail copies"                # graded hidden tests have copies the gold fails
     SPECIFIED = "specified"                    # exact strings stated
+    CONSTRAINED = "tests constrain it"         # stand-ins fail, gold mutants killed
     LEAK_FREE = "leak-free"
     GOLD = "gold passes"                       # the packaged task grades gold 1, empty 0
     TASKS = "tasks"

@@ -195,6 +195,10 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
         protected = protected_files(src.path)
         n_flaky = len(flaky)
 
+        # A rejection journalled under other grading options is no answer for these.
+        verdict_options = repr((opts.require_copies, opts.check_adequacy, opts.keep_weak,
+                                opts.min_mutation_score, opts.gold_mutants))
+
         def tid_of(cand) -> str:
             return task_id(src.name, src.commit, cand.name, cand.kind)
 
@@ -209,7 +213,7 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
                                             "hidden_on_stripped": rec.timings.hidden_on_stripped})
             except TaskforgeError:
                 pass
-            vs = state.load_verdict(tid_of(cand), src.commit)
+            vs = state.load_verdict(tid_of(cand), src.commit, verdict_options)
             if vs is not None:
                 try:
                     stage = Stage(vs.stage)
@@ -243,14 +247,43 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
                         v.reason = (f"hidden tests without must-fail copies: all {len(uncovered)}"
                                     f", e.g. {uncovered[0]}"
                                     + (f" ({pool.note})" if pool.note else ""))
+                    # Their other copies (negated assertions) would grade them after all.
+                    graded = {(r.file, tuple(r.cls), r.func) for r in map(
+                        test_ref, set(f2p) - pool.uncopied) if r}
+                    pool.mutants = [m for m in pool.mutants
+                                    if (m.file, tuple(m.cls), m.func) in graded]
+                if v.ok:
+                    graded_ids = set(f2p) - pool.unstable - pool.uncopied
+                    # Every tested public definition keeps a graded test: excluding the
+                    # uncopied ones must not leave part of the feature ungraded.
+                    bare = [s for s in cand.symbols if s.public and s.kind != "module"
+                            and cov.tests_for(s.path, s.body_lines) & v.hidden
+                            and not cov.tests_for(s.path, s.body_lines) & graded_ids]
+                    if bare:
+                        v.ok = False
+                        v.reason = (f"no graded hidden test exercises {bare[0].qualname} "
+                                    f"(its tests have no must-fail copies)")
+            required: list[str] = []
+            docs: list[str] = []
+            if v.ok:
+                v.stage = Stage.SPECIFIED
+                graded_ids = sorted(v.hidden & ctx.passing - pool.unstable - pool.uncopied)
+                ws = _workspace_files(texts, v.source_changes, v.test_changes)
+                try:
+                    required = required_strings(src.path, graded_ids, "\n".join(ws.values()))
+                except Underspecified as exc:
+                    v.ok, v.reason = False, str(exc)
+                docs = doc_pointers(ws, sorted({s.name for s in cand.symbols if s.public}))
             adq = None
             if v.ok and opts.check_adequacy:
                 v.stage = Stage.CONSTRAINED
                 f2p = sorted(v.hidden & ctx.passing - pool.unstable - pool.uncopied)
-                limit = min(ctx.timeout, max(20.0, 5 * v.seconds.get("hidden_on_stripped", 0) + 15))
+                # From the gold's own run time: a stand-in or mutant that runs past it hangs.
+                limit = min(ctx.timeout, max(20.0, 5 * pool.seconds + 15))
                 adq, spent = adequacy.check(w, f2p, cand.symbols,
                                             cand.root.module if cand.kind == "module" else None,
-                                            seed=tid, timeout=limit, mutants=opts.gold_mutants)
+                                            seed=tid, timeout=limit, mutants=opts.gold_mutants,
+                                            constants=required)
                 v.test_seconds_total += spent
                 if adq.standins_passing_all:
                     v.ok = False
@@ -262,17 +295,6 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
                     v.reason = (f"hidden tests do not constrain it: mutation score "
                                 f"{adq.mutation_score:.2f} ({adq.mutants_killed} of {adq.mutants} "
                                 f"gold mutants killed; minimum {opts.min_mutation_score})")
-            required: list[str] = []
-            docs: list[str] = []
-            if v.ok:
-                v.stage = Stage.SPECIFIED
-                ws_text = _workspace_text(texts, v.source_changes, v.test_changes)
-                try:
-                    required = required_strings(src.path, sorted(v.hidden & ctx.passing), ws_text)
-                except Underspecified as exc:
-                    v.ok, v.reason = False, str(exc)
-                docs = doc_pointers({r: texts[r] for r in texts if r not in v.source_changes},
-                                    sorted({s.name for s in cand.symbols if s.public}))
             if v.ok:
                 v.stage = Stage.LEAK_FREE
                 try:
@@ -292,7 +314,8 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
                 else:
                     v.stage = Stage.TASKS
             if not v.ok:
-                state.save_verdict(tid, VerdictState(candidate=cand.name, kind=cand.kind,
+                state.save_verdict(tid, VerdictState(options=verdict_options,
+                                                     candidate=cand.name, kind=cand.kind,
                                                      source_commit=src.commit, stage=v.stage,
                                                      reason=v.reason,
                                                      test_seconds=v.test_seconds_total))
@@ -394,8 +417,9 @@ def _text_files(root: Path) -> dict[str, str]:
     return out
 
 
-def _workspace_text(texts: dict[str, str], *changes: dict[str, str | None]) -> str:
-    """All text of the workspace the agent gets: the repository with the removal applied."""
+def _workspace_files(texts: dict[str, str], *changes: dict[str, str | None]) -> dict[str, str]:
+    """The text files of the workspace the agent gets: the repository with the removal
+    (source and hidden tests) applied."""
     merged = dict(texts)
     for ch in changes:
         for rel, content in ch.items():
@@ -403,7 +427,7 @@ def _workspace_text(texts: dict[str, str], *changes: dict[str, str | None]) -> s
                 merged.pop(rel, None)
             else:
                 merged[rel] = content
-    return "\n".join(merged.values())
+    return merged
 
 
 def uncopied(f2p: list[str], pool: Pool) -> list[str]:

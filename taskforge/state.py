@@ -27,7 +27,7 @@ from pydantic import BaseModel
 from taskforge.errors import UserError
 from taskforge.fsutil import atomic_write
 
-STATE_VERSION = 1
+STATE_VERSION = 2          # 2: funnel stages of issue 11, uncopied tests leave the grading
 
 
 class BaselineState(BaseModel):
@@ -51,6 +51,7 @@ class VerdictState(BaseModel):
     stage: str
     reason: str
     test_seconds: float = 0.0
+    options: str = ""                 # the generate options a verdict depends on
 
 
 def _start_time(pid: int) -> str:
@@ -160,12 +161,13 @@ class RunState:
         return cov
 
     # -- verdicts -----------------------------------------------------------
-    def load_verdict(self, tid: str, source_commit: str) -> VerdictState | None:
+    def load_verdict(self, tid: str, source_commit: str, options: str = "") -> VerdictState | None:
         try:
             v = VerdictState.model_validate_json((self.dir / "verdicts" / f"{tid}.json").read_text())
         except (OSError, ValueError):
             return None
-        return v if v.source_commit == source_commit and v.state_version == STATE_VERSION else None
+        return v if (v.source_commit == source_commit and v.state_version == STATE_VERSION
+                     and v.options == options) else None
 
     def save_verdict(self, tid: str, v: VerdictState) -> None:
         atomic_write(self.dir / "verdicts" / f"{tid}.json", v.model_dump_json() + "\n")

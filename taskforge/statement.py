@@ -104,7 +104,7 @@ def required_strings(src: Path, f2p: list[str], workspace_text: str) -> list[str
                     value = text[len(MATCH):] if pattern else text
                     if value in workspace_text:
                         continue
-                    shown = _one_line(repr(value))
+                    shown = repr(value)          # exact: never shortened or re-spaced
                     line = (f"an error message matching the pattern {shown}" if pattern
                             else shown)
                     if line not in lines:
@@ -183,6 +183,14 @@ def problem_statement(repo_name: str, root: Symbol, symbols: list[Symbol],
         elif kind == "cluster":
             lines += [f"In `{s.path}`:", ""]
         lines += ["```python", s.signature.rstrip(), "```", ""]
+    elsewhere = [s for s in public if kind == "module" and s.module != root.module]
+    if elsewhere:
+        lines += ["Code in other modules that used it was removed with it and must come back "
+                  "too:", ""]
+        for s in elsewhere:
+            where = f"in class `{s.cls}` of `{s.path}`" if s.kind == "method" else f"in `{s.path}`"
+            lines += [f"{where[0].upper()}{where[1:]}:", "", "```python", s.signature.rstrip(),
+                      "```", ""]
     helpers = [s for s in symbols if s is not root and not s.public]
     if helpers and kind != "module":
         lines.append("Private helpers that only this feature used were removed with it; "

@@ -273,13 +273,25 @@ _CUSTOM_EXC = re.compile(r"(Error|Exception|Exc|Failure|Invalid|Warning)$")
 def _unrelated(a: str, b: str) -> bool:
     import builtins
 
-    x, y = getattr(builtins, a, None), getattr(builtins, b, None)
+    # `builtins.ArithmeticError` is ArithmeticError: the last part decides.
+    x, y = (getattr(builtins, n.rpartition(".")[2], None) for n in (a, b))
     if not (isinstance(x, type) and isinstance(y, type)):
         return a != b and a.rpartition(".")[2] != b.rpartition(".")[2]
-    return a != b and not issubclass(x, y) and not issubclass(y, x)
+    return x is not y and not issubclass(x, y) and not issubclass(y, x)
 
 
-def _raises_site(call) -> ast.Name | None:
+def _imported(module: ast.Module | None) -> set[str]:
+    """Names a test module binds by importing them (not aliases it assigns itself)."""
+    out: set[str] = set()
+    for node in (module.body if module is not None else []):
+        if isinstance(node, ast.ImportFrom) and node.module != "builtins":
+            out |= {a.asname or a.name for a in node.names}
+        elif isinstance(node, ast.Import):
+            out |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    return out
+
+
+def _raises_site(call, imported: set[str] = frozenset()) -> ast.Name | None:
     """The exception class of `pytest.raises(X)` / `self.assertRaises(X)`, when it
     is a builtin that can be swapped for an unrelated one."""
     if not isinstance(call, ast.Call) or not call.args:
@@ -291,10 +303,12 @@ def _raises_site(call) -> ast.Name | None:
     exc = call.args[0]
     if exc.lineno != exc.end_lineno:
         return None
-    if isinstance(exc, ast.Name) and (exc.id in SWAPPABLE or _CUSTOM_EXC.search(exc.id)):
+    if isinstance(exc, ast.Name) and (exc.id in SWAPPABLE or (
+            _CUSTOM_EXC.search(exc.id) and exc.id in imported)):
         return exc
     # `mod.SomeError`: the project's own exception, named through its module.
     if isinstance(exc, ast.Attribute) and isinstance(exc.value, ast.Name) \
+            and exc.value.id in imported and exc.value.id != "builtins" \
             and _CUSTOM_EXC.search(exc.attr):
         return exc
     return None
@@ -426,6 +440,7 @@ def sites(fn, module: ast.Module | None = None) -> list[Site]:
         return out
     consts = _module_constants(module) if module is not None else {}
     expected = _expected_names(fn)
+    imported = _imported(module)
     by_identity = {t.comparators[0].id for t in ast.walk(fn) if isinstance(t, ast.Compare)
                    and len(t.ops) == 1 and isinstance(t.ops[0], ast.Is)
                    and isinstance(t.comparators[0], ast.Name)}
@@ -510,7 +525,7 @@ def sites(fn, module: ast.Module | None = None) -> list[Site]:
         calls = ([item.context_expr for item in stmt.items] if isinstance(stmt, (ast.With, ast.AsyncWith))
                  else [stmt.value] if isinstance(stmt, ast.Expr) else [])
         for call in calls:
-            exc = _raises_site(call)
+            exc = _raises_site(call, imported)
             if exc is not None:
                 out.append(Site("value", lambda rng, x=exc: [
                     Edit(x.lineno, x.col_offset, x.end_col_offset, "\2")], exc.lineno))
