@@ -91,6 +91,7 @@ def row_for(name: str, res: dict) -> dict:
         "necessary": round(necessary, 2),
         "test_all": round(t.get("test_seconds_all", 0.0), 2),
         "ratio": round(res["wall"] / necessary, 3) if necessary else None,
+        "adequacy": round(t.get("test_seconds_adequacy", 0.0), 2),
         "peak_mb": res.get("peak_mb"),
         "error": res["error"] if not rep else "",
     }
@@ -145,11 +146,17 @@ def difficulty_table(rows: list[dict], max_tasks) -> str:
     tiers = {k: sum((r.get("tiers") or {}).get(k, 0) for r in green) for k in ("easy", "medium", "hard")}
     med = statistics.median([r["tasks"] for r in green]) if green else 0
     zero_big = [r["repo"] for r in green if r["tasks"] == 0 and r.get("considered", 0) >= 20]
+    nec = sum(r["necessary"] for r in green)
+    adq = sum(r.get("adequacy", 0.0) for r in green)
+    wall = sum(r["wall"] for r in green)
     out += ["", f"Median tasks per repository: {med} (asked for {max_tasks or 'all'}); "
                 f"tiers: easy {tiers['easy']}, medium {tiers['medium']}, hard {tiers['hard']}; "
                 f"large tasks: {large} of {tasks} ({large / tasks if tasks else 0:.0%}); "
                 f"repositories with 20+ symbols considered and no task: "
-                f"{', '.join(zero_big) or 'none'}."]
+                f"{', '.join(zero_big) or 'none'}. Wall / necessary test time: "
+                f"{wall / nec if nec else 0:.2f}; counting the stand-in and gold-mutant runs "
+                f"of the tasks written as necessary too: "
+                f"{wall / (nec + adq) if nec + adq else 0:.2f}."]
     return "\n".join(out)
 
 

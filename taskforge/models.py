@@ -88,6 +88,7 @@ class TaskTimings(BaseModel):
     """Seconds spent in the validation runs of this task (bare test time)."""
     remaining_suite: float = 0.0
     hidden_on_stripped: float = 0.0
+    adequacy: float = 0.0             # stand-ins and gold mutants against the hidden tests
     rounds: int = 1
 
 

@@ -210,7 +210,8 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
                 if rec.source_commit == src.commit:
                     return Verdict(candidate=cand, ok=True, stage=Stage.TASKS, resumed=True,
                                    seconds={"remaining_suite": rec.timings.remaining_suite,
-                                            "hidden_on_stripped": rec.timings.hidden_on_stripped})
+                                            "hidden_on_stripped": rec.timings.hidden_on_stripped,
+                                            "adequacy": rec.timings.adequacy})
             except TaskforgeError:
                 pass
             vs = state.load_verdict(tid_of(cand), src.commit, verdict_options)
@@ -285,6 +286,7 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
                                             seed=tid, timeout=limit, mutants=opts.gold_mutants,
                                             constants=required)
                 v.test_seconds_total += spent
+                v.seconds["adequacy"] = spent
                 if adq.standins_passing_all:
                     v.ok = False
                     v.reason = (f"hidden tests do not constrain it: a stand-in that does no work "
@@ -327,12 +329,14 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
         t = time.monotonic()
         tasks: list[str] = []
         necessary = base_test_secs
+        adequacy_secs = 0.0        # stand-in and gold-mutant runs of the tasks written
         for v in verdicts:
             if not v.ok:
                 drops.append(DropReason(candidate=v.candidate.name, stage=v.stage, reason=v.reason))
                 continue
             tasks.append(tid_of(v.candidate))
             necessary += v.seconds.get("remaining_suite", 0) + v.seconds.get("hidden_on_stripped", 0)
+            adequacy_secs += v.seconds.get("adequacy", 0)
         for c in proposal.candidates[len(verdicts):]:
             drops.append(DropReason(candidate=c.name, stage=Stage.TRIED,
                                     reason=f"not tried: {opts.max_tasks} task(s) found first "
@@ -349,6 +353,7 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
         timings["test_seconds_all"] = (base_state.bare_seconds + base_state.coverage_seconds
                                        + sum(v.test_seconds_total for v in verdicts))
         timings["test_seconds_necessary"] = necessary
+        timings["test_seconds_adequacy"] = adequacy_secs
         timings["image_build"] = build_secs
         report = GenerateReport(
             repo=src.repo, source_commit=src.commit, image_name=image,
