@@ -85,6 +85,7 @@ class ShardRow(BaseModel):
     workspace_files: int
     timing_remaining_suite: float
     timing_hidden_on_stripped: float
+    timing_adequacy: float          # stand-ins and gold mutants (issue 11)
     validation_rounds: int
     flaky_excluded: int
     hidden_test_files: list[str]
@@ -219,6 +220,7 @@ def task_to_row(task_dir: str | Path) -> ShardRow:
         workspace_files=rec.sizes.workspace_files,
         timing_remaining_suite=rec.timings.remaining_suite,
         timing_hidden_on_stripped=rec.timings.hidden_on_stripped,
+        timing_adequacy=rec.timings.adequacy,
         validation_rounds=rec.timings.rounds,
         flaky_excluded=rec.flaky_excluded, hidden_test_files=rec.hidden_test_files,
         protected_files=rec.protected_files, test_command=rec.test_command,
@@ -265,7 +267,7 @@ def row_to_record(row: ShardRow) -> TaskRecord:
                         workspace_files=row.workspace_files),
         timings=TaskTimings(remaining_suite=row.timing_remaining_suite,
                             hidden_on_stripped=row.timing_hidden_on_stripped,
-                            rounds=row.validation_rounds),
+                            adequacy=row.timing_adequacy, rounds=row.validation_rounds),
         taskforge_version=row.taskforge_version,
         grading=GradingPlan.model_validate_json(row.grading_json),
         difficulty=Difficulty.model_validate_json(row.difficulty_json),

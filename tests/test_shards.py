@@ -121,7 +121,8 @@ def test_task_record_round_trips(task_roots):
     assert set(TaskRecord.model_fields) == shards.RECORD_FIELDS
     assert set(TaskSizes.model_fields) == {"removed_lines", "removed_symbols", "hidden_tests",
                                            "remaining_tests", "workspace_files"}
-    assert set(TaskTimings.model_fields) == {"remaining_suite", "hidden_on_stripped", "rounds"}
+    assert set(TaskTimings.model_fields) == {"remaining_suite", "hidden_on_stripped", "adequacy",
+                                             "rounds"}
     assert shards.SHARD_SCHEMA_VERSION == 3      # 3: difficulty_tier, difficulty_json, adequacy_json
     for d in shards.find_tasks(task_roots)[::4]:
         row = shards.task_to_row(d)
