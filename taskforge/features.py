@@ -131,9 +131,6 @@ def grow(index: RepoIndex, users: Users, root: Symbol, hopeless=lambda sym: None
                                       f"more than {limit} definitions")
         if not new:
             break
-        if len(feature) + len(new) > limit:
-            return None, (f"used by other code: removing its dependents too takes more than "
-                          f"{limit} definitions")
         for dep in new:
             add(dep)
         if len(feature) > limit:

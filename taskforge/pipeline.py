@@ -254,31 +254,31 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
                     pool.mutants = [m for m in pool.mutants
                                     if (m.file, tuple(m.cls), m.func) in graded]
                 if v.ok:
-                    graded_ids = set(f2p) - pool.unstable - pool.uncopied
                     # Every tested public definition keeps a graded test: excluding the
                     # uncopied ones must not leave part of the feature ungraded.
-                    bare = [s for s in cand.symbols if s.public and s.kind != "module"
-                            and cov.tests_for(s.path, s.body_lines) & v.hidden
-                            and not cov.tests_for(s.path, s.body_lines) & graded_ids]
+                    graded = sorted(set(f2p) - pool.unstable - pool.uncopied)
+                    testers = {s.qualname: cov.tests_for(s.path, s.body_lines)
+                               for s in cand.symbols if s.public and s.kind != "module"}
+                    kept = set(graded)
+                    bare = [q for q, t in testers.items() if t & v.hidden and not t & kept]
                     if bare:
                         v.ok = False
-                        v.reason = (f"no graded hidden test exercises {bare[0].qualname} "
+                        v.reason = (f"no graded hidden test exercises {bare[0]} "
                                     f"(its tests have no must-fail copies)")
             required: list[str] = []
             docs: list[str] = []
             if v.ok:
                 v.stage = Stage.SPECIFIED
-                graded_ids = sorted(v.hidden & ctx.passing - pool.unstable - pool.uncopied)
                 ws = _workspace_files(texts, v.source_changes, v.test_changes)
                 try:
-                    required = required_strings(src.path, graded_ids, "\n".join(ws.values()))
+                    required = required_strings(src.path, graded, "\n".join(ws.values()))
                 except Underspecified as exc:
                     v.ok, v.reason = False, str(exc)
                 docs = doc_pointers(ws, sorted({s.name for s in cand.symbols if s.public}))
             adq = None
             if v.ok and opts.check_adequacy:
                 v.stage = Stage.CONSTRAINED
-                f2p = sorted(v.hidden & ctx.passing - pool.unstable - pool.uncopied)
+                f2p = graded
                 # From the gold's own run time: a stand-in or mutant that runs past it hangs.
                 limit = min(ctx.timeout, max(20.0, 5 * pool.seconds + 15))
                 adq, spent = adequacy.check(w, f2p, cand.symbols,

@@ -32,11 +32,6 @@ def _message_like(s: str) -> bool:
     return len(s) >= 4 and (bool(re.search(r"[A-Za-z]\s+\S", s)) or bool(_REPR.match(s)))
 
 
-def _one_line(text: str, limit: int = 240) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[:limit - 3] + "..."
-
-
 def _direct(node: ast.AST) -> list[str]:
     """String literals that are a compared value itself (or sit in a literal
     container), not arguments of a call: `f("in") == "out"` gives "out" only."""
