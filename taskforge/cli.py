@@ -90,7 +90,7 @@ def generate(
     jobs: int = typer.Option(max(1, min(os.cpu_count() or 1, 4)), "--jobs", "-j", min=1,
                              help="Parallel validation sandboxes."),
     timeout: float = typer.Option(600.0, help="Seconds allowed for one test run."),
-    max_share: float = typer.Option(0.25, help="Largest share of the suite one feature may hide."),
+    max_share: float = typer.Option(0.4, help="Largest share of the suite one feature may hide."),
     kind: Optional[list[str]] = typer.Option(None, "--kind", help="Feature kinds to propose: "
                                              "function, method, class, module, cluster "
                                              "(repeatable; default all)."),

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from taskforge.coverage_map import CoverageMap
 from taskforge.difficulty import measure, snippet
 from taskforge.models import Difficulty, FeatureKind, Tier, TIER_ORDER
-from taskforge.removal import exported_bindings
+from taskforge.removal import TOP_KINDS, exported_bindings
 from taskforge.symbols import ModuleInfo, RepoIndex, Symbol
 from taskforge.testindex import TestModule, group_ids
 from taskforge.pyparse import parse as parse_python
@@ -140,7 +140,8 @@ def grow(index: RepoIndex, users: Users, root: Symbol, hopeless=lambda sym: None
     while True:
         refs = set().union(*(f.name_refs for f in _expand(feature)))
         extra = [c for n in sorted(refs) for c in users.by_name.get(n, ())
-                 if c.public and not c.dunder and not covered(c.qualname, names)
+                 if c.public and not c.dunder and c.kind != "assignment"
+                 and not covered(c.qualname, names)
                  and users.of(c) and not users.outside(c, names) and not hopeless(c)]
         if not extra or len(feature) + len(extra) > limit:
             break
@@ -153,8 +154,9 @@ def grow(index: RepoIndex, users: Users, root: Symbol, hopeless=lambda sym: None
 
 def entry_point(users: Users, feature: list[Symbol], root: Symbol) -> Symbol:
     """The definition a feature is named after: one nothing else in it uses, the largest."""
-    names = {f.qualname for f in feature}
-    tops = [f for f in feature if f.public and not any(
+    # Module-level `NAME = value` lines that use the code are never its entry point.
+    names = {f.qualname for f in feature if f.kind != "assignment"}
+    tops = [f for f in feature if f.public and f.kind != "assignment" and not any(
         covered(u.split(" (")[0], names) for u in users.of(f))]
     if root in tops or not tops:
         return root
@@ -162,14 +164,16 @@ def entry_point(users: Users, feature: list[Symbol], root: Symbol) -> Symbol:
 
 
 def feature_kind(root: Symbol, feature: list[Symbol]) -> FeatureKind:
-    public = [f for f in feature if f.public]
+    public = [f for f in feature if f.public and f.kind != "assignment"]
     return FeatureKind.CLUSTER if len(public) > 1 else FeatureKind(root.kind)
 
 
 def difficulty_of(index: RepoIndex, feature: list[Symbol], whole_module: str | None = None,
                   kept: set[str] | None = None) -> Difficulty:
     """Measured on the removed source itself (methods of a removed class count once)."""
-    pieces, paths = [], {f.path for f in feature}
+    # A module-level `NAME = value` that went with the feature adds its lines, not
+    # a file or a public definition: a one-line alias elsewhere is no second file.
+    pieces, paths = [], {f.path for f in feature if f.kind != "assignment"}
     if whole_module is not None:
         mod = index.modules[whole_module]
         pieces.append(mod.code)
@@ -182,7 +186,8 @@ def difficulty_of(index: RepoIndex, feature: list[Symbol], whole_module: str | N
         kept = {s.name for m in index.modules.values() for s in m.symbols}
     kept = kept - names
     return measure(pieces, files=len(paths), symbols=len(feature),
-                   public=sum(1 for f in feature if f.public), fan_out=len(refs & kept))
+                   public=sum(1 for f in feature if f.public and f.kind != "assignment"),
+                   fan_out=len(refs & kept))
 
 
 def _users(index: RepoIndex, sym: Symbol, exclude: set[str]) -> list[str]:
@@ -335,7 +340,7 @@ def hidden_tests(index, cov: CoverageMap, tests, module_names, by_key, all_ids,
 
 
 def propose(index: RepoIndex, cov: CoverageMap, passing: set[str], all_ids: set[str],
-            tests: dict[str, TestModule], max_share: float = 0.25,
+            tests: dict[str, TestModule], max_share: float = 0.4,
             hopeless=lambda sym: None, late=lambda sym: False,
             min_statements: int = MIN_STATEMENTS, min_tier: Tier = Tier.EASY) -> Proposal:
     """`hopeless(symbol)` gives a reason a symbol cannot go that references do not
@@ -361,8 +366,8 @@ def propose(index: RepoIndex, cov: CoverageMap, passing: set[str], all_ids: set[
         return None
 
     for sym in index.symbols():
-        if sym.dunder or not sym.public:
-            continue
+        if sym.dunder or not sym.public or sym.kind == "assignment":
+            continue          # a module-level NAME = value only goes with what it uses
         if sym.kind == "method" and sym.cls and sym.cls.startswith("_"):
             continue
         considered += 1
@@ -389,7 +394,7 @@ def propose(index: RepoIndex, cov: CoverageMap, passing: set[str], all_ids: set[
         seen[key] = sym.qualname
         root = entry_point(users, feature, sym)
         feature = [root, *[f for f in feature if f is not root]]
-        top = [s for s in feature if s.kind in ("function", "class")]
+        top = [s for s in feature if s.kind in TOP_KINDS]
         hidden, files = hidden_tests(index, cov, tests, module_names, by_key, all_ids, feature, top)
         n_pass = len(hidden & passing)
         if n_pass == 0:
@@ -454,7 +459,7 @@ def _module_candidate(index: RepoIndex, mod: ModuleInfo, cov: CoverageMap, tests
         return None, None          # a one-symbol module is that symbol's candidate
     if not cov.measured(mod.path):
         return None, "module never imported by the tests"
-    names = {s.name for s in tops}
+    names = {s.name for s in mod.symbols}
     for other in index.modules.values():
         if other is mod:
             continue
@@ -470,14 +475,14 @@ def _module_candidate(index: RepoIndex, mod: ModuleInfo, cov: CoverageMap, tests
         if why:
             return None, why
     # Code elsewhere that uses the module's definitions goes with it (a multi-file feature).
-    feature, why = grow(index, users or Users(index), tops[0], hopeless, seeds=tops,
+    feature, why = grow(index, users or Users(index), tops[0], hopeless, seeds=list(mod.symbols),
                         whole=mod.module)
     if feature is None:
         return None, why
     module_refs = {rel for rel, tm in tests.items() if any(
         b.module == mod.module or (b.name and f"{b.module}.{b.name}" == mod.module)
         for b in tm.bindings)}     # a test file importing the module itself cannot stay
-    top = [s for s in feature if s.kind in ("function", "class")]
+    top = [s for s in feature if s.kind in TOP_KINDS]
     hidden, files = hidden_tests(index, cov, tests, module_names, by_key, all_ids, feature, top,
                                  extra_files=module_refs)
     root = module_symbol(mod, tops)

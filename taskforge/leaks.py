@@ -109,7 +109,7 @@ def needles_for(original_root: Path, symbols, kept_code_windows: set[int]) -> li
     out = []
     parsed: dict[str, tuple[ast.Module, list[str]]] = {}
     for sym in symbols:
-        if sym.kind == "module":
+        if sym.kind in ("module", "assignment"):
             continue
         if sym.path not in parsed:
             src = (original_root / sym.path).read_text(encoding="utf-8", errors="replace")

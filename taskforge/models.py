@@ -17,7 +17,7 @@ Outcome = Literal["passed", "failed", "error", "skipped", "xfailed", "missing"]
 class RemovedSymbol(BaseModel):
     """One definition taken out of the repository."""
     qualname: str                      # module.Class.method
-    kind: Literal["function", "method", "class", "module"]
+    kind: Literal["function", "method", "class", "module", "assignment"]
     path: str                          # file, relative to the repository root
     start_line: int
     end_line: int

@@ -54,7 +54,7 @@ class Options:
     max_tasks: int | None = None
     jobs: int = max(1, min(os.cpu_count() or 1, 4))
     timeout: float = 600.0
-    max_share: float = 0.25
+    max_share: float = 0.4          # past it, a feature is the package's core, not a task
     max_red: float = 0.05
     kinds: tuple[str, ...] = tuple(FeatureKind)
     min_statements: int = MIN_STATEMENTS     # smaller removals (aliases, one-line wrappers) drop

@@ -11,10 +11,11 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from taskforge import bigfiles
-from taskforge.symbols import RepoIndex, Symbol, dotted, resolve_relative
+from taskforge.symbols import RepoIndex, Symbol, attribute_root, dotted, resolve_relative
 from taskforge.testindex import TestModule, is_test_name
 
 _PASS = cst.SimpleStatementLine([cst.Pass()])
+TOP_KINDS = ("function", "class", "assignment")     # module-level definitions
 
 
 def _fix_last_comma(items, original):
@@ -105,7 +106,18 @@ class _Stripper(cst.CSTTransformer):
             keep[0] = keep[0].with_changes(comma=cst.Comma())   # ("a") would be a string
         return updated.with_changes(value=value.with_changes(elements=keep))
 
+    def _dropped_assignment(self, targets) -> bool:
+        """A module-level `NAME = value` that is part of the feature."""
+        return (self.depth == 0 and len(targets) == 1 and isinstance(targets[0], cst.Name)
+                and targets[0].value in self.drop_top)
+
     def leave_Assign(self, original, updated):
+        if self._dropped_assignment([t.target for t in updated.targets]) or (
+                self.depth == 0 and len(updated.targets) == 1
+                and attribute_root(updated.targets[0].target) in self.drop_top):
+            # `NAME = value`, or `NAME.attr = value` on a definition that goes
+            self.changed = True
+            return cst.RemoveFromParent()
         if any(isinstance(t.target, cst.Name) and t.target.value == "__all__" for t in updated.targets):
             return self._filter_all(updated, updated.value)
         return updated
@@ -116,6 +128,9 @@ class _Stripper(cst.CSTTransformer):
         return updated
 
     def leave_AnnAssign(self, original, updated):
+        if updated.value is not None and self._dropped_assignment([updated.target]):
+            self.changed = True
+            return cst.RemoveFromParent()
         if isinstance(updated.target, cst.Name) and updated.target.value == "__all__" and updated.value:
             return self._filter_all(updated, updated.value)
         return updated
@@ -167,7 +182,7 @@ def exported_bindings(index: RepoIndex, top: list[Symbol]) -> set[tuple[str, str
 
 
 def remove_source(index: RepoIndex, symbols: list[Symbol]) -> SourceRemoval:
-    top = [s for s in symbols if s.kind in ("function", "class")]
+    top = [s for s in symbols if s.kind in TOP_KINDS]
     methods = [s for s in symbols if s.kind == "method" and not any(
         t.kind == "class" and t.module == s.module and t.name == s.cls for t in top)]
     exported = exported_bindings(index, top)
@@ -188,8 +203,8 @@ def remove_source(index: RepoIndex, symbols: list[Symbol]) -> SourceRemoval:
                                     drop_all=drop_all)
         if changed:
             out.changes[mod.path] = new.code
-    out.removed_lines = sum(s.end - s.start + 1 for s in symbols if not (
-        s.kind == "method" and s not in methods))
+    out.removed_lines = sum(s.end - s.start + 1 + sum(b - a + 1 for a, b in s.attached)
+                            for s in symbols if not (s.kind == "method" and s not in methods))
     return out
 
 

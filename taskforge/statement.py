@@ -149,7 +149,7 @@ def problem_statement(repo_name: str, root: Symbol, symbols: list[Symbol],
                       docs: list[str] | None = None) -> str:
     kind = str(kind or root.kind)
     what = KIND_WORD.get(kind, kind)
-    public = [s for s in symbols if s.public and s.kind != "module"]
+    public = [s for s in symbols if s.public and s.kind not in ("module", "assignment")]
     tests = f"{hidden_count} hidden test{'s' if hidden_count != 1 else ''}"
     rest = (" The rest of the repository is intact and its test suite passes. "
             f"Implement it so that {tests} pass; they use the interface below"
@@ -186,6 +186,16 @@ def problem_statement(repo_name: str, root: Symbol, symbols: list[Symbol],
             where = f"in class `{s.cls}` of `{s.path}`" if s.kind == "method" else f"in `{s.path}`"
             lines += [f"{where[0].upper()}{where[1:]}:", "", "```python", s.signature.rstrip(),
                       "```", ""]
+    assigned: dict[str, list[Symbol]] = {}
+    for s in symbols:
+        if s.kind == "assignment" and s.public:
+            assigned.setdefault(s.path, []).append(s)
+    if assigned:
+        lines += ["Module-level names defined from it were removed with it and must be "
+                  "defined again:", ""]
+        for path, group in sorted(assigned.items()):
+            lines += [f"In `{path}`:", "", "```python",
+                      *[g.signature.rstrip() for g in group], "```", ""]
     helpers = [s for s in symbols if s is not root and not s.public]
     if helpers and kind != "module":
         lines.append("Private helpers that only this feature used were removed with it; "

@@ -22,7 +22,7 @@ class Symbol:
     module: str
     path: str
     name: str
-    kind: str                      # function | method | class
+    kind: str                      # function | method | class | assignment
     cls: str | None
     start: int
     end: int
@@ -31,6 +31,9 @@ class Symbol:
     attr_refs: set[str] = field(default_factory=set)
     signature: str = ""
     methods: list["Symbol"] = field(default_factory=list)
+    # Module-level `NAME.attr = value` lines that belong to this definition: they
+    # go with it (funcy's `memoize.skip = SkipMemory`).
+    attached: list[tuple[int, int]] = field(default_factory=list)
 
     @property
     def public(self) -> bool:
@@ -210,33 +213,195 @@ def index_module(root: Path, rel: str, module: str) -> ModuleInfo:
     pos = wrapper.resolve(PositionProvider)
     info = ModuleInfo(path=rel, module=module, is_package=rel.endswith("__init__.py"),
                       code=tree.code, tree=tree)
+    bound: dict[str, int] = {}          # how often each name is bound at module level
+    assigns: list[tuple[int, cst.SimpleStatementLine, str]] = []
+    attrs: list[tuple[cst.SimpleStatementLine, str]] = []
+
+    def bind(name: str) -> None:
+        bound[name] = bound.get(name, 0) + 1
+
     for st in tree.body:
         if isinstance(st, cst.FunctionDef):
             info.symbols.append(_function(st, module, rel, pos, cls=None))
+            bind(st.name.value)
         elif isinstance(st, cst.ClassDef):
             info.symbols.append(_class(st, module, rel, pos))
+            bind(st.name.value)
         elif isinstance(st, cst.SimpleStatementLine):
+            owner = _attribute_owner(st)
+            if owner is not None:
+                attrs.append((st, owner))
+                continue
+            name = _assigned_name(st)
+            if name is not None:
+                # `name = expr`: a definition of its own if nothing else binds the name
+                # (decided below), so code using it can go with a feature it uses.
+                assigns.append((len(info.symbols), st, name))
+                bind(name)
+                continue
             for small in st.body:
                 if isinstance(small, (cst.Import, cst.ImportFrom)):
                     b, s = import_bindings(small, module, info.is_package)
                     info.bindings += b
                     info.star_imports += s
+                    for x in b:
+                        bind(x.local)
                 elif _is_all(small):
                     info.all_names = _all_strings(small)
                 else:
+                    for n in _bound_names(small):
+                        bind(n)
                     n, a = refs_of(small)
                     info.toplevel_name_refs |= n
                     info.toplevel_attr_refs |= a
+        elif _is_main_block(st):
+            continue        # runs only as a script, never on import: it holds nothing back
         else:  # if/try/for/with at module level: imports inside count as bindings too
             for small in _small_statements(st):
                 if isinstance(small, (cst.Import, cst.ImportFrom)):
                     b, s = import_bindings(small, module, info.is_package)
                     info.bindings += b
                     info.star_imports += s
+            for n in _bound_names(st):
+                bind(n)
             n, a = refs_of(st)
             info.toplevel_name_refs |= n
             info.toplevel_attr_refs |= a
+    for at, st, name in reversed(assigns):
+        n, a = refs_of(st)
+        if bound.get(name) == 1 and not (name.startswith("__") and name.endswith("__")):
+            start, end = _span(st, pos)
+            info.symbols.insert(at, Symbol(
+                qualname=f"{module}.{name}", module=module, path=rel, name=name,
+                kind="assignment", cls=None, start=start, end=end, name_refs=n - {name},
+                attr_refs=a, signature=_assignment_interface(st, name)))
+        else:
+            info.toplevel_name_refs |= n
+            info.toplevel_attr_refs |= a
+    tops = {x.name: x for x in info.symbols}
+    for st, owner in attrs:
+        n, a = refs_of(st)
+        sym = tops.get(owner) if bound.get(owner) == 1 else None
+        if sym is not None:
+            sym.name_refs |= n - {owner}
+            sym.attr_refs |= a
+            sym.attached.append(_span(st, pos))
+        else:
+            info.toplevel_name_refs |= n
+            info.toplevel_attr_refs |= a
     return info
+
+
+def _is_main_block(st: cst.CSTNode) -> bool:
+    """`if __name__ == "__main__":`"""
+    if not isinstance(st, cst.If) or st.orelse is not None:
+        return False
+    t = st.test
+    return (isinstance(t, cst.Comparison) and isinstance(t.left, cst.Name)
+            and t.left.value == "__name__" and len(t.comparisons) == 1
+            and isinstance(t.comparisons[0].operator, cst.Equal)
+            and isinstance(t.comparisons[0].comparator, cst.SimpleString)
+            and t.comparisons[0].comparator.evaluated_value == "__main__")
+
+
+def _attribute_owner(st: cst.SimpleStatementLine) -> str | None:
+    """NAME of a line that is just `NAME.attr... = value`."""
+    if len(st.body) != 1 or not isinstance(st.body[0], cst.Assign) or len(st.body[0].targets) != 1:
+        return None
+    return attribute_root(st.body[0].targets[0].target)
+
+
+def attribute_root(target: cst.CSTNode) -> str | None:
+    if not isinstance(target, cst.Attribute):
+        return None
+    while isinstance(target, cst.Attribute):
+        target = target.value
+    return target.value if isinstance(target, cst.Name) else None
+
+
+def _assignment_interface(st: cst.SimpleStatementLine, name: str) -> str:
+    """A literal value is data the tests may check, so it is shown; computed
+    values are the work and are not."""
+    import ast
+
+    code = render(st).strip()
+    try:
+        value = ast.parse(code).body[0].value
+        ast.literal_eval(value)
+    except (SyntaxError, ValueError, TypeError, AttributeError, IndexError, MemoryError,
+            RecursionError):
+        return f"{name} = ...\n"
+    return code + "\n" if len(code) <= 300 else f"{name} = ...\n"
+
+
+def _assigned_name(st: cst.SimpleStatementLine) -> str | None:
+    """NAME of a line that is just `NAME = value` (or `NAME: T = value`)."""
+    if len(st.body) != 1:
+        return None
+    small = st.body[0]
+    if isinstance(small, cst.Assign) and len(small.targets) == 1:
+        target = small.targets[0].target
+    elif isinstance(small, cst.AnnAssign) and small.value is not None:
+        target = small.target
+    else:
+        return None
+    if isinstance(target, cst.Name) and target.value != "__all__":
+        return target.value
+    return None
+
+
+def _bound_names(node: cst.CSTNode) -> set[str]:
+    """Names a module-level statement (re)binds or deletes, nested blocks included."""
+    out: set[str] = set()
+
+    class V(cst.CSTVisitor):
+        def visit_AssignTarget(self, n):
+            out.update(x.value for x in _target_names(n.target))
+
+        def visit_AnnAssign(self, n):
+            out.update(x.value for x in _target_names(n.target))
+
+        def visit_AugAssign(self, n):
+            out.update(x.value for x in _target_names(n.target))
+
+        def visit_Del(self, n):
+            out.update(x.value for x in _target_names(n.target))
+
+        def visit_For(self, n):
+            out.update(x.value for x in _target_names(n.target))
+
+        def visit_AsName(self, n):
+            out.update(x.value for x in _target_names(n.name))
+
+        def visit_NamedExpr(self, n):
+            out.update(x.value for x in _target_names(n.target))
+
+        def visit_Global(self, n):
+            out.update(x.name.value for x in n.names)
+
+        def visit_FunctionDef(self, n):
+            out.add(n.name.value)
+            return False
+
+        def visit_ClassDef(self, n):
+            out.add(n.name.value)
+            return False
+
+        def visit_ImportAlias(self, n):
+            out.add((dotted(n.name) or "").split(".")[0])
+
+    node.visit(V())
+    return out
+
+
+def _target_names(t: cst.CSTNode) -> list[cst.Name]:
+    if isinstance(t, cst.Name):
+        return [t]
+    if isinstance(t, (cst.Tuple, cst.List)):
+        return [x for e in t.elements for x in _target_names(e.value)]
+    if isinstance(t, cst.StarredElement):
+        return _target_names(t.value)
+    return []
 
 
 def _small_statements(node: cst.CSTNode):

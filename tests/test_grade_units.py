@@ -410,3 +410,24 @@ def test_copies_and_original_look_alike(tmp_path):
         names = [n.name for n in ast.parse((tmp_path / "u.py").read_text()).body]
         counts[names.index(next(iter(plan.originals)))] += 1
     assert all(150 < counts[i] < 250 for i in range(3)), counts
+
+
+def test_a_same_named_test_of_another_file_is_not_a_hidden_test_left_readable(tmp_path):
+    """isodate: hidden `tests/test_duration.py::test_format`; `tests/test_date.py`
+    is in hidden/ too (another of its tests is hidden) and keeps its own, different
+    `test_format` in the workspace. That one is not the hidden test; a copy of the
+    hidden test's own definition left anywhere in the workspace is."""
+    from taskforge.grade.pool import visible_hidden_tests
+
+    dur = "def test_format():\n    assert fmt(1) == 'P1D'\n"
+    date = "def test_format():\n    assert fmt_date(1) == '2020'\n\n\ndef test_other():\n    assert 1\n"
+    for sub in ("hidden", "workspace"):
+        (tmp_path / sub / "tests").mkdir(parents=True)
+    (tmp_path / "hidden/tests/test_duration.py").write_text(dur)
+    (tmp_path / "hidden/tests/test_date.py").write_text(date)
+    (tmp_path / "workspace/tests/test_date.py").write_text(date.split("\n\n\n")[0] + "\n")
+    f2p = ["tests/test_duration.py::test_format", "tests/test_date.py::test_other"]
+    assert visible_hidden_tests(tmp_path, f2p) == []
+    (tmp_path / "workspace/tests/cases.py").write_text(dur)
+    assert visible_hidden_tests(tmp_path, f2p) == [
+        "tests/test_duration.py::test_format is defined in workspace/tests/cases.py"]

@@ -222,3 +222,68 @@ def test_huge_test_files_index_and_strip_like_libcst(tmp_path):
     # Hiding every test leaves nothing: the file goes.
     every = {d.path for d in light.defs if is_test_name(d.path[-1])}
     assert strip_tests(light, code, every, set())[0] is None
+
+
+def test_module_level_assignments_go_with_the_feature_they_use(tmp_path):
+    """`name = wrap(core.f)` at module level used to hold `f` back ("used by other
+    code: module level"); now it is a definition of its own that goes with `f`,
+    with its `name.attr = ...` lines. A name bound twice still holds `f` back, and
+    an `if __name__ == "__main__":` block (never run on import) holds nothing."""
+    from taskforge.features import Users, entry_point, feature_kind, grow
+
+    root = make(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/wrap.py": "def curry(f):\n    return f\n",
+        "pkg/core.py": """\
+            def pairs(seq):
+                out = []
+                for a, b in zip(seq, seq[1:]):
+                    out.append((a, b))
+                return out
+
+
+            def other(x):
+                y = x + 1
+                return y * 2
+
+
+            def twice(x):
+                z = x
+                return z + z
+
+
+            if __name__ == "__main__":
+                print(pairs([1, 2, 3]), twice(2))
+            """,
+        "pkg/curried.py": """\
+            from . import core
+            from .wrap import curry
+
+            cpairs = curry(core.pairs)
+            cpairs.__doc__ = "curried pairs"
+            cother = curry(core.other)
+            RATE: float = 0.5
+            ctwice = curry(core.twice)
+            ctwice = curry(ctwice)
+            """,
+    })
+    index = index_repo(root, scan(root))
+    cur = index.modules["pkg.curried"]
+    kinds = {s.name: s.kind for s in cur.symbols}
+    assert kinds == {"cpairs": "assignment", "cother": "assignment", "RATE": "assignment"}
+    assert next(s for s in cur.symbols if s.name == "RATE").signature == "RATE: float = 0.5\n"
+    assert next(s for s in cur.symbols if s.name == "cpairs").signature == "cpairs = ...\n"
+    users = Users(index)
+    by = users.by_qual
+    feature, why = grow(index, users, by["pkg.core.pairs"])
+    assert why == "" and {f.qualname for f in feature} == {"pkg.core.pairs", "pkg.curried.cpairs"}
+    assert entry_point(users, feature, by["pkg.core.pairs"]).qualname == "pkg.core.pairs"
+    assert feature_kind(by["pkg.core.pairs"], feature).value == "function"
+    removal = remove_source(index, feature)
+    new = removal.changes["pkg/curried.py"]
+    assert "cpairs" not in new and "cother = curry(core.other)" in new and "ctwice" in new
+    compile(new, "curried", "exec")
+    assert "def pairs" not in removal.changes["pkg/core.py"]
+    # `ctwice` is bound twice: module-level code, which holds `twice` back.
+    feature, why = grow(index, users, by["pkg.core.twice"])
+    assert feature is None and "pkg.curried (module level)" in why
