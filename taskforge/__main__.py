@@ -1,4 +1,4 @@
 """`python -m taskforge`: the same CLI as the `taskforge` command."""
-from taskforge.cli import app
+from taskforge.cli import main
 
-app(prog_name="taskforge")
+main()

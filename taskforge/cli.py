@@ -18,9 +18,40 @@ image_app = typer.Typer(no_args_is_help=True, help="Manage sandbox images.")
 app.add_typer(image_app, name="image")
 
 
+def _json_mode() -> bool:
+    return "--json" in sys.argv[1:]
+
+
+def _error(message: str, kind: str = "usage") -> None:
+    """One line on stderr; with --json also a JSON object on stdout, so a caller
+    that parses stdout learns why instead of reading nothing."""
+    typer.echo(f"error: {message}", err=True)
+    if _json_mode():
+        typer.echo(json.dumps({"error": message, "kind": kind}))
+
+
 def _fail(exc: TaskforgeError) -> None:
-    typer.echo(f"error: {exc.message}", err=True)
+    _error(exc.message, type(exc).__name__.removesuffix("Error").lower() or "error")
     raise typer.Exit(exc.exit_code)
+
+
+def main() -> None:
+    """The console entry point. Under --json, usage errors (an unknown option, a
+    missing argument) answer in JSON on stdout too; otherwise typer's own handling."""
+    if not _json_mode():
+        app(prog_name="taskforge")
+        return
+    try:
+        from typer._click.exceptions import ClickException     # typer >= 0.16 vendors click
+    except ImportError:
+        from click.exceptions import ClickException
+    try:
+        rc = app(prog_name="taskforge", standalone_mode=False)
+    except ClickException as exc:
+        typer.echo(json.dumps({"error": exc.format_message(), "kind": "usage"}))
+        typer.echo(f"error: {exc.format_message()}", err=True)
+        sys.exit(exc.exit_code)
+    sys.exit(rc if isinstance(rc, int) else 0)      # non-standalone click returns Exit codes
 
 
 class _RichProgress:
@@ -129,14 +160,14 @@ def generate(
     kinds = tuple(kind or names)
     bad = [k for k in kinds if k not in names]
     if bad:
-        typer.echo(f"error: unknown --kind {bad[0]} ({', '.join(names)})", err=True)
+        _error(f"unknown --kind {bad[0]} ({', '.join(names)})")
         raise typer.Exit(2)
     tiers = [t.value for t in Tier]
     if difficulty is not None and difficulty not in tiers:
-        typer.echo(f"error: unknown --difficulty {difficulty} ({', '.join(tiers)})", err=True)
+        _error(f"unknown --difficulty {difficulty} ({', '.join(tiers)})")
         raise typer.Exit(2)
     if python is not None and not re.fullmatch(r"3\.\d{1,2}", python):
-        typer.echo(f"error: --python wants a version like 3.12, not {python!r}", err=True)
+        _error(f"--python wants a version like 3.12, not {python!r}")
         raise typer.Exit(2)
     prog = _RichProgress(quiet or as_json)
     try:
@@ -156,7 +187,7 @@ def generate(
         _fail(exc)
     except KeyboardInterrupt:
         prog.done()
-        typer.echo("error: interrupted", err=True)
+        _error("interrupted")
         raise typer.Exit(130)
     if as_json:
         typer.echo(report.model_dump_json(indent=2))
@@ -211,7 +242,7 @@ def verify(
     defences = _defences(policy)
     chosen = [x for x in (gold, empty, patch is not None, solution is not None) if x]
     if len(chosen) != 1:
-        typer.echo("error: give exactly one of --gold, --empty, --patch FILE, --solution DIR", err=True)
+        _error("give exactly one of --gold, --empty, --patch FILE, --solution DIR")
         raise typer.Exit(2)
     try:
         if gold:
@@ -220,7 +251,7 @@ def verify(
             sol = Solution.empty()
         elif patch is not None:
             if not patch.is_file():
-                typer.echo(f"error: no such patch file: {patch}", err=True)
+                _error(f"no such patch file: {patch}")
                 raise typer.Exit(2)
             sol = Solution.from_patch(patch.read_text(encoding="utf-8", errors="replace"))
         else:
@@ -232,7 +263,7 @@ def verify(
         typer.echo(result.model_dump_json(indent=2))
     else:
         if result.error:
-            typer.echo(f"error: {result.error}", err=True)
+            _error(f"{result.error}")
         typer.echo(f"reward: {result.reward}")
         typer.echo(f"FAIL_TO_PASS: {result.f2p_passed}/{result.f2p_total} passed")
         typer.echo(f"PASS_TO_PASS: {result.p2p_passed}/{result.p2p_total} passed, "
@@ -260,7 +291,7 @@ def _defences(policy: str):
     try:
         return Defences(policy=Policy(policy))
     except ValueError:
-        typer.echo(f"error: --policy must be 'score' or 'flag', not {policy!r}", err=True)
+        _error(f"--policy must be 'score' or 'flag', not {policy!r}")
         raise typer.Exit(2)
 
 
@@ -286,7 +317,7 @@ def verify_batch(
 
     defences = _defences(policy)
     if not pairs.is_file():
-        typer.echo(f"error: no such file: {pairs}", err=True)
+        _error(f"no such file: {pairs}")
         raise typer.Exit(2)
     items = []
     for n, line in enumerate(pairs.read_text().splitlines(), 1):
@@ -308,7 +339,7 @@ def verify_batch(
             items.append((obj["task"], s))
         except (ValueError, KeyError, TypeError, OSError, TaskforgeError) as exc:
             msg = exc.message if isinstance(exc, TaskforgeError) else str(exc)
-            typer.echo(f"error: {pairs}:{n}: {msg}", err=True)
+            _error(f"{pairs}:{n}: {msg}")
             raise typer.Exit(2)
     results = verify_many(items, workers=workers, timeout=timeout, defences=defences)
     for r in results:

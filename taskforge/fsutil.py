@@ -9,12 +9,30 @@ from pathlib import Path
 SANDBOX_UID = 1000
 
 
+def umask() -> int:
+    """The process umask, read without setting it (os.umask would race threads)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0o022
+
+
+def readable(path: Path) -> None:
+    """The mode a plain open()/mkdir() would have given: mkstemp and mkdtemp make
+    0600/0700, which a trainer reading shards as another user cannot open."""
+    os.chmod(path, (0o777 if path.is_dir() else 0o666) & ~umask())
+
+
 def atomic_write(path: Path, data: str | bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data.encode() if isinstance(data, str) else data)
+        readable(Path(tmp))
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import configparser
 import hashlib
 import io
+import json
 import os
 import re
 import shutil
@@ -169,6 +170,51 @@ def install_error(logs: str) -> str:
     return next((ln for ln in reversed(lines) if "error" in ln.lower()), lines[-1] if lines else "no output")
 
 
+GENERATED_LABEL = "taskforge.generated"
+_BUILD_DIRS = {".git", "__pycache__", ".eggs", "build", "dist", ".tox", ".nox", ".venv",
+               "node_modules", ".pytest_cache", ".mypy_cache"}
+MAX_GENERATED = 20
+MAX_GENERATED_BYTES = 64 * 1024
+
+
+def generated_by_install(tree: Path, work: Path) -> dict[str, str]:
+    """Python files the install wrote into its copy of the repository that the
+    repository does not have: a version file from setuptools-scm, hatch-vcs or
+    versioneer (`pkg/_version.py`, git-ignored, so absent from any clone). Every
+    tree that runs tests needs them; egg-info and build output are not code."""
+    out: dict[str, str] = {}
+    for dirpath, dirnames, filenames in os.walk(work):
+        dirnames[:] = sorted(d for d in dirnames if d not in _BUILD_DIRS
+                             and not d.endswith((".egg-info", ".dist-info")))
+        for f in sorted(filenames):
+            p = Path(dirpath) / f
+            rel = p.relative_to(work).as_posix()
+            if not f.endswith(".py") or p.is_symlink() or (tree / rel).exists():
+                continue
+            try:
+                if p.stat().st_size > MAX_GENERATED_BYTES:
+                    continue
+                out[rel] = p.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
+            if len(out) >= MAX_GENERATED:
+                return out
+    return out
+
+
+def generated_files(image: str) -> dict[str, str]:
+    """The files `generated_by_install` recorded on an environment image."""
+    from taskforge.sandbox.docker import client
+
+    try:
+        labels = client().images.get(image).labels or {}
+        files = json.loads(labels.get(GENERATED_LABEL) or "{}")
+    except Exception:
+        return {}
+    return {rel: text for rel, text in files.items() if isinstance(text, str)
+            and not rel.startswith("/") and ".." not in Path(rel).parts}
+
+
 def ensure_env_image(tree: Path, repo_name: str, commit: str, base_image: str,
                      script: str, timeout: float = 1800, log=print) -> tuple[str, float]:
     """Build (or reuse) the environment image; returns (name, seconds spent)."""
@@ -202,11 +248,13 @@ def ensure_env_image(tree: Path, repo_name: str, commit: str, base_image: str,
             if status.get("StatusCode") != 0:
                 err = install_error(logs)
                 raise UserError(f"installing the repository failed: {err.strip()[:300]}")
+            generated = generated_by_install(tree, work)
             container.commit(repository=name.split(":")[0], tag=name.split(":")[1],
                              conf={"User": "1000:1000", "WorkingDir": "/workspace",
                                    "Cmd": ["sleep", "infinity"],
                                    "Labels": {"taskforge.repo": repo_name,
-                                              "taskforge.commit": commit}})
+                                              "taskforge.commit": commit,
+                                              GENERATED_LABEL: json.dumps(generated)}})
         except docker.errors.DockerException as exc:
             raise InfraError(f"building the environment image failed: {str(exc)[:200]}") from None
         finally:

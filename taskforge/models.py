@@ -111,7 +111,7 @@ class TaskRecord(BaseModel):
 
     schema_version: int = SCHEMA_VERSION
     instance_id: str
-    repo: str                          # where the source came from (URL or path)
+    repo: str                          # stable name: host/owner/name, or the directory name
     base_commit: str                   # the workspace's single commit; patches apply here
     source_commit: str                 # the upstream commit the task was cut from
     environment_setup_commit: str

@@ -23,7 +23,7 @@ from taskforge.envdetect import RepoConfig, detect, find_config
 from taskforge.errors import InfraError, TaskforgeError, UserError
 from taskforge.features import propose
 from taskforge.fsutil import atomic_write, rmtree
-from taskforge.images import ensure_base_image, ensure_env_image
+from taskforge.images import ensure_base_image, ensure_env_image, generated_files
 from taskforge.layout import scan
 from taskforge.leaks import ImageIndex, Scanner, image_fs_cache, needles_for
 from taskforge.difficulty import rate
@@ -138,6 +138,10 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
         except UserError as exc:
             raise UserError(f"{exc.message} (tried: {plan.describe()})") from None
         timings["image"] = time.monotonic() - t
+        for rel, text in generated_files(image).items():
+            if not (src.path / rel).exists():    # a version file the build writes from git
+                say(f"adding {rel}, which the install generates")
+                atomic_write(src.path / rel, text)
         image_scan = background.submit(ImageScan.open, image)
 
         prog.stage("baseline runs")
@@ -645,7 +649,7 @@ def _record_builder(tid, src, image, v: Verdict, ctx: Context, n_flaky: int,
 
     def build(base_commit, patch, test_patch, workspace_files):
         return TaskRecord(
-            instance_id=tid, repo=src.repo, base_commit=base_commit, source_commit=src.commit,
+            instance_id=tid, repo=src.origin or src.repo, base_commit=base_commit, source_commit=src.commit,
             environment_setup_commit=src.commit, created_at=src.commit_date,
             patch=patch, test_patch=test_patch, problem_statement=statement,
             FAIL_TO_PASS=f2p, PASS_TO_PASS=p2p, image_name=image,

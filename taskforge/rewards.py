@@ -379,7 +379,8 @@ compute_score = reward
 def compute_score_batch(data_sources: list, solution_strs: list, ground_truths: list,
                         extra_infos: list | None = None, **kwargs) -> list[dict]:
     """verl's BatchRewardManager signature: graded concurrently (`workers`)."""
-    extra_infos = extra_infos or [None] * len(solution_strs)
+    # verl hands numpy object arrays: no truth value, so no `extra_infos or [...]`.
+    extra_infos = [None] * len(solution_strs) if extra_infos is None else list(extra_infos)
     items = [{"solution_str": s, "ground_truth": g, "extra_info": e}
              for s, g, e in zip(solution_strs, ground_truths, extra_infos)]
     results = score_many(items, workers=kwargs.get("workers"), tasks=kwargs.get("tasks"),

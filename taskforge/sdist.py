@@ -65,6 +65,8 @@ def repo_from_sdist(name: str, version: str, dest: Path) -> Path:
         target.parent.mkdir(parents=True, exist_ok=True)
         os.replace(root, target) if not target.exists() else None
     git(target, "init", "-q")
-    git(target, "add", "-A", "-f")
+    # As a clone looks: what the project's .gitignore names (a generated
+    # `_version.py`, build output) is left out of the commit, so not in any clone.
+    git(target, "add", "-A")
     git(target, "commit", "-q", "--no-verify", "-m", f"{name} {version} (sdist)")
     return target

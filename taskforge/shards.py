@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from taskforge import archive
 from taskforge.errors import UserError
-from taskforge.fsutil import atomic_write
+from taskforge.fsutil import atomic_write, readable
 from taskforge.models import (Adequacy, Difficulty, FeatureInfo, GradingPlan, RemovedSymbol,
                               TaskRecord, TaskSizes, TaskTimings)
 from taskforge.task_store import load_task
@@ -510,6 +510,8 @@ def write_rows(repos_by_id: dict[str, str], load, out: str | Path, fmt: str = "p
                             total_rows=len(repos_by_id), columns=list(ShardRow.model_fields),
                             policy_columns=list(POLICY_COLUMNS), shards=files)
         atomic_write(tmp / "manifest.json", manifest.model_dump_json(indent=2) + "\n")
+        for d in [tmp, *(p for p in tmp.rglob("*") if p.is_dir())]:
+            readable(d)                       # mkdtemp made it 0700
         if out.exists():
             old = Path(tempfile.mkdtemp(prefix=f".old-{out.name}-", dir=out.parent))
             os.replace(out, old / "x")

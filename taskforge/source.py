@@ -15,6 +15,7 @@ class Source:
     commit: str        # resolved full sha
     commit_date: str   # ISO 8601, the committer date
     path: Path         # the clone's work tree
+    origin: str = ""   # stable repository name (host/owner/name, or the directory's name)
 
 
 def _is_url(s: str) -> bool:
@@ -24,6 +25,63 @@ def _is_url(s: str) -> bool:
 def repo_name(source: str) -> str:
     base = source.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1]
     return re.sub(r"\.git$", "", base) or "repo"
+
+
+def clone_error(exc) -> str:
+    """The cause git gave (its `fatal:` line), not GitPython's quoting around it."""
+    text = str(getattr(exc, "stderr", "") or exc)
+    lines = [ln.strip().strip("'\"").strip() for ln in text.splitlines()]
+    lines = [ln for ln in lines if ln and ln not in ("stderr:",)]
+    fatal = [ln for ln in lines if "fatal:" in ln or "error:" in ln]
+    pick = (fatal or lines or [f"git exited with status {getattr(exc, 'status', '?')}"])[-1]
+    return re.sub(r"^stderr:\s*", "", pick)[:300]
+
+
+def stable_name(url_or_path: str) -> str:
+    """A repository's name for datasets and split hashes: `host/owner/name` for a
+    URL (scheme, credentials and `.git` dropped), the directory's name for a path,
+    so a temporary checkout and the same project cloned elsewhere agree."""
+    s = url_or_path.strip().rstrip("/")
+    if not _is_url(s):
+        return repo_name(s).lower()
+    s = re.sub(r"^[a-z][a-z0-9+.-]*://", "", s)
+    s = re.sub(r"^[^@/]*@", "", s)                # credentials, or git@ of scp-like URLs
+    s = re.sub(r"^([\w.-]+):(?!\d+/)", r"\1/", s)   # host:owner/name -> host/owner/name
+    s = re.sub(r":\d+/", "/", s, count=1)          # a port
+    return re.sub(r"\.git$", "", s).lower()
+
+
+def _origin_of(path: Path) -> str | None:
+    import git
+
+    try:
+        with git.Repo(path) as r:
+            return next((rm.url for rm in r.remotes if rm.name == "origin"), None)
+    except Exception:
+        return None
+
+
+def _submodules(repo, source: str) -> None:
+    """Test data often lives in a submodule (tomlkit's tests/toml-test), empty in
+    a plain clone. Local submodule URLs need file transport, off by default since
+    git 2.38; the repository was given to us, so its own submodules are trusted."""
+    import git
+
+    try:
+        repo.git.execute(["git", "-c", "protocol.file.allow=always", "submodule", "update",
+                          "--init", "--recursive", "--depth", "1"])
+    except git.GitCommandError:
+        try:        # a server that cannot serve a shallow fetch of that commit
+            repo.git.execute(["git", "-c", "protocol.file.allow=always", "submodule",
+                              "update", "--init", "--recursive"])
+        except git.GitCommandError as exc:
+            raise (InfraError if _is_url(source) else UserError)(
+                f"cannot fetch the submodules of {source}: {clone_error(exc)}") from None
+    # A submodule's `.git` is a file pointing into the clone's .git/modules: its
+    # checkout is plain files to every later stage.
+    for gitfile in sorted(Path(repo.working_tree_dir).rglob(".git")):
+        if gitfile.is_file() and gitfile.parent != Path(repo.working_tree_dir):
+            gitfile.unlink()
 
 
 def fetch(source: str, dest: Path, ref: str | None = None) -> Source:
@@ -48,9 +106,8 @@ def fetch(source: str, dest: Path, ref: str | None = None) -> Source:
     try:
         repo = git.Repo.clone_from(repo_id, dest, no_checkout=True)
     except git.GitCommandError as exc:
-        msg = (exc.stderr or str(exc)).strip().splitlines()
         raise (InfraError if _is_url(source) else UserError)(
-            f"cannot clone {source}: {msg[-1] if msg else exc}") from None
+            f"cannot clone {source}: {clone_error(exc)}") from None
     try:
         if not repo.refs and not ref:
             raise UserError(f"repository has no commits: {source}")
@@ -63,7 +120,11 @@ def fetch(source: str, dest: Path, ref: str | None = None) -> Source:
             except (git.BadName, ValueError, git.GitCommandError):
                 raise UserError(f"no such ref in {source}: {target}") from None
         repo.git.checkout("--force", "--detach", commit.hexsha)
+        if (dest / ".gitmodules").is_file():
+            _submodules(repo, source)
+        origin = source if _is_url(source) else (_origin_of(Path(repo_id)) or repo_id)
         return Source(repo=repo_id, name=repo_name(repo_id), commit=commit.hexsha,
-                      commit_date=commit.committed_datetime.isoformat(), path=dest)
+                      commit_date=commit.committed_datetime.isoformat(), path=dest,
+                      origin=stable_name(origin))
     finally:
         repo.close()

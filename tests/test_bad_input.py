@@ -172,3 +172,30 @@ def test_verify_without_engine_is_infrastructure_error(one_task, tmp_path):
     assert res.returncode == 3
     data = json.loads(res.stdout)
     assert data["reward"] is None and "Docker engine" in data["error"]
+
+
+@pytest.mark.parametrize("args, code, needle", [
+    (["generate", "/no/such/repo", "--out", "OUT"], 2, "no such repository"),
+    (["generate", "--bogus-flag"], 2, "--bogus-flag"),
+    (["generate", "http://127.0.0.1:9/nothing.git", "--out", "OUT"], 3, "Failed to connect"),
+    (["stats", "--stats", "/no/such/stats.jsonl"], 2, "no such stats file"),
+])
+def test_json_mode_answers_errors_in_json(tmp_path, args, code, needle):
+    """A caller parsing stdout under --json learns why (it read nothing before), and
+    a failed clone names git's cause, not GitPython's quoting (`cannot clone URL: '`)."""
+    args = [str(tmp_path / "out") if a == "OUT" else a for a in args]
+    res = run_cli(*args, "--json")
+    assert_one_line_error(res, needle, code=code)
+    answer = json.loads(res.stdout)
+    assert needle in answer["error"] and answer["kind"] in ("user", "infra", "usage"), answer
+    assert not (tmp_path / "out").exists()
+
+
+def test_stable_repository_names():
+    """The shard `repo` column and the split hash: no temporary paths, no credentials."""
+    from taskforge.source import stable_name
+
+    assert stable_name("https://user:tok@GitHub.com/Org/Lib.git/") == "github.com/org/lib"
+    assert stable_name("git@github.com:org/lib.git") == "github.com/org/lib"
+    assert stable_name("ssh://git@host:2222/org/lib") == "host/org/lib"
+    assert stable_name("/tmp/tmpab12/lib") == "lib"

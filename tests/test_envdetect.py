@@ -258,3 +258,117 @@ def test_install_failure_says_what_was_tried(tmp_path, base_image):
     res = run_cli("generate", str(repo), "--out", str(tmp_path / "out"))
     assert_one_line_error(res, "installing the repository failed", "tried:", "python 3.11", code=2)
     assert not (tmp_path / "out").exists()
+
+
+VERSIONED_OPS = '''def clamp(x, lo, hi):
+    """x limited to [lo, hi]."""
+    if x < lo:
+        return lo
+    return hi if x > hi else x
+
+
+def spread(xs):
+    """Largest minus smallest."""
+    lo, hi = min(xs), max(xs)
+    return hi - lo
+'''
+VERSION_BUILDS = {
+    "setuptools-scm": '''[build-system]
+requires = ["setuptools>=64", "setuptools-scm>=8"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "verlib"
+dynamic = ["version"]
+
+[tool.setuptools_scm]
+version_file = "src/verlib/_version.py"
+''',
+    "hatch-vcs": '''[build-system]
+requires = ["hatchling", "hatch-vcs"]
+build-backend = "hatchling.build"
+
+[project]
+name = "verlib"
+dynamic = ["version"]
+
+[tool.hatch.version]
+source = "vcs"
+
+[tool.hatch.build.hooks.vcs]
+version-file = "src/verlib/_version.py"
+
+[tool.hatch.build.targets.wheel]
+packages = ["src/verlib"]
+''',
+}
+
+
+@pytest.mark.parametrize("backend", sorted(VERSION_BUILDS))
+def test_a_version_file_written_at_build_time_reaches_every_tree(tmp_path, base_image, backend):
+    """A clone has no `_version.py` (git-ignored; the build writes it from git):
+    `import verlib` failed at baseline. The file the install generates is put in
+    every tree that runs tests, the task workspace included (where it stays
+    ignored, so `git status` is clean)."""
+    src = write(tmp_path / "verlib-src", {
+        "pyproject.toml": VERSION_BUILDS[backend],
+        ".gitignore": "src/verlib/_version.py\n",
+        "src/verlib/__init__.py": "from verlib._version import __version__\n"
+                                  "from verlib.ops import clamp, spread\n",
+        "src/verlib/ops.py": VERSIONED_OPS,
+        "tests/test_ops.py": "import verlib\nfrom verlib import clamp, spread\n\n\n"
+                             "def test_version():\n    assert verlib.__version__\n\n\n"
+                             + "".join(f"def test_clamp_{i}():\n    assert clamp({i}, 1, 3) == "
+                                       f"{min(max(i, 1), 3)}\n\n\n" for i in range(5))
+                             + "def test_spread():\n    assert spread([4, 1, 9]) == 8\n",
+    })
+    (src / "src/verlib/_version.py").write_text("__version__ = '9.9'\n")  # a dev's stale copy
+    repo = make_git_repo(src, tmp_path / "verlib")
+    assert "_version.py" not in subprocess.run(["git", "ls-files"], cwd=repo, text=True,
+                                               capture_output=True).stdout
+    report = generate_cli(repo, tmp_path / "out")
+    assert report["baseline_passing"] == 7 and report["tasks"], report
+    ws = tmp_path / "out" / report["tasks"][0] / "workspace"
+    assert (ws / "src/verlib/_version.py").is_file()
+    assert subprocess.run(["git", "status", "--porcelain"], cwd=ws, text=True,
+                          capture_output=True).stdout == ""
+    from taskforge.verify import Solution, verify
+
+    assert verify(tmp_path / "out" / report["tasks"][0], Solution.gold()).reward == 1.0
+
+
+def test_test_data_in_a_submodule_is_fetched(tmp_path, base_image):
+    """tomlkit keeps its test cases in a git submodule (tests/toml-test), empty in a
+    plain clone: the suite found no cases or failed. The clone fetches submodules."""
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+
+    def git(cwd, *args):
+        subprocess.run(["git", "-c", "init.defaultBranch=main", "-c", "protocol.file.allow=always",
+                        *args], cwd=cwd, env=env, check=True, capture_output=True)
+
+    data = write(tmp_path / "cases", {f"case{i}.txt": f"{i} {min(max(i, 1), 3)}\n" for i in range(6)})
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "cases"]):
+        git(data, *args)
+    src = write(tmp_path / "clampy-src", {
+        "pyproject.toml": '[project]\nname = "clampy"\nversion = "1.0"\n',
+        "clampy/__init__.py": "from clampy.ops import clamp, spread\n",
+        "clampy/ops.py": VERSIONED_OPS,
+        "tests/test_cases.py": "from pathlib import Path\n\nimport pytest\n\nfrom clampy import clamp, spread\n\n"
+                               "CASES = sorted((Path(__file__).parent / 'data').glob('*.txt'))\n\n\n"
+                               "def test_cases_are_there():\n    assert len(CASES) == 6\n\n\n"
+                               "@pytest.mark.parametrize('case', CASES, ids=lambda p: p.stem)\n"
+                               "def test_clamp(case):\n    x, want = map(int, case.read_text().split())\n"
+                               "    assert clamp(x, 1, 3) == want\n\n\n"
+                               "def test_spread():\n    assert spread([4, 1, 9]) == 8\n",
+    })
+    repo = make_git_repo(src, tmp_path / "clampy")
+    git(repo, "submodule", "add", "-q", str(data), "tests/data")
+    git(repo, "commit", "-q", "-m", "test data")
+    report = generate_cli(repo, tmp_path / "out")
+    assert report["baseline_passing"] == 8, report
+    assert report["tasks"], report
+    ws = tmp_path / "out" / report["tasks"][0] / "workspace"
+    assert len(list((ws / "tests/data").glob("*.txt"))) == 6
+    assert subprocess.run(["git", "status", "--porcelain"], cwd=ws, text=True,
+                          capture_output=True).stdout == ""

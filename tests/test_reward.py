@@ -97,11 +97,14 @@ def test_verl_signature_from_a_bare_shard_row(tasks, shard_dir, tmp_path, monkey
 def test_batch_trl_and_openrlhf(tasks, shard_dir):
     out, ids = tasks
     a, b = out / ids[0], out / ids[1]
+    import numpy as np
+
+    # As verl's batch reward manager passes them: numpy object arrays.
     got = rewards.compute_score_batch(
-        ["taskforge"] * 5,
+        np.array(["taskforge"] * 5, dtype=object),
         [gold_answer(a), gold_answer(b), NEW_FILE, "```diff\n--- a/x\n+++ b/x\n@@ junk\n```", ""],
         [ids[0], ids[1], ids[0], ids[1], ids[0]],
-        [None] * 5, tasks=str(shard_dir), workers=3)
+        np.array([{"index": i} for i in range(5)], dtype=object), tasks=str(shard_dir), workers=3)
     assert [g["score"] for g in got] == [1.0, 1.0, 0.0, 0.0, 0.0]
     assert [g["infra_error"] for g in got] == [0.0] * 5
 

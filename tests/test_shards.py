@@ -88,6 +88,14 @@ def test_manifest_and_splits_by_repository(sharded, task_roots):
     assert all(len(s) == 1 for s in repo_splits.values()), repo_splits
     assert {r: s.pop() for r, s in repo_splits.items()} == m.repos
     assert len(set(m.repos.values())) >= 2
+    # Stable names, not the temporary checkout paths the fixtures were cloned from.
+    assert all("/" not in r and not r.startswith("tmp") for r in m.repos), m.repos
+    # Readable by a trainer running as another user (mkstemp/mkdtemp give 0600/0700).
+    umask = os.umask(0o022)
+    os.umask(umask)
+    for p in [out, *out.rglob("*")]:
+        want = (0o777 if p.is_dir() else 0o666) & ~umask
+        assert p.stat().st_mode & 0o777 == want, (p, oct(p.stat().st_mode))
 
 
 def test_loads_with_pyarrow_pandas_and_datasets(sharded, tmp_path, monkeypatch):
