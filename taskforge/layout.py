@@ -124,6 +124,28 @@ def walk(root: Path) -> list[str]:
     return sorted(out)
 
 
+def configured_test_files(root: Path, files: list[str]) -> set[str]:
+    """Python files pytest collects because its config says so, whatever their
+    names: a `testpaths` entry that is a file (python-slugify's `test.py`), and
+    files matching `python_files` patterns."""
+    from fnmatch import fnmatch
+
+    from taskforge.pytestcfg import read
+
+    try:
+        cfg = read(root)
+    except Exception:              # a broken config is reported where it is used
+        return set()
+    py = [f for f in files if f.endswith(".py")]
+    out = {f for f in py if f in {t.strip("./").rstrip("/") for t in cfg.testpaths}}
+    patterns = [p for p in cfg.python_files if p not in ("test_*.py", "*_test.py")]
+    if patterns:
+        roots = [t.strip("./").rstrip("/") for t in cfg.testpaths if (root / t).is_dir()]
+        out |= {f for f in py if any(fnmatch(f.rsplit("/", 1)[-1], p) for p in patterns)
+                and (not roots or any(f.startswith(r + "/") for r in roots))}
+    return out
+
+
 def scan(root: Path) -> RepoLayout:
     files = walk(root)
     layout = RepoLayout(root=root)
@@ -133,12 +155,13 @@ def scan(root: Path) -> RepoLayout:
             f.endswith("__init__.py") and "/" in f and not f.startswith(("src/", "tests/"))
             and not is_test_path(f) and f.split("/")[0] not in NON_SOURCE_TOP for f in files):
         layout.import_roots.append("")
+    named = configured_test_files(root, files)
     for f in files:
-        if is_protected_path(f):
+        if is_protected_path(f) or f in named:
             layout.protected_files.append(f)
         if not f.endswith(".py"):
             continue
-        if is_test_path(f):
+        if is_test_path(f) or f in named:
             if not is_test_data(f):
                 layout.test_files.append(f)
             continue

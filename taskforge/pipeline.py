@@ -117,7 +117,9 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
             raise UserError(f"no tests found in {repo} (looked for test_*.py, *_test.py, tests/)")
         if not layout.source_files:
             raise UserError(f"no package code found in {repo} outside its tests")
-        check_syntax(src.path, [*layout.source_files, *layout.test_files])
+        # Source files only: a test file this Python cannot parse (PEP 695 syntax a
+        # conftest skips below 3.12) is pytest's to collect or ignore.
+        check_syntax(src.path, layout.source_files)
         # libcst indexing is slow and needs no container: it overlaps the image and baseline.
         indexing = background.submit(lambda: (index_repo(src.path, layout),
                                               index_tests(src.path, layout.test_files)))
@@ -196,7 +198,7 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
 
         prog.stage("validating candidates")
         t = time.monotonic()
-        protected = protected_files(src.path)
+        protected = sorted(set(protected_files(src.path)) | set(layout.protected_files))
         n_flaky = len(flaky)
 
         # A rejection journalled under other grading options is no answer for these.
@@ -230,7 +232,10 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
 
         def settle(w: Worker, cand) -> Verdict:
             """Validate, then write the task at once (or journal the rejection)."""
-            v = validate(w, ctx, cand)
+            try:
+                v = validate(w, ctx, cand)
+            except UserError as exc:          # this candidate only: never the batch
+                v = Verdict(candidate=cand, ok=False, stage=Stage.REMOVED, reason=exc.message)
             tid = tid_of(cand)
             if v.ok:
                 f2p = sorted(v.hidden & ctx.passing)

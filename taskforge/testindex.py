@@ -11,6 +11,7 @@ from pathlib import Path
 
 import libcst as cst
 
+from taskforge.errors import UserError
 from taskforge.symbols import Binding, import_bindings, parse, refs_of
 
 
@@ -30,6 +31,9 @@ class TestModule:
     defs: list[TestDef] = field(default_factory=list)
     toplevel_name_refs: set[str] = field(default_factory=set)
     toplevel_attr_refs: set[str] = field(default_factory=set)
+    # Why it could not be parsed here (newer syntax than this Python, say PEP 695
+    # test files a conftest skips below 3.12): pytest decides whether it runs.
+    unparsable: str = ""
 
 
 def is_test_name(name: str, cls: bool = False) -> bool:
@@ -48,8 +52,11 @@ def index_test_module(root: Path, rel: str) -> TestModule:
 
     if (root / rel).stat().st_size > bigfiles.HUGE:      # generated vectors: no libcst
         return bigfiles.index_test_module((root / rel).read_bytes(), rel)
-    tree = parse(root / rel, rel)
     mod_name = rel[:-3].replace("/", ".")
+    try:
+        tree = parse(root / rel, rel)
+    except UserError as exc:
+        return TestModule(rel=rel, module=mod_name, unparsable=exc.message)
     is_pkg = rel.endswith("__init__.py")
     tm = TestModule(rel=rel, module=mod_name, tree=tree)
     for st in tree.body:

@@ -20,6 +20,7 @@ from pathlib import Path
 from taskforge.features import Candidate
 from taskforge.fsutil import copy_tree, share_with_sandbox
 from taskforge.models import Stage
+from taskforge.errors import UserError
 from taskforge.removal import remove_source, strip_tests
 from taskforge.sandbox import Limits, Mount, SandboxSpec, open_sandbox
 from taskforge.testindex import TestModule, split_nodeid
@@ -154,6 +155,9 @@ def plan_tests(ctx: Context, hidden: set[str], hidden_files: set[str],
         if rel in hidden_files:
             changes[rel] = None
         elif rel in per_file or any(b.name and (b.module, b.name) in exported for b in tm.bindings):
+            if tm.unparsable:
+                raise UserError(f"hidden tests in {rel}, which cannot be edited here: "
+                                f"{tm.unparsable}")
             code = (ctx.src / rel).read_text(encoding="utf-8")
             new, changed = strip_tests(tm, code, per_file.get(rel, set()), exported)
             if changed:

@@ -372,3 +372,45 @@ def test_test_data_in_a_submodule_is_fetched(tmp_path, base_image):
     assert len(list((ws / "tests/data").glob("*.txt"))) == 6
     assert subprocess.run(["git", "status", "--porcelain"], cwd=ws, text=True,
                           capture_output=True).stdout == ""
+
+
+def test_test_files_in_newer_syntax_are_left_to_pytest(tmp_path, base_image):
+    """cattrs: PEP 695 test files its conftest ignores below 3.12. The syntax gate
+    compiled every test file with the host's Python and refused the repository."""
+    src = write(tmp_path / "newsyn-src", {
+        "pyproject.toml": '[project]\nname = "newsyn"\nversion = "1.0"\n',
+        "newsyn/__init__.py": "from newsyn.ops import clamp, spread\n",
+        "newsyn/ops.py": VERSIONED_OPS,
+        "tests/conftest.py": "import sys\n\ncollect_ignore = [] if sys.version_info >= (3, 12) "
+                             "else ['test_generic.py']\n",
+        "tests/test_generic.py": "from newsyn import clamp\n\n\ndef ident[T](x: T) -> T:\n"
+                                 "    return x\n\n\ndef test_generic():\n"
+                                 "    assert ident(clamp(5, 1, 3)) == 3\n",
+        "tests/test_ops.py": "from newsyn import clamp, spread\n\n\n"
+                             + "".join(f"def test_clamp_{i}():\n    assert clamp({i}, 1, 3) == "
+                                       f"{min(max(i, 1), 3)}\n\n\n" for i in range(5))
+                             + "def test_spread():\n    assert spread([4, 1, 9]) == 8\n",
+    })
+    repo = make_git_repo(src, tmp_path / "newsyn")
+    report = generate_cli(repo, tmp_path / "out")
+    assert report["baseline_passing"] == 6 and report["tasks"], report
+
+
+def test_a_testpaths_entry_naming_a_file_is_the_suite(tmp_path, base_image):
+    """python-slugify: `testpaths = ["test.py"]`; no name pattern matches `test.py`,
+    so discovery found "no tests". pytest collects what testpaths names; so do we,
+    and the file is protected like any test file."""
+    src = write(tmp_path / "clampmod-src", {
+        "pyproject.toml": '[project]\nname = "clampmod"\nversion = "1.0"\n\n'
+                          '[tool.pytest.ini_options]\ntestpaths = ["test.py"]\n',
+        "clampmod.py": VERSIONED_OPS,
+        "test.py": "from clampmod import clamp, spread\n\n\n"
+                   + "".join(f"def test_clamp_{i}():\n    assert clamp({i}, 1, 3) == "
+                             f"{min(max(i, 1), 3)}\n\n\n" for i in range(5))
+                   + "def test_spread():\n    assert spread([4, 1, 9]) == 8\n",
+    })
+    repo = make_git_repo(src, tmp_path / "clampmod")
+    report = generate_cli(repo, tmp_path / "out")
+    assert report["baseline_passing"] == 6 and report["tasks"], report
+    rec = json.loads((tmp_path / "out" / report["tasks"][0] / "task.json").read_text())
+    assert "test.py" in rec["protected_files"], rec["protected_files"]
