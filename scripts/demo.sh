@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT="${1:-demo-tasks}"
 
-python3 -m pip install -q -e '.[test]'
+bash scripts/install-trainers.sh      # taskforge, its test deps and the trainers' packages
 docker info >/dev/null 2>&1 || { echo "error: no Docker engine answers (start dockerd)" >&2; exit 3; }
 
 # Without a registry, python:3.11-slim cannot be pulled: build a local Debian base.

@@ -456,6 +456,41 @@ def shard(
 
 @app.command(epilog="""Examples:
 
+  taskforge export shards/ --to verl --out verl-data/ --max-prompt-length 4096
+
+  taskforge export shards/ --to trl --out trl-data/ --tokenizer ./my-tokenizer --json
+
+  taskforge export shards/ --to openrlhf --out orl-data/""")
+def export(
+    shards: Path = typer.Argument(..., help="A shard directory (taskforge shard)."),
+    to: str = typer.Option(..., "--to", help="verl, trl or openrlhf."),
+    out: Path = typer.Option(..., "--out", "-o", help="Directory to write (must not exist or be empty)."),
+    tokenizer: Optional[str] = typer.Option(None, help="A local tokenizer (transformers) to count "
+                                            "prompt tokens with; else ~4 characters a token."),
+    max_prompt_length: Optional[int] = typer.Option(None, min=1, help="The trainer's prompt limit "
+                                                    "to check against (default: its own default)."),
+    as_json: bool = typer.Option(False, "--json", help="Print export.json to stdout."),
+) -> None:
+    """Write SHARDS in a trainer's dataset shape: a chat `prompt`, the `instance_id`
+    the reward needs, no grading columns; per split, with a dataset card."""
+    from taskforge.export import export as run
+
+    try:
+        report = run(shards, out, to, tokenizer=tokenizer, max_prompt_length=max_prompt_length,
+                     log=None if as_json else lambda s: typer.echo(s, err=True))
+    except TaskforgeError as exc:
+        _fail(exc)
+    if as_json:
+        typer.echo(report.model_dump_json(indent=2))
+    else:
+        for sp in report.splits:
+            typer.echo(f"{out / sp.path}  {sp.rows} rows")
+        if report.note:
+            typer.echo(f"warning: {report.note}", err=True)
+
+
+@app.command(epilog="""Examples:
+
   taskforge unshard shards/ --out tasks/
 
   taskforge unshard shards/data/train-00000-of-00001.parquet --out tasks/ --json
@@ -488,7 +523,7 @@ def unshard(
 
   taskforge serve --tasks tasks/ --port 8000
 
-  taskforge serve --tasks shards/ --concurrency 4 --max-queue 256 --timeout 300
+  taskforge serve --tasks shards/ --concurrency 4 --max-queue 256 --timeout 170
 
   curl -s localhost:8000/health
   curl -s localhost:8000/reward -d '{"instance_id": "ID", "solution": "<unified diff>"}'
@@ -507,11 +542,14 @@ def serve(
     port: int = typer.Option(8000, help="Port to listen on."),
     concurrency: int = typer.Option(max(1, min(os.cpu_count() or 1, 4)), min=1,
                                     help="Answers graded at once."),
-    max_queue: int = typer.Option(64, "--max-queue", min=0,
-                                  help="Answers waiting beyond those; past it, 503."),
+    max_queue: Optional[int] = typer.Option(None, "--max-queue", min=0,
+                                            help="Answers waiting beyond those (default 4096); "
+                                                 "past it, 503."),
     max_body: int = typer.Option(8 * 1024 * 1024, "--max-body", min=1024,
                                  help="Largest request body in bytes; past it, 413."),
-    timeout: float = typer.Option(300.0, help="Seconds allowed for one answer, queue included."),
+    timeout: Optional[float] = typer.Option(None, help="Seconds allowed for one answer, queue "
+                                            "included (default 170: under OpenRLHF's 180 s "
+                                            "client timeout)."),
     infra_score: Optional[float] = typer.Option(None, "--infra-score",
                                                 help="OpenRLHF endpoint: score for an answer that "
                                                      "could not be graded (default: answer 503)."),
@@ -526,10 +564,12 @@ def serve(
     from taskforge.server import ServeConfig, serve as run
 
     try:
+        given = {k: v for k, v in {"max_queue": max_queue, "timeout": timeout}.items()
+                 if v is not None}          # else ServeConfig's defaults
         cfg = ServeConfig(tasks=str(tasks), host=host, port=port, concurrency=concurrency,
-                          max_queue=max_queue, max_body=max_body, timeout=timeout,
-                          infra_score=infra_score, cache=str(cache) if cache else None,
-                          stats=str(stats) if stats else None, record_stats=not no_stats)
+                          max_body=max_body, infra_score=infra_score,
+                          cache=str(cache) if cache else None, stats=str(stats) if stats else None,
+                          record_stats=not no_stats, **given)
         run(cfg, log_level=log_level)
     except TaskforgeError as exc:
         _fail(exc)

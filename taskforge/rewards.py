@@ -21,11 +21,13 @@ per task (taskforge.curriculum), for `taskforge select` to pick tasks by solve r
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
 import threading
 import time
+import weakref
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
@@ -374,6 +376,24 @@ def reward(data_source: str, solution_str: str, ground_truth: Any, extra_info: d
 
 
 compute_score = reward
+
+_SLOTS: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore]" = \
+    weakref.WeakKeyDictionary()
+
+
+async def compute_score_async(data_source: str, solution_str: str, ground_truth: Any,
+                              extra_info: dict | None = None, **kwargs) -> dict:
+    """verl >= 0.9's reward loop awaits a coroutine reward function: the answers of
+    a batch are graded at once (up to `workers` per event loop, default the CPU
+    count) in threads, while the loop goes on serving the rest. Same result and
+    kwargs as `reward`."""
+    loop = asyncio.get_running_loop()
+    slots = _SLOTS.get(loop)
+    if slots is None:
+        slots = _SLOTS[loop] = asyncio.Semaphore(int(kwargs.get("workers") or os.cpu_count() or 2))
+    async with slots:
+        return await asyncio.to_thread(reward, data_source, solution_str, ground_truth,
+                                       extra_info, **kwargs)
 
 
 def compute_score_batch(data_sources: list, solution_strs: list, ground_truths: list,

@@ -10,7 +10,8 @@ Why it is built this way:
 - Grading is blocking (docker, git), so it runs in a thread pool of
   `concurrency` workers; the event loop only parses, admits and answers.
 - Admission control: at most `concurrency + max_queue` answers are admitted at
-  once; past that a request gets 503 with Retry-After instead of waiting forever.
+  once (4096 waiting by default, so a rollout burst queues rather than bounces);
+  past that a request gets 503 with Retry-After instead of waiting forever.
 - The body is read as a stream and refused with 413 once it passes
   `max_body`; what remains is drained (up to a bound) so the client reads the
   answer instead of a reset connection.
@@ -44,14 +45,23 @@ log = logging.getLogger("taskforge.serve")
 DRAIN_LIMIT = 256 * 1024 * 1024     # past this an oversized body is cut off, not drained
 
 
+# A rollout burst waits in the queue (a coroutine each, no thread) instead of
+# being refused: OpenRLHF's client retries a refusal 5 times, 1 s apart, then
+# gives up with a None reward. Each answer's deadline, queue included, stays
+# under that client's 180 s total, so an answer is graded or flagged before the
+# client stops waiting.
+MAX_QUEUE = 4096
+ANSWER_TIMEOUT = 170.0
+
+
 class ServeConfig(BaseModel):
     tasks: str                       # a directory of task directories, or a shard directory
     host: str = "127.0.0.1"
     port: int = 8000
     concurrency: int = Field(2, ge=1)
-    max_queue: int = Field(64, ge=0)
+    max_queue: int = Field(MAX_QUEUE, ge=0)
     max_body: int = Field(8 * 1024 * 1024, ge=1024)
-    timeout: float = Field(300.0, gt=0)
+    timeout: float = Field(ANSWER_TIMEOUT, gt=0)
     infra_score: float | None = None   # OpenRLHF: the score for an ungradable answer
     cache: str | None = None           # where shard rows become task directories
     stats: str | None = None           # solve stats store (default: default_stats_path(tasks))

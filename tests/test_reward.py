@@ -162,19 +162,39 @@ def test_reward_demo_example_runs(tasks, tmp_path):
     assert shown["verl_gold"]["score"] == 1.0 and shown["trl"] == [1.0, 0.0]
 
 
-def test_make_verl_dataset_example_keeps_the_answer_out(tasks, shard_dir, tmp_path):
+EXPORT_COLUMNS = {"verl": ["data_source", "prompt", "ability", "reward_model", "extra_info",
+                            "instance_id"],
+                   "trl": ["prompt", "instance_id"], "openrlhf": ["prompt", "instance_id"]}
+
+
+@pytest.mark.parametrize("trainer", sorted(EXPORT_COLUMNS))
+def test_export_gives_each_trainer_its_shape_and_keeps_the_answer_out(tasks, shard_dir, tmp_path,
+                                                                     trainer):
+    """A chat `prompt`, a top-level `instance_id`, nothing that grades (TRL hands
+    every column to the reward and prints rows in its warnings); prompt lengths
+    against the trainer's limit; a dataset card; files a trainer's user can read."""
     import pandas as pd
 
     out, ids = tasks
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    res = subprocess.run([sys.executable, "examples/make_verl_dataset.py", str(shard_dir),
-                          str(tmp_path / "verl")], cwd=ROOT, env=env, capture_output=True,
-                         text=True, timeout=120)
+    dest = tmp_path / trainer
+    res = subprocess.run(["taskforge", "export", str(shard_dir), "--to", trainer, "--out", str(dest),
+                          "--max-prompt-length", "600", "--json"],
+                         capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
-    df = pd.read_parquet(tmp_path / "verl" / "train.parquet")
-    assert list(df.columns) == ["data_source", "prompt", "ability", "reward_model", "extra_info"]
+    report = json.loads(res.stdout)
+    assert report["columns"] == EXPORT_COLUMNS[trainer]
+    split = report["splits"][0]
+    assert split["prompt_tokens"]["limit"] == 600 and split["prompt_tokens"]["max"] > 0
+    over = split["prompt_tokens"]["over_limit"]
+    assert (over > 0) == ("exceed the prompt limit" in report["note"])
+    df = pd.read_parquet(dest / split["path"])
+    assert list(df.columns) == EXPORT_COLUMNS[trainer] and len(df) == split["rows"]
+    assert "instance_id" in (dest / "README.md").read_text()
+    for p in [dest, *dest.iterdir()]:
+        assert p.stat().st_mode & 0o044 == 0o044, p          # group/other can read
     for _, rec in df.iterrows():
-        iid = rec["reward_model"]["ground_truth"]
+        iid = rec["instance_id"]
+        assert rec["prompt"][0]["role"] == "user"
         prompt = rec["prompt"][0]["content"]
         hunks, cur = [], []
         for ln in (out / iid / "gold.patch").read_text().splitlines() + ["@@"]:
@@ -186,3 +206,8 @@ def test_make_verl_dataset_example_keeps_the_answer_out(tasks, shard_dir, tmp_pa
         body = max(hunks, key=len)                  # the removed definition itself
         assert body.count("\n") >= 2 and body not in prompt, iid
         assert "Answer with a unified diff" in prompt
+        if trainer == "verl":
+            assert rec["reward_model"]["ground_truth"] == iid == rec["extra_info"]["instance_id"]
+    again = subprocess.run(["taskforge", "export", str(shard_dir), "--to", trainer, "--out",
+                            str(dest)], capture_output=True, text=True, timeout=120)
+    assert again.returncode == 2 and "not empty" in again.stderr
