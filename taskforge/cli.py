@@ -558,6 +558,10 @@ def serve(
     stats: Optional[Path] = typer.Option(None, "--stats", help="Solve stats file to append "
                                          "attempts to (JSON lines; shared safely)."),
     no_stats: bool = typer.Option(False, "--no-stats", help="Record no attempts."),
+    max_episodes: int = typer.Option(64, "--max-episodes", min=0,
+                                     help="Agent episodes open at once (0: no /episodes)."),
+    episode_idle: float = typer.Option(900.0, "--episode-idle",
+                                       help="Seconds an unused episode stays open."),
     log_level: str = typer.Option("warning", "--log-level", help="debug, info, warning, error."),
 ) -> None:
     """Serve rewards over HTTP: JSON in and out, bounded concurrency and queue."""
@@ -569,7 +573,8 @@ def serve(
         cfg = ServeConfig(tasks=str(tasks), host=host, port=port, concurrency=concurrency,
                           max_body=max_body, infra_score=infra_score,
                           cache=str(cache) if cache else None, stats=str(stats) if stats else None,
-                          record_stats=not no_stats, **given)
+                          record_stats=not no_stats, max_episodes=max_episodes,
+                          episode_idle=episode_idle, **given)
         run(cfg, log_level=log_level)
     except TaskforgeError as exc:
         _fail(exc)

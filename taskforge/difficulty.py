@@ -75,6 +75,12 @@ def statements(tree: ast.AST) -> int:
     return n
 
 
+def statements_in(code: str, start: int, end: int) -> int:
+    """`statements` of lines start..end of `code` (one definition)."""
+    tree = _parse(snippet(code, start, end))
+    return statements(tree) if tree is not None else 0
+
+
 def complexity(tree: ast.AST) -> int:
     """McCabe complexity summed over every function in `tree` (1 + decisions each)."""
     total = 0

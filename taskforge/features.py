@@ -490,9 +490,9 @@ def _module_candidate(index: RepoIndex, mod: ModuleInfo, cov: CoverageMap, tests
                      hidden_files=files), None
 
 
-# Picks cycle through tiers in this pattern (hard first: they are what a strong
-# policy still fails), so any prefix mixes sizes.
-TIER_PATTERN = [Tier.HARD, Tier.MEDIUM, Tier.HARD, Tier.EASY, Tier.MEDIUM]
+# Picks cycle through tiers in this pattern (hard first, and half of the picks:
+# they are what a strong policy still fails), so any prefix mixes sizes.
+TIER_PATTERN = [Tier.HARD, Tier.MEDIUM, Tier.HARD, Tier.EASY, Tier.HARD, Tier.MEDIUM]
 
 
 def order(cands: list[Candidate]) -> list[Candidate]:

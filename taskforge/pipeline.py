@@ -26,7 +26,7 @@ from taskforge.fsutil import atomic_write, rmtree
 from taskforge.images import ensure_base_image, ensure_env_image, generated_files
 from taskforge.layout import scan
 from taskforge.leaks import ImageIndex, Scanner, image_fs_cache, needles_for
-from taskforge.difficulty import rate
+from taskforge.difficulty import rate, statements_in
 from taskforge.features import MIN_STATEMENTS
 from taskforge.layout import walk
 from taskforge.models import (STAGE_ORDER, DropReason, FeatureInfo, FeatureKind, FunnelStage,
@@ -46,6 +46,9 @@ from taskforge.validate import Context, RunArgs, Verdict, Worker, validate
 UNSTABLE_ID = re.compile(r"\b\d{1,2}:\d{2}:\d{2}\b|\b0x[0-9a-fA-F]{8,}\b")
 TEXT_SUFFIXES = (".py", ".pyi", ".md", ".rst", ".txt", ".cfg", ".toml", ".ini", ".json", ".yaml",
                  ".yml", ".html", ".j2", ".tmpl")
+
+
+GLUE_STATEMENTS = 5     # a definition smaller than this, not the entry point, is glue
 
 
 @dataclass
@@ -265,9 +268,14 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
                 if v.ok:
                     # Every tested public definition keeps a graded test: excluding the
                     # uncopied ones must not leave part of the feature ungraded.
+                    # Glue (a wrapper of a few statements, like semver's `__main__.main`
+                    # over `cli.main`) that is not the entry point may go ungraded.
                     graded = sorted(set(f2p) - pool.unstable - pool.uncopied)
                     testers = {s.qualname: cov.tests_for(s.path, s.body_lines)
-                               for s in cand.symbols if s.public and s.kind != "module"}
+                               for s in cand.symbols if s.public and s.kind != "module"
+                               and (s is cand.root or statements_in(
+                                   ctx.index.modules[s.module].code, s.start, s.end)
+                                   >= GLUE_STATEMENTS)}
                     kept = set(graded)
                     bare = [q for q, t in testers.items() if t & v.hidden and not t & kept]
                     if bare:

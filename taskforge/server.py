@@ -5,6 +5,7 @@
     POST /reward/batch   {"items": [...]} -> {"results": [RewardResult, ...]}
     POST /get_reward     OpenRLHF's remote reward protocol (also /openrlhf)
     GET  /stats          per-task attempts, solves and solve rate (taskforge.curriculum)
+    /episodes...         an agent's turns in a task's sandbox (taskforge.episode_api)
 
 Why it is built this way:
 - Grading is blocking (docker, git), so it runs in a thread pool of
@@ -38,6 +39,7 @@ from contextlib import asynccontextmanager
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from taskforge import curriculum
+from taskforge.episodes import NoEpisode
 from taskforge.errors import InfraError, TaskforgeError, UserError
 from taskforge.rewards import RewardResult, TaskSource, instance_id_of, score_task
 
@@ -66,6 +68,8 @@ class ServeConfig(BaseModel):
     cache: str | None = None           # where shard rows become task directories
     stats: str | None = None           # solve stats store (default: default_stats_path(tasks))
     record_stats: bool = True          # False: record nothing, /stats answers 404
+    max_episodes: int = Field(64, ge=0)    # agent episodes open at once (/episodes)
+    episode_idle: float = Field(900.0, gt=0)   # an episode unused this long is closed
 
 
 class RewardRequest(BaseModel):
@@ -329,8 +333,12 @@ def create_app(cfg: ServeConfig):
                 return answer(exc.status, {"error": exc.message}, exc.headers)
             except ClientDisconnect:
                 return answer(400, {"error": "client went away"})
+            except NoEpisode as exc:
+                return answer(404, {"error": exc.message})
             except UserError as exc:
                 return answer(400, {"error": exc.message})
+            except InfraError as exc:          # the engine, or every episode slot taken
+                return answer(503, {"error": exc.message}, {"Retry-After": "5"})
             except Exception as exc:
                 log.exception("request failed")
                 return answer(500, {"error": f"internal error: {type(exc).__name__}"})
@@ -345,17 +353,39 @@ def create_app(cfg: ServeConfig):
               f"; solve stats {store.path if store is not None else 'off'}",
               file=sys.stderr, flush=True)
         yield
-        # Answers being graded finish (their containers go with them); queued ones are dropped.
+        # Answers being graded finish (their containers go with them); queued ones are
+        # dropped; open episodes are closed (their sandboxes destroyed).
+        await asyncio.get_running_loop().run_in_executor(None, episodes.close_all)
         await asyncio.get_running_loop().run_in_executor(
             None, lambda: gate.pool.shutdown(wait=True, cancel_futures=True))
+        ep_pool.shutdown(wait=False, cancel_futures=True)
         print(f"taskforge serve: stopped after {gate.served} answer(s)", file=sys.stderr, flush=True)
+
+    async def grade_episode(instance_id: str, patch: str) -> RewardResult:
+        admit(1)
+        res = await grade(RewardRequest(instance_id=instance_id, solution=patch))
+        record([res])
+        return res
+
+    from types import SimpleNamespace
+
+    from taskforge.episode_api import episode_routes
+    from taskforge.episodes import EpisodeLimits, Episodes
+
+    episodes = Episodes(EpisodeLimits(idle_seconds=cfg.episode_idle),
+                        max_episodes=max(1, cfg.max_episodes))
+    ep_routes, ep_pool = episode_routes(episodes, source, SimpleNamespace(
+        read_json=read_json, parse=parse, answer=answer, check_known=check_known, wrap=wrap,
+        grade_episode=grade_episode))
+    if cfg.max_episodes == 0:
+        ep_routes = []
 
     routes = [Route("/health", health, methods=["GET"]),
               Route("/stats", wrap(stats), methods=["GET"]),
               Route("/reward", wrap(reward_one), methods=["POST"]),
               Route("/reward/batch", wrap(reward_batch), methods=["POST"]),
               Route("/get_reward", wrap(openrlhf), methods=["POST"]),
-              Route("/openrlhf", wrap(openrlhf), methods=["POST"])]
+              Route("/openrlhf", wrap(openrlhf), methods=["POST"]), *ep_routes]
     app = Starlette(routes=routes, exception_handlers={HTTPException: http_error},
                     lifespan=lifespan)
     app.state.gate, app.state.source, app.state.config = gate, source, cfg

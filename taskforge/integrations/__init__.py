@@ -1,0 +1,1 @@
+"""Adapters that put taskforge episodes behind agent frameworks' own interfaces."""
