@@ -114,6 +114,13 @@ def test_batch_trl_and_openrlhf(tasks, shard_dir):
                                                   [{"role": "assistant", "content": "no idea"}]],
                  instance_id=[ids[0], ids[0]], trainer_state=None)
     assert scores == [1.0, 0.0]
+    import asyncio
+    import inspect
+
+    trl_async = rewards.trl_reward_func(tasks=out, workers=2, asynchronous=True)
+    assert inspect.iscoroutinefunction(trl_async) and trl_async.__name__ == "taskforge_reward"
+    assert asyncio.run(trl_async(prompts=["p"], completions=[gold_answer(a)],
+                                 instance_id=[ids[0]])) == [1.0]
 
     prompt = "<|user|>fix it<|assistant|>"
     res = rewards.openrlhf_rewards({"query": [prompt + gold_answer(b), prompt + "nothing"],
