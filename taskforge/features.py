@@ -475,7 +475,8 @@ def _module_candidate(index: RepoIndex, mod: ModuleInfo, cov: CoverageMap, tests
         if why:
             return None, why
     # Code elsewhere that uses the module's definitions goes with it (a multi-file feature).
-    feature, why = grow(index, users or Users(index), tops[0], hopeless, seeds=list(mod.symbols),
+    feature, why = grow(index, users or Users(index), tops[0], hopeless,
+                        seeds=[*tops, *(s for s in mod.symbols if s.kind == "assignment")],
                         whole=mod.module)
     if feature is None:
         return None, why
