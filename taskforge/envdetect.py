@@ -102,7 +102,7 @@ def guarded(node, parents):
 want = {}
 for path in files:
     try:
-        tree = ast.parse(open(path, "rb").read())
+        tree = parse_python(open(path, "rb").read())
     except Exception:
         continue
     stack = [(tree, [])]

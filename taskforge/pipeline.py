@@ -48,7 +48,7 @@ TEXT_SUFFIXES = (".py", ".pyi", ".md", ".rst", ".txt", ".cfg", ".toml", ".ini", 
                  ".yml", ".html", ".j2", ".tmpl")
 
 
-GLUE_STATEMENTS = 5     # a definition smaller than this, not the entry point, is glue
+GLUE_STATEMENTS = 5     # a definition of fewer statements is glue: it may go ungraded
 
 
 @dataclass
@@ -269,13 +269,12 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
                     # Every tested public definition keeps a graded test: excluding the
                     # uncopied ones must not leave part of the feature ungraded.
                     # Glue (a wrapper of a few statements, like semver's `__main__.main`
-                    # over `cli.main`) that is not the entry point may go ungraded.
+                    # over `cli.main`, often the entry point) may go ungraded.
                     graded = sorted(set(f2p) - pool.unstable - pool.uncopied)
                     testers = {s.qualname: cov.tests_for(s.path, s.body_lines)
                                for s in cand.symbols if s.public and s.kind != "module"
-                               and (s is cand.root or statements_in(
-                                   ctx.index.modules[s.module].code, s.start, s.end)
-                                   >= GLUE_STATEMENTS)}
+                               and statements_in(ctx.index.modules[s.module].code, s.start,
+                                                 s.end) >= GLUE_STATEMENTS}
                     kept = set(graded)
                     bare = [q for q, t in testers.items() if t & v.hidden and not t & kept]
                     if bare:

@@ -322,12 +322,12 @@ def attribute_root(target: cst.CSTNode) -> str | None:
 def _assignment_interface(st: cst.SimpleStatementLine, name: str) -> str:
     """A literal value is data the tests may check, so it is shown; computed
     values are the work and are not."""
-    import ast
+    from taskforge.pyparse import literal_eval, parse as parse_python
 
     code = render(st).strip()
-    try:
-        value = ast.parse(code).body[0].value
-        ast.literal_eval(value)
+    try:        # under pyparse's lock: indexing runs beside other parsing threads
+        value = parse_python(code).body[0].value
+        literal_eval(value)
     except (SyntaxError, ValueError, TypeError, AttributeError, IndexError, MemoryError,
             RecursionError):
         return f"{name} = ...\n"
