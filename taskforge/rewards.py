@@ -451,6 +451,53 @@ def trl_reward_func(tasks: str | Path | None = None, workers: int | None = None,
     return taskforge_reward_async
 
 
+def trl_reward_funcs(tasks: str | Path | None = None, workers: int | None = None,
+                     id_column: str = "instance_id", timeout: float | None = None,
+                     url: str | None = None) -> list[Callable]:
+    """[reward, resolved, f2p_frac, infra_error] for TRL's metric hooks: pass them
+    all as `reward_funcs` with `GRPOConfig(reward_weights=[1, 0, 0, 0])`, and TRL
+    logs each as `rewards/<name>/mean` while only the first trains. Each answer is
+    graded once: the metrics read the gradings of the reward's call (a batch's
+    answers, dropped at the next batch), grading only what they do not find."""
+    cache: dict[tuple[str, str], RewardResult] = {}
+    lock = threading.Lock()
+
+    def gradings(completions, kwargs) -> list[RewardResult]:
+        ids = kwargs.get(id_column)
+        if ids is None:
+            raise UserError(f"the dataset has no {id_column!r} column for taskforge_reward")
+        keys = [(str(i), _completion_text(c)) for c, i in zip(completions or [], ids)]
+        with lock:
+            missing = [k for k in dict.fromkeys(keys) if k not in cache]
+        if missing:
+            got = score_many([{"solution_str": t, "ground_truth": i} for i, t in missing],
+                             workers, tasks, timeout, url)
+            with lock:
+                cache.update(zip(missing, got))
+        with lock:
+            return [cache[k] for k in keys]
+
+    def taskforge_reward(prompts=None, completions=None, **kwargs):
+        with lock:
+            cache.clear()                  # a new batch: the last one's gradings go
+        return [r.reward for r in gradings(completions, kwargs)]
+
+    def metric(name: str, value):
+        def fn(prompts=None, completions=None, **kwargs):
+            return [None if r.infra_error is not None else value(r)
+                    for r in gradings(completions, kwargs)]
+        fn.__name__ = name
+        return fn
+
+    def taskforge_infra_error(prompts=None, completions=None, **kwargs):
+        return [float(r.infra_error is not None) for r in gradings(completions, kwargs)]
+
+    return [taskforge_reward,
+            metric("taskforge_resolved", lambda r: float(r.resolved)),
+            metric("taskforge_f2p_frac", lambda r: r.f2p_passed / r.f2p_total if r.f2p_total else 0.0),
+            taskforge_infra_error]
+
+
 # ---------------------------------------------------------------- OpenRLHF
 
 def openrlhf_rewards(payload: dict, tasks: str | Path | None = None, workers: int | None = None,

@@ -122,6 +122,27 @@ def test_batch_trl_and_openrlhf(tasks, shard_dir):
     assert asyncio.run(trl_async(prompts=["p"], completions=[gold_answer(a)],
                                  instance_id=[ids[0]])) == [1.0]
 
+    # TRL's metric hooks: resolved, F2P fraction and infrastructure errors as
+    # zero-weight reward functions, reading the reward's gradings (one per answer).
+    calls = []
+    real = rewards.score_many
+
+    def counting(items, *args, **kwargs):
+        calls.append(len(items))
+        return real(items, *args, **kwargs)
+
+    funcs = rewards.trl_reward_funcs(tasks=out, workers=2)
+    batch = {"prompts": ["p", "p"], "completions": [gold_answer(a), "no idea"],
+             "instance_id": [ids[0], ids[0]]}
+    import unittest.mock
+
+    with unittest.mock.patch.object(rewards, "score_many", counting):
+        got = [f(**batch) for f in funcs]
+    assert got == [[1.0, 0.0], [1.0, 0.0], [1.0, 0.0], [0.0, 0.0]]
+    assert [f.__name__ for f in funcs] == ["taskforge_reward", "taskforge_resolved",
+                                           "taskforge_f2p_frac", "taskforge_infra_error"]
+    assert calls == [2]                       # graded once for all four
+
     prompt = "<|user|>fix it<|assistant|>"
     res = rewards.openrlhf_rewards({"query": [prompt + gold_answer(b), prompt + "nothing"],
                                     "prompts": [prompt, prompt], "labels": [ids[1], ids[1]]},

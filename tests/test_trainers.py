@@ -110,7 +110,7 @@ def test_trl_grpo_step_with_taskforge_reward(shard_dir, tokenizer_dir, tmp_path)
     from transformers import AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
     from trl import GRPOConfig, GRPOTrainer
 
-    from taskforge.rewards import trl_reward_func
+    from taskforge.rewards import trl_reward_funcs
 
     data = tmp_path / "trl"
     res = subprocess.run(["taskforge", "export", str(shard_dir), "--to", "trl", "--out", str(data)],
@@ -123,23 +123,29 @@ def test_trl_grpo_step_with_taskforge_reward(shard_dir, tokenizer_dir, tmp_path)
         vocab_size=len(tok), hidden_size=16, intermediate_size=32, num_hidden_layers=1,
         num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=32768,
         pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id))
-    reward = trl_reward_func(tasks=str(shard_dir), workers=2)
+    reward, *metrics = trl_reward_funcs(tasks=str(shard_dir), workers=2)
     seen: list[set[str]] = []
+    graded: list[int] = []
 
     def taskforge_reward(prompts=None, completions=None, **kwargs):
         seen.append(set(kwargs))
+        graded.append(len(completions))
         return reward(prompts=prompts, completions=completions, **kwargs)
 
+    # The README's set-up: the reward trains, the metrics (weight 0) are only logged.
     args = GRPOConfig(output_dir=str(tmp_path / "run"), per_device_train_batch_size=2,
                       num_generations=2, max_completion_length=8, max_steps=1, logging_steps=1,
-                      use_cpu=True, report_to=[], save_strategy="no", bf16=False, seed=0)
+                      use_cpu=True, report_to=[], save_strategy="no", bf16=False, seed=0,
+                      reward_weights=[1.0, 0.0, 0.0, 0.0])
     trainer = GRPOTrainer(model=model, args=args, train_dataset=dataset, processing_class=tok,
-                          reward_funcs=[taskforge_reward])
+                          reward_funcs=[taskforge_reward, *metrics])
     trainer.train()
     assert seen and all("instance_id" in s for s in seen)
     assert not any(s & {"patch", "test_patch", "hidden_tgz", "FAIL_TO_PASS"} for s in seen), seen
     logged = {k: v for h in trainer.state.log_history for k, v in h.items() if "reward" in k}
-    assert logged and logged.get("rewards/taskforge_reward/mean") == 0.0, logged
+    assert logged.get("rewards/taskforge_reward/mean") == 0.0, logged
+    for name in ("taskforge_resolved", "taskforge_f2p_frac", "taskforge_infra_error"):
+        assert logged.get(f"rewards/{name}/mean") == 0.0, (name, logged)
 
 
 def test_openrlhf_client_burst_gets_every_reward(tasks, tmp_path):
