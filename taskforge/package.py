@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 
 from taskforge.fsutil import atomic_write, copy_tree
-from taskforge.layout import is_protected_path, walk
+from taskforge.layout import walk
 
 GIT_ENV = {"GIT_AUTHOR_NAME": "taskforge", "GIT_AUTHOR_EMAIL": "taskforge@localhost",
            "GIT_COMMITTER_NAME": "taskforge", "GIT_COMMITTER_EMAIL": "taskforge@localhost",
@@ -228,5 +228,3 @@ def write_task(out_dir: Path, tid: str, src: Path, source_changes: dict[str, str
         raise
 
 
-def protected_files(src: Path) -> list[str]:
-    return [rel for rel in walk(src) if is_protected_path(rel)]

@@ -34,7 +34,7 @@ from taskforge.models import (STAGE_ORDER, DropReason, FeatureInfo, FeatureKind,
                               ResumeInfo, Stage, TaskRecord, TaskSizes, Tier, TaskTimings)
 from taskforge.grade.mutants import test_ref
 from taskforge.grade.pool import GradeCheckError, Pool, build_pool, final_check, verify_timeout
-from taskforge.package import protected_files, task_id, write_task
+from taskforge.package import task_id, write_task
 from taskforge.source import fetch
 from taskforge.state import BaselineState, RunState, VerdictState, make_scratch, reap_dead_runs
 from taskforge.statement import Underspecified, doc_pointers, problem_statement, required_strings
@@ -201,7 +201,7 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
 
         prog.stage("validating candidates")
         t = time.monotonic()
-        protected = sorted(set(protected_files(src.path)) | set(layout.protected_files))
+        protected = sorted(layout.protected_files)     # scan's own walk: no second one
         n_flaky = len(flaky)
 
         # A rejection journalled under other grading options is no answer for these.

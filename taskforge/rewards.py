@@ -433,14 +433,7 @@ def trl_reward_func(tasks: str | Path | None = None, workers: int | None = None,
     infrastructure failure gives None, which TRL leaves out of the reward.
     `asynchronous=True` gives a coroutine function: TRL (>= 1.x) awaits async
     reward functions together, so grading overlaps the other reward functions."""
-    def taskforge_reward(prompts=None, completions=None, **kwargs) -> list[float | None]:
-        ids = kwargs.get(id_column)
-        if ids is None:
-            raise UserError(f"the dataset has no {id_column!r} column for taskforge_reward")
-        items = [{"solution_str": _completion_text(c), "ground_truth": i}
-                 for c, i in zip(completions or [], ids)]
-        return [r.reward for r in score_many(items, workers, tasks, timeout, url)]
-
+    taskforge_reward = trl_reward_funcs(tasks, workers, id_column, timeout, url)[0]
     if not asynchronous:
         return taskforge_reward
 

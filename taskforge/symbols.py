@@ -350,45 +350,29 @@ def _assigned_name(st: cst.SimpleStatementLine) -> str | None:
     return None
 
 
+# Nodes that bind names, and the field holding their target.
+_BINDING_FIELD = {cst.AssignTarget: "target", cst.AnnAssign: "target", cst.AugAssign: "target",
+                  cst.Del: "target", cst.For: "target", cst.AsName: "name",
+                  cst.NamedExpr: "target"}
+
+
 def _bound_names(node: cst.CSTNode) -> set[str]:
     """Names a module-level statement (re)binds or deletes, nested blocks included."""
     out: set[str] = set()
 
     class V(cst.CSTVisitor):
-        def visit_AssignTarget(self, n):
-            out.update(x.value for x in _target_names(n.target))
-
-        def visit_AnnAssign(self, n):
-            out.update(x.value for x in _target_names(n.target))
-
-        def visit_AugAssign(self, n):
-            out.update(x.value for x in _target_names(n.target))
-
-        def visit_Del(self, n):
-            out.update(x.value for x in _target_names(n.target))
-
-        def visit_For(self, n):
-            out.update(x.value for x in _target_names(n.target))
-
-        def visit_AsName(self, n):
-            out.update(x.value for x in _target_names(n.name))
-
-        def visit_NamedExpr(self, n):
-            out.update(x.value for x in _target_names(n.target))
-
-        def visit_Global(self, n):
-            out.update(x.name.value for x in n.names)
-
-        def visit_FunctionDef(self, n):
-            out.add(n.name.value)
-            return False
-
-        def visit_ClassDef(self, n):
-            out.add(n.name.value)
-            return False
-
-        def visit_ImportAlias(self, n):
-            out.add((dotted(n.name) or "").split(".")[0])
+        def on_visit(self, n) -> bool:
+            field_ = _BINDING_FIELD.get(type(n))
+            if field_ is not None:
+                out.update(x.value for x in _target_names(getattr(n, field_)))
+            elif isinstance(n, cst.Global):
+                out.update(x.name.value for x in n.names)
+            elif isinstance(n, (cst.FunctionDef, cst.ClassDef)):
+                out.add(n.name.value)
+                return False
+            elif isinstance(n, cst.ImportAlias):
+                out.add((dotted(n.name) or "").split(".")[0])
+            return True
 
     node.visit(V())
     return out

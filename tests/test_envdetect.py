@@ -272,6 +272,14 @@ def spread(xs):
     lo, hi = min(xs), max(xs)
     return hi - lo
 '''
+def clamp_tests(package: str) -> str:
+    """A test module for VERSIONED_OPS imported from `package`: 6 tests."""
+    return (f"from {package} import clamp, spread\n\n\n"
+            + "".join(f"def test_clamp_{i}():\n    assert clamp({i}, 1, 3) == "
+                      f"{min(max(i, 1), 3)}\n\n\n" for i in range(5))
+            + "def test_spread():\n    assert spread([4, 1, 9]) == 8\n")
+
+
 VERSION_BUILDS = {
     "setuptools-scm": '''[build-system]
 requires = ["setuptools>=64", "setuptools-scm>=8"]
@@ -316,11 +324,8 @@ def test_a_version_file_written_at_build_time_reaches_every_tree(tmp_path, base_
         "src/verlib/__init__.py": "from verlib._version import __version__\n"
                                   "from verlib.ops import clamp, spread\n",
         "src/verlib/ops.py": VERSIONED_OPS,
-        "tests/test_ops.py": "import verlib\nfrom verlib import clamp, spread\n\n\n"
-                             "def test_version():\n    assert verlib.__version__\n\n\n"
-                             + "".join(f"def test_clamp_{i}():\n    assert clamp({i}, 1, 3) == "
-                                       f"{min(max(i, 1), 3)}\n\n\n" for i in range(5))
-                             + "def test_spread():\n    assert spread([4, 1, 9]) == 8\n",
+        "tests/test_ops.py": "import verlib\n" + clamp_tests("verlib")
+                             + "\n\ndef test_version():\n    assert verlib.__version__\n",
     })
     (src / "src/verlib/_version.py").write_text("__version__ = '9.9'\n")  # a dev's stale copy
     repo = make_git_repo(src, tmp_path / "verlib")
@@ -386,10 +391,7 @@ def test_test_files_in_newer_syntax_are_left_to_pytest(tmp_path, base_image):
         "tests/test_generic.py": "from newsyn import clamp\n\n\ndef ident[T](x: T) -> T:\n"
                                  "    return x\n\n\ndef test_generic():\n"
                                  "    assert ident(clamp(5, 1, 3)) == 3\n",
-        "tests/test_ops.py": "from newsyn import clamp, spread\n\n\n"
-                             + "".join(f"def test_clamp_{i}():\n    assert clamp({i}, 1, 3) == "
-                                       f"{min(max(i, 1), 3)}\n\n\n" for i in range(5))
-                             + "def test_spread():\n    assert spread([4, 1, 9]) == 8\n",
+        "tests/test_ops.py": clamp_tests("newsyn"),
     })
     repo = make_git_repo(src, tmp_path / "newsyn")
     report = generate_cli(repo, tmp_path / "out")
@@ -404,10 +406,7 @@ def test_a_testpaths_entry_naming_a_file_is_the_suite(tmp_path, base_image):
         "pyproject.toml": '[project]\nname = "clampmod"\nversion = "1.0"\n\n'
                           '[tool.pytest.ini_options]\ntestpaths = ["test.py"]\n',
         "clampmod.py": VERSIONED_OPS,
-        "test.py": "from clampmod import clamp, spread\n\n\n"
-                   + "".join(f"def test_clamp_{i}():\n    assert clamp({i}, 1, 3) == "
-                             f"{min(max(i, 1), 3)}\n\n\n" for i in range(5))
-                   + "def test_spread():\n    assert spread([4, 1, 9]) == 8\n",
+        "test.py": clamp_tests("clampmod"),
     })
     repo = make_git_repo(src, tmp_path / "clampmod")
     report = generate_cli(repo, tmp_path / "out")
