@@ -64,6 +64,9 @@ for sp in site.getsitepackages():
 """
 
 
+REPOINT_INSTALL = (Path(__file__).parent / "data" / "repoint_install.py").read_text(encoding="utf-8")
+
+
 # pip and setuptools vendor popular libraries (more-itertools, packaging, ...). A
 # vendored copy of the repository in the image would hand the agent the removed
 # code, so the installer that vendors it goes, when the repository never imports it.
@@ -214,7 +217,12 @@ class InstallPlan:
                 lines.append(f"pip install -r {q(req)} || echo 'taskforge: {req} failed'")
             if self.installable:
                 target = "." + (f"[{','.join(self.extras)}]" if self.extras else "")
-                lines.append(f"pip install -e {q(target)}" + (" || pip install -e ." if self.extras else ""))
+                fallback = f"pip install {q(target)} || pip install ." if self.extras else "pip install ."
+                # A built copy when the editable build fails (an optional C extension's
+                # setup.py that retries setup() without it), repointed at the tree.
+                lines.append(f"pip install -e {q(target)}" + (" || pip install -e ." if self.extras else "")
+                             + " || {\necho 'taskforge: the editable install failed; installing a built copy'\n"
+                             + fallback + "\npython - /workspace <<'PY'\n" + REPOINT_INSTALL + "PY\n}")
         for group, what in ((self.requirements, "requirement"), (self.plugins, "plugin")):
             if group:
                 each = " ".join(q(r) for r in group)

@@ -156,7 +156,8 @@ def env_image_name(repo_name: str, commit: str, base_image: str, script: str = "
     return f"taskforge/env-{slug}:{commit[:12]}-{recipe}"
 
 
-GENERIC = ("subprocess-exited-with-error", "metadata-generation-failed", "originates from a subprocess",
+GENERIC = ("subprocess-exited-with-error", "finished with status", "Failed building", "Failed to build",
+           "Could not build wheels", "metadata-generation-failed", "originates from a subprocess",
            "did not run successfully", "see above for output", "exit code:", "note:", "hint:")
 
 

@@ -413,3 +413,91 @@ def test_a_testpaths_entry_naming_a_file_is_the_suite(tmp_path, base_image):
     assert report["baseline_passing"] == 6 and report["tasks"], report
     rec = json.loads((tmp_path / "out" / report["tasks"][0] / "task.json").read_text())
     assert "test.py" in rec["protected_files"], rec["protected_files"]
+
+
+SPEEDY_SETUP = '''"""An optional C accelerator, built when a compiler is there."""
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+
+class BuildFailed(Exception):
+    pass
+
+
+class optional_build_ext(build_ext):
+    def run(self):
+        try:
+            super().run()
+        except Exception as exc:
+            raise BuildFailed() from exc
+
+    def build_extension(self, ext):
+        try:
+            super().build_extension(ext)
+        except Exception as exc:
+            raise BuildFailed() from exc
+
+
+def run_setup(with_speedups):
+    ext = [Extension("speedy._speedups", ["src/speedy/_speedups.c"])] if with_speedups else []
+    setup(cmdclass={"build_ext": optional_build_ext}, ext_modules=ext)
+
+
+try:
+    run_setup(True)
+except BuildFailed:
+    print("speedy: the C speedups could not be built; the pure-Python code is used")
+    run_setup(False)
+'''
+SPEEDY_C = '''#include <Python.h>
+
+static PyObject *clamp(PyObject *self, PyObject *args) {
+    long x, lo, hi;
+    if (!PyArg_ParseTuple(args, "lll", &x, &lo, &hi)) return NULL;
+    return PyLong_FromLong(x < lo ? lo : (x > hi ? hi : x));
+}
+
+static PyMethodDef methods[] = {{"clamp", clamp, METH_VARARGS, NULL}, {NULL, NULL, 0, NULL}};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_speedups", NULL, -1, methods};
+PyMODINIT_FUNC PyInit__speedups(void) { return PyModule_Create(&module); }
+'''
+
+
+def test_a_c_extension_without_a_compiler_falls_back_to_the_tree(tmp_path, base_image):
+    """markupsafe: no compiler in the base image, so its setup.py catches the failed
+    C build and calls setup() again, which `pip install -e .` cannot survive. The
+    built copy (`pip install .` works) is repointed at the tree: no copy of the code
+    stays in site-packages, the tests run the workspace's pure-Python code."""
+    src = write(tmp_path / "speedy-src", {
+        "pyproject.toml": '[build-system]\nrequires = ["setuptools>=64"]\n'
+                          'build-backend = "setuptools.build_meta"\n\n'
+                          '[project]\nname = "speedy"\nversion = "1.0"\n\n'
+                          '[tool.setuptools.packages.find]\nwhere = ["src"]\n',
+        "setup.py": SPEEDY_SETUP,
+        "src/speedy/_speedups.c": SPEEDY_C,
+        "src/speedy/__init__.py": "from speedy.ops import clamp, spread\n\ntry:\n"
+                                  "    from speedy._speedups import clamp\nexcept ImportError:\n    pass\n",
+        "src/speedy/ops.py": VERSIONED_OPS,
+        "tests/test_ops.py": clamp_tests("speedy")
+                             + "\n\ndef test_metadata():\n    from importlib.metadata import version\n\n"
+                               "    assert version('speedy') == '1.0'\n",
+    })
+    repo = make_git_repo(src, tmp_path / "speedy")
+    report = generate_cli(repo, tmp_path / "out")
+    assert report["baseline_passing"] == 7 and report["tasks"], report
+    task = tmp_path / "out" / report["tasks"][0]
+    rec = json.loads((task / "task.json").read_text())
+    import docker
+
+    listing = docker.from_env().containers.run(
+        rec["image_name"], ["sh", "-c", "python -c 'import speedy' 2>&1 | tail -1; "
+                            "find / -path /proc -prune -o -path '*speedy*' -name '*.py' -print; "
+                            "cat $(python -c 'import site; print(site.getsitepackages()[0])')/*.pth"],
+        remove=True, network_mode="none", user="0").decode()
+    # No copy of the code anywhere in the image: it imports from the workspace only.
+    assert "No module named 'speedy'" in listing and "ops.py" not in listing, listing
+    assert "/workspace/src" in listing.splitlines(), listing
+    from taskforge.verify import Solution, verify
+
+    assert verify(task, Solution.gold()).reward == 1.0
+    assert verify(task, Solution.empty()).reward == 0.0
