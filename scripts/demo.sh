@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One command from a fresh clone (Docker running): install taskforge, build the
-# sandbox base image, generate tasks from a bundled fixture, and grade one.
+# sandbox base image, generate tasks from a bundled fixture, and grade one; as
+# root, also set up the daemonless backend (bubblewrap) and grade it there.
 #
 #   bash scripts/demo.sh [OUT_DIR]
 set -euo pipefail
@@ -28,3 +29,18 @@ echo "--- gold patch of $TASK"
 taskforge verify "$TASK" --gold
 echo "--- empty solution of $TASK"
 taskforge verify "$TASK" --empty || true
+
+# The daemonless backend: a debootstrap tree as its base (also what the test
+# suite's bwrap tests use), the task's environment built from its recipe, the
+# same grading with no Docker.
+if [ "$(id -u)" = 0 ]; then
+  if ! command -v bwrap >/dev/null || ! command -v debootstrap >/dev/null; then
+    apt-get update -qq && apt-get install -y -qq bubblewrap debootstrap >/dev/null
+  fi
+  bash scripts/make-debian-rootfs.sh /var/lib/taskforge/debian-bookworm bookworm
+  taskforge env prepare "$TASK"
+  echo "--- gold patch of $TASK, no Docker (bubblewrap)"
+  DOCKER_HOST=unix:///nonexistent taskforge verify "$TASK" --gold --sandbox bwrap
+else
+  echo "(not root: skipped the bubblewrap backend; see README, 'Grading without a Docker daemon')"
+fi

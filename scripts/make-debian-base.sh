@@ -5,25 +5,18 @@
 #
 #   scripts/make-debian-base.sh [TAG] [SUITE]
 #
-# Needs root, debootstrap and a reachable Debian mirror (apt's own).
+# The root filesystem comes from scripts/make-debian-rootfs.sh and is kept in
+# $TASKFORGE_DEBIAN_ROOTFS (default /var/lib/taskforge/debian-SUITE), where the
+# bubblewrap backend uses it too. Needs root, debootstrap and a Debian mirror.
 set -euo pipefail
 TAG="${1:-taskforge/debian-python:bookworm}"
 SUITE="${2:-bookworm}"
-MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
+ROOT="${TASKFORGE_DEBIAN_ROOTFS:-/var/lib/taskforge/debian-$SUITE}"
 
 if docker image inspect "$TAG" >/dev/null 2>&1; then
   echo "base image $TAG already exists"; exit 0
 fi
-command -v debootstrap >/dev/null || { echo "error: debootstrap is not installed (apt-get install debootstrap)" >&2; exit 2; }
-
-ROOT="$(mktemp -d /var/tmp/tf-rootfs.XXXXXX)"
-trap 'rm -rf "$ROOT"' EXIT
-debootstrap --variant=minbase --include=python3,python3-venv,ca-certificates \
-  "$SUITE" "$ROOT" "$MIRROR" >/tmp/tf-debootstrap.log 2>&1 \
-  || { tail -20 /tmp/tf-debootstrap.log >&2; echo "error: debootstrap failed" >&2; exit 1; }
-# Trim what a test sandbox never needs.
-rm -rf "$ROOT"/var/cache/apt/archives/*.deb "$ROOT"/var/lib/apt/lists/* \
-       "$ROOT"/usr/share/doc/* "$ROOT"/usr/share/man/* "$ROOT"/usr/share/locale/*
+bash "$(dirname "$0")/make-debian-rootfs.sh" "$ROOT" "$SUITE"
 tar -C "$ROOT" -c . | docker import \
   -c 'ENV LANG=C.UTF-8 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
   -c 'CMD ["/bin/bash"]' - "$TAG" >/dev/null

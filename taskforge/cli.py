@@ -35,6 +35,20 @@ def _fail(exc: TaskforgeError) -> None:
     raise typer.Exit(exc.exit_code)
 
 
+SANDBOX_OPTION = typer.Option(None, "--sandbox", help="Sandbox backend: docker or bwrap "
+                              "(bubblewrap, no daemon; see `taskforge env prepare`). Default: "
+                              "$TASKFORGE_SANDBOX, else docker.")
+
+
+def _backend(name: str | None) -> str | None:
+    from taskforge.sandbox import BACKENDS
+
+    if name is not None and name not in BACKENDS:
+        _error(f"--sandbox must be one of {', '.join(BACKENDS)}, not {name!r}")
+        raise typer.Exit(2)
+    return name
+
+
 def main() -> None:
     """The console entry point. Under --json, usage errors (an unknown option, a
     missing argument) answer in JSON on stdout too; otherwise typer's own handling."""
@@ -223,6 +237,8 @@ def generate(
   taskforge verify TASK --patch solution.diff --json
 
   taskforge verify TASK --solution ./agent-workspace
+
+  taskforge verify TASK --patch solution.diff --sandbox bwrap   # no Docker daemon
 """)
 def verify(
     task: Path = typer.Argument(..., help="A task directory written by generate."),
@@ -234,6 +250,7 @@ def verify(
                                             "(default: the task's own limit, from its measured run)."),
     policy: str = typer.Option("score", help="What monitor findings cost: 'score' (high-confidence "
                                              "ones score 0) or 'flag' (reported only)."),
+    sandbox: Optional[str] = SANDBOX_OPTION,
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
     """Grade a solution for TASK in a fresh sandbox; exit 0 resolved, 1 not, 2+ error."""
@@ -256,7 +273,7 @@ def verify(
             sol = Solution.from_patch(patch.read_text(encoding="utf-8", errors="replace"))
         else:
             sol = Solution.from_dir(solution)
-        result = run(task, sol, timeout=timeout, defences=defences)
+        result = run(task, sol, timeout=timeout, defences=defences, backend=_backend(sandbox))
     except TaskforgeError as exc:
         _fail(exc)
     if as_json:
@@ -309,6 +326,15 @@ def verify_batch(
     timeout: Optional[float] = typer.Option(None, help="Seconds allowed for each test run "
                                             "(default: each task's own limit)."),
     policy: str = typer.Option("score", help="What monitor findings cost: 'score' or 'flag'."),
+    warm: Optional[int] = typer.Option(None, "--warm", min=0, help="Sandboxes started ahead per "
+                                       "task image, each used once (default: one per worker; "
+                                       "0: start each on demand)."),
+    sandbox: Optional[str] = SANDBOX_OPTION,
+    ray: bool = typer.Option(False, "--ray", help="Grade on a Ray cluster (RAY_ADDRESS, or "
+                             "--ray-address): actors on every node, each with that node's "
+                             "sandboxes; a lost node's work is retried elsewhere."),
+    ray_address: Optional[str] = typer.Option(None, "--ray-address", help="The cluster to join "
+                                              "(default $RAY_ADDRESS, else a local one)."),
     as_json: bool = typer.Option(False, "--json", help="One JSON result a line."),
 ) -> None:
     """Grade many (task, solution) pairs concurrently; results in input order.
@@ -341,7 +367,10 @@ def verify_batch(
             msg = exc.message if isinstance(exc, TaskforgeError) else str(exc)
             _error(f"{pairs}:{n}: {msg}")
             raise typer.Exit(2)
-    results = verify_many(items, workers=workers, timeout=timeout, defences=defences)
+    if ray:
+        _verify_batch_ray(items, timeout, _backend(sandbox), warm, ray_address, as_json)
+    results = verify_many(items, workers=workers, timeout=timeout, defences=defences, warm=warm,
+                          backend=_backend(sandbox))
     for r in results:
         if as_json:
             typer.echo(r.model_dump_json())
@@ -350,6 +379,106 @@ def verify_batch(
                        f"f2p={r.f2p_passed}/{r.f2p_total}  "
                        f"{'error=' + r.error if r.error else ''}")
     raise typer.Exit(3 if any(r.error for r in results) else 0)
+
+
+def _verify_batch_ray(items, timeout, backend, warm, address, as_json) -> None:
+    from taskforge.cluster import ClusterGrader
+
+    try:
+        grader = ClusterGrader(address=address, backend=backend, warm=1 if warm is None else warm)
+        try:
+            results = grader.grade_many(items, timeout=timeout)
+        finally:
+            grader.close()
+    except TaskforgeError as exc:
+        _fail(exc)
+    for r in results:
+        if as_json:
+            typer.echo(json.dumps(r))
+        else:
+            typer.echo(f"{r.get('instance_id')}  {r.get('solution', ''):<8} reward={r.get('reward')}  "
+                       f"node={str(r.get('node', ''))[:8]}  "
+                       f"{'error=' + r['error'] if r.get('error') else ''}")
+    raise typer.Exit(3 if any(r.get("error") for r in results) else 0)
+
+
+@app.command(epilog="""Examples:
+
+  taskforge corpus https://github.com/a/x.git https://github.com/b/y.git --out tasks/
+
+  taskforge corpus --from corpus.toml --out tasks/ --ray      # on the Ray cluster
+
+corpus.toml: repos = ["URL or path", ...] and optionally max_tasks = N; a .txt
+file holds one repository a line.
+""")
+def corpus(
+    repos: Optional[list[str]] = typer.Argument(None, help="Git URLs or local repositories."),
+    source: Optional[Path] = typer.Option(None, "--from", help="A TOML (repos = [...]) or a "
+                                          "text file with one repository a line."),
+    out: Path = typer.Option(..., "--out", "-o", help="Output directory: OUT/<name>/ per "
+                             "repository, OUT/corpus.json."),
+    max_tasks: Optional[int] = typer.Option(None, "--max-tasks", min=1, help="Per repository."),
+    jobs: int = typer.Option(max(1, min(os.cpu_count() or 1, 4)), "--jobs", "-j", min=1,
+                             help="Validation workers per repository."),
+    ray: bool = typer.Option(False, "--ray", help="One Ray task per repository on the cluster "
+                             "($RAY_ADDRESS or --ray-address); a lost node's repository is "
+                             "retried elsewhere and resumes from its journal."),
+    ray_address: Optional[str] = typer.Option(None, "--ray-address"),
+    as_json: bool = typer.Option(False, "--json", help="One JSON object per repository."),
+) -> None:
+    """Generate tasks from many repositories, locally one after another or spread
+    over a Ray cluster. One repository's failure never costs another its tasks."""
+    from taskforge.pipeline import Options, generate as run_generate
+
+    names = list(repos or [])
+    limit = max_tasks
+    if source is not None:
+        try:
+            if source.suffix == ".toml":
+                import tomllib
+
+                data = tomllib.loads(source.read_text())
+                names += [str(r) for r in data.get("repos", [])]
+                limit = limit or data.get("max_tasks")
+            else:
+                names += [ln.strip() for ln in source.read_text().splitlines()
+                          if ln.strip() and not ln.lstrip().startswith("#")]
+        except (OSError, ValueError) as exc:
+            _error(f"cannot read {source}: {exc}")
+            raise typer.Exit(2)
+    if not names:
+        _error("no repositories: give them as arguments or with --from FILE")
+        raise typer.Exit(2)
+    opts = Options(max_tasks=limit, jobs=jobs)
+    if ray:
+        from taskforge.cluster import generate_corpus
+
+        try:
+            results = generate_corpus(names, out, opts, address=ray_address)
+        except TaskforgeError as exc:
+            _fail(exc)
+    else:
+        from taskforge.source import stable_name
+
+        results = []
+        for repo in names:
+            dest = out / stable_name(repo).replace("/", "__")
+            try:
+                report = run_generate(repo, dest, opts)
+                results.append({"repo": repo, "out": str(dest), "tasks": sorted(report.tasks)})
+            except TaskforgeError as exc:
+                results.append({"repo": repo, "out": str(dest), "error": exc.message})
+        from taskforge.fsutil import atomic_write
+
+        out.mkdir(parents=True, exist_ok=True)
+        atomic_write(out / "corpus.json", json.dumps(results, indent=1, sort_keys=True))
+    for r in results:
+        if as_json:
+            typer.echo(json.dumps(r))
+        else:
+            typer.echo(f"{r['repo']}: " + (f"{len(r['tasks'])} task(s) in {r['out']}"
+                                           if "tasks" in r else f"error: {r['error']}"))
+    raise typer.Exit(0 if any(r.get("tasks") for r in results) else 1)
 
 
 @image_app.command("build", epilog="""Examples:
@@ -373,6 +502,49 @@ def image_build(
     except TaskforgeError as exc:
         _fail(exc)
     typer.echo(json.dumps({"image": name}) if as_json else name)
+
+
+env_app = typer.Typer(no_args_is_help=True, help="Environments for sandboxes without Docker.")
+app.add_typer(env_app, name="env")
+
+
+@env_app.command("prepare", epilog="""Examples:
+
+  scripts/make-debian-rootfs.sh /var/lib/taskforge/debian-bookworm     # once per host
+  export TASKFORGE_ROOTFS_BASE=/var/lib/taskforge/debian-bookworm
+  taskforge env prepare tasks/*/
+  taskforge verify tasks/ID --gold --sandbox bwrap
+""")
+def env_prepare(
+    tasks: list[Path] = typer.Argument(..., help="Task directories."),
+    base: Optional[Path] = typer.Option(None, "--base", help="A root filesystem with python3 "
+                                        "(default: $TASKFORGE_ROOTFS_BASE)."),
+    as_json: bool = typer.Option(False, "--json", help="One JSON object per environment."),
+) -> None:
+    """Build each task's environment as a root filesystem directory, from the
+    recipe the task records, with no Docker daemon (for `--sandbox bwrap`).
+    Tasks that share an environment build it once; one failure never stops the rest."""
+    from taskforge.sandbox import rootfs
+    from taskforge.task_store import load_task
+
+    if base is not None:
+        os.environ["TASKFORGE_ROOTFS_BASE"] = str(base)
+    failed = 0
+    for task in tasks:
+        try:
+            rec = load_task(task).record
+            path = rootfs.prepare_task(task, log=lambda s: typer.echo(s, err=True))
+            out = {"task": str(task), "environment": rec.image_name, "path": str(path)}
+        except TaskforgeError as exc:
+            failed += 1
+            out = {"task": str(task), "error": exc.message}
+            if not as_json:
+                _error(f"{task}: {exc.message}", kind=type(exc).__name__)
+        if as_json:
+            typer.echo(json.dumps(out))
+        elif "path" in out:
+            typer.echo(f"{out['environment']}: {out['path']}")
+    raise typer.Exit(3 if failed else 0)
 
 
 @app.command(epilog="""Examples:
@@ -562,13 +734,18 @@ def serve(
                                      help="Agent episodes open at once (0: no /episodes)."),
     episode_idle: float = typer.Option(900.0, "--episode-idle",
                                        help="Seconds an unused episode stays open."),
+    warm: Optional[int] = typer.Option(None, "--warm", min=0, help="Sandboxes started ahead per "
+                                       "task image, each used for one answer (default: the "
+                                       "concurrency; 0: start each on demand)."),
+    sandbox: Optional[str] = SANDBOX_OPTION,
     log_level: str = typer.Option("warning", "--log-level", help="debug, info, warning, error."),
 ) -> None:
     """Serve rewards over HTTP: JSON in and out, bounded concurrency and queue."""
     from taskforge.server import ServeConfig, serve as run
 
     try:
-        given = {k: v for k, v in {"max_queue": max_queue, "timeout": timeout}.items()
+        given = {k: v for k, v in {"max_queue": max_queue, "timeout": timeout, "warm": warm,
+                                   "sandbox": _backend(sandbox)}.items()
                  if v is not None}          # else ServeConfig's defaults
         cfg = ServeConfig(tasks=str(tasks), host=host, port=port, concurrency=concurrency,
                           max_body=max_body, infra_score=infra_score,

@@ -216,10 +216,32 @@ def generated_files(image: str) -> dict[str, str]:
             and not rel.startswith("/") and ".." not in Path(rel).parts}
 
 
+def prepare_task_image(task_dir: str | Path, log=print) -> str:
+    """A task's environment image in this host's engine, built from the recipe
+    the task records (for a node whose engine never saw generation), under the
+    name the task carries, from `Task.install_tree`."""
+    from taskforge.task_store import load_task
+
+    task = load_task(task_dir)
+    rec = task.record
+    if image_exists(rec.image_name):
+        return rec.image_name
+    if rec.environment is None:
+        raise UserError(f"{rec.instance_id} records no environment recipe (made by an older "
+                        "taskforge) and its image is not in this engine")
+    base = ensure_base_image(log=log, python=rec.environment.python)
+    with tempfile.TemporaryDirectory(prefix="tf-envtree-") as tmp:
+        tree = task.install_tree(Path(tmp) / "workspace")
+        ensure_env_image(tree, rec.repo, rec.source_commit, base, rec.environment.script,
+                         log=log, name=rec.image_name)
+    return rec.image_name
+
+
 def ensure_env_image(tree: Path, repo_name: str, commit: str, base_image: str,
-                     script: str, timeout: float = 1800, log=print) -> tuple[str, float]:
+                     script: str, timeout: float = 1800, log=print,
+                     name: str | None = None) -> tuple[str, float]:
     """Build (or reuse) the environment image; returns (name, seconds spent)."""
-    name = env_image_name(repo_name, commit, base_image, script)
+    name = name or env_image_name(repo_name, commit, base_image, script)
     if image_exists(name):
         return name, 0.0
     from taskforge.sandbox.docker import LABEL, client

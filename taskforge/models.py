@@ -105,6 +105,13 @@ class GradingPlan(BaseModel):
     uncopied_excluded: int = 0        # hidden ids with no must-fail copy: left out of the grading
 
 
+class EnvironmentRecipe(BaseModel):
+    """How the environment named by `image_name` was made, so that a node with
+    another engine, or none (the bwrap backend), can make it again."""
+    python: str                        # the base's Python, X.Y
+    script: str                        # the install script, run with the project at /workspace
+
+
 class TaskRecord(BaseModel):
     """task.json: SWE-bench fields plus taskforge's own."""
     model_config = ConfigDict(extra="forbid")
@@ -122,7 +129,8 @@ class TaskRecord(BaseModel):
     problem_statement: str
     FAIL_TO_PASS: list[str]
     PASS_TO_PASS: list[str]
-    image_name: str
+    image_name: str                    # the environment's name (a Docker tag, a rootfs directory)
+    environment: EnvironmentRecipe | None = None
     feature: FeatureInfo
     hidden_test_files: list[str]       # test files that differ from the workspace's
     protected_files: list[str]         # test files and configs restored before grading

@@ -29,7 +29,7 @@ from taskforge.leaks import ImageIndex, Scanner, image_fs_cache, needles_for
 from taskforge.difficulty import rate, statements_in
 from taskforge.features import MIN_STATEMENTS
 from taskforge.layout import walk
-from taskforge.models import (STAGE_ORDER, DropReason, FeatureInfo, FeatureKind, FunnelStage,
+from taskforge.models import (STAGE_ORDER, DropReason, EnvironmentRecipe, FeatureInfo, FeatureKind, FunnelStage,
                               GenerateReport, GradingPlan, MutantCoverage, RemovedSymbol,
                               ResumeInfo, Stage, TaskRecord, TaskSizes, Tier, TaskTimings)
 from taskforge.grade.mutants import test_ref
@@ -197,7 +197,8 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
         cap = max(1, int(opts.max_share * len(passing)))
         ctx = Context(src=src.path, index=index, tests=tests, passing=passing, all_ids=all_ids,
                       by_key=by_key, cap=cap, timeout=opts.timeout, layout=layout,
-                      run_args=run_args)
+                      run_args=run_args,
+                      recipe=EnvironmentRecipe(python=plan.python, script=plan.script()))
 
         prog.stage("validating candidates")
         t = time.monotonic()
@@ -664,7 +665,7 @@ def _record_builder(tid, src, image, v: Verdict, ctx: Context, n_flaky: int,
             instance_id=tid, repo=src.origin or src.repo, base_commit=base_commit, source_commit=src.commit,
             environment_setup_commit=src.commit, created_at=src.commit_date,
             patch=patch, test_patch=test_patch, problem_statement=statement,
-            FAIL_TO_PASS=f2p, PASS_TO_PASS=p2p, image_name=image,
+            FAIL_TO_PASS=f2p, PASS_TO_PASS=p2p, image_name=image, environment=ctx.recipe,
             feature=FeatureInfo(kind=cand.kind, name=cand.name, symbols=symbols,
                                 touched_files=touched),
             hidden_test_files=hidden_files,

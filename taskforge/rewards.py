@@ -245,20 +245,44 @@ def score(solution_str: str, ground_truth: Any, extra_info: dict | None = None,
 
 
 def score_task(task_dir: str | Path, solution_str: str, timeout: float | None = None,
-               t0: float | None = None, stats=None) -> RewardResult:
+               t0: float | None = None, stats=None, pool=None,
+               backend: str | None = None) -> RewardResult:
     """Grade one answer for a task directory. `timeout` None: the task's own limit,
     from its measured run time. The attempt is recorded for the curriculum in
     `stats` (a path or a taskforge.curriculum.SolveStats; None: $TASKFORGE_STATS
-    if set; False: nowhere); an infrastructure error is not an attempt."""
+    if set; False: nowhere); an infrastructure error is not an attempt. `pool`: a
+    WarmPool to take the sandbox from (default: the process's, if $TASKFORGE_WARM
+    is set)."""
     from taskforge import curriculum
 
-    result = _grade_task(task_dir, solution_str, timeout, t0)
+    result = _grade_task(task_dir, solution_str, timeout, t0, pool if pool is not None
+                         else _process_pool(), backend)
     curriculum.record(result, stats)
     return result
 
 
+_POOL: list = []
+_POOL_LOCK = threading.Lock()
+
+
+def _process_pool():
+    """In a trainer's own process, sandboxes are warmed only when asked
+    ($TASKFORGE_WARM=N): idle containers held between steps are the trainer's
+    to budget. `serve` and `verify-batch` warm by default."""
+    from taskforge.sandbox import default_backend
+    from taskforge.sandbox.warm import WarmPool, pool_size_from_env
+
+    n = pool_size_from_env(0)
+    if not n or default_backend() != "docker":
+        return None
+    with _POOL_LOCK:
+        if not _POOL:
+            _POOL.append(WarmPool(per_shape=n))
+        return _POOL[0]
+
+
 def _grade_task(task_dir: str | Path, solution_str: str, timeout: float | None,
-                t0: float | None) -> RewardResult:
+                t0: float | None, pool=None, backend: str | None = None) -> RewardResult:
     from taskforge.task_store import load_task
     from taskforge.verify import Solution, verify
 
@@ -279,7 +303,8 @@ def _grade_task(task_dir: str | Path, solution_str: str, timeout: float | None,
     if bad:
         return zero(f"patch-rejected: {bad}")
     try:
-        v = verify(task_dir, Solution.from_patch(diff), timeout=timeout)
+        v = verify(task_dir, Solution.from_patch(diff), timeout=timeout, pool=pool,
+                   backend=backend)
     except InfraError as exc:
         return RewardResult(instance_id=rec.instance_id, reward=None, infra_error=exc.message,
                             reason=f"infrastructure: {exc.message}",

@@ -42,6 +42,8 @@ from taskforge import curriculum
 from taskforge.episodes import NoEpisode
 from taskforge.errors import InfraError, TaskforgeError, UserError
 from taskforge.rewards import RewardResult, TaskSource, instance_id_of, score_task
+from taskforge.sandbox import BACKENDS, backend_class, default_backend
+from taskforge.sandbox.warm import WarmPool
 
 log = logging.getLogger("taskforge.serve")
 DRAIN_LIMIT = 256 * 1024 * 1024     # past this an oversized body is cut off, not drained
@@ -70,6 +72,8 @@ class ServeConfig(BaseModel):
     record_stats: bool = True          # False: record nothing, /stats answers 404
     max_episodes: int = Field(64, ge=0)    # agent episodes open at once (/episodes)
     episode_idle: float = Field(900.0, gt=0)   # an episode unused this long is closed
+    warm: int | None = Field(None, ge=0)       # sandboxes started ahead per image (None: concurrency)
+    sandbox: str | None = None                 # backend (None: $TASKFORGE_SANDBOX, else docker)
 
 
 class RewardRequest(BaseModel):
@@ -163,6 +167,12 @@ def create_app(cfg: ServeConfig):
     if not n_tasks:
         raise UserError(f"no tasks in {cfg.tasks}")
     gate = Gate(cfg.concurrency, cfg.max_queue)
+    backend = cfg.sandbox or default_backend()
+    if backend not in BACKENDS:
+        raise UserError(f"unknown sandbox backend {backend!r}: choose from {', '.join(BACKENDS)}")
+    # bubblewrap starts in milliseconds: nothing to gain from starting ahead.
+    per_shape = (cfg.concurrency if backend == "docker" else 0) if cfg.warm is None else cfg.warm
+    warm = WarmPool(per_shape=per_shape, backend=backend) if per_shape else None
     engine = {"checked": 0.0, "error": None}
     store = None
     if cfg.record_stats:
@@ -230,7 +240,7 @@ def create_app(cfg: ServeConfig):
         try:
             # Recorded by the endpoint once answered: a timed-out answer is not an attempt.
             return score_task(source.get(item.instance_id), item.solution, timeout, t0,
-                              stats=False)
+                              stats=False, pool=warm, backend=backend)
         except TaskforgeError as exc:     # a task that cannot be loaded or rebuilt
             return flagged(item.instance_id, exc.message)
         except Exception as exc:          # a bug must not take the server down
@@ -294,15 +304,7 @@ def create_app(cfg: ServeConfig):
                                                            for r in results]}})
 
     def ping() -> str | None:
-        from taskforge.sandbox.docker import client
-
-        try:
-            client().ping()
-            return None
-        except InfraError as exc:
-            return exc.message
-        except Exception as exc:          # the SDK raises several unrelated types
-            return f"{type(exc).__name__}: {str(exc)[:200]}"
+        return backend_class(backend).check()
 
     async def health(request: Request):
         now = time.monotonic()
@@ -311,10 +313,10 @@ def create_app(cfg: ServeConfig):
                 engine["error"] = await asyncio.wait_for(
                     asyncio.get_running_loop().run_in_executor(None, ping), 10)
             except asyncio.TimeoutError:
-                engine["error"] = "the Docker engine did not answer a ping in 10s"
+                engine["error"] = f"the {backend} sandbox backend did not answer a check in 10s"
             engine["checked"] = now
         body = {"status": "ok" if engine["error"] is None else "degraded",
-                "engine": engine["error"] or "ok", "tasks": n_tasks,
+                "engine": engine["error"] or "ok", "sandbox": backend, "tasks": n_tasks,
                 "concurrency": cfg.concurrency, "max_queue": cfg.max_queue, **gate.stats()}
         body["stats"] = str(store.path) if store is not None else None
         return answer(200 if engine["error"] is None else 503, body)
@@ -359,6 +361,8 @@ def create_app(cfg: ServeConfig):
         await asyncio.get_running_loop().run_in_executor(
             None, lambda: gate.pool.shutdown(wait=True, cancel_futures=True))
         ep_pool.shutdown(wait=False, cancel_futures=True)
+        if warm is not None:
+            await asyncio.get_running_loop().run_in_executor(None, warm.close)
         print(f"taskforge serve: stopped after {gate.served} answer(s)", file=sys.stderr, flush=True)
 
     async def grade_episode(instance_id: str, patch: str) -> RewardResult:

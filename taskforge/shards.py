@@ -35,11 +35,11 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from taskforge import archive
 from taskforge.errors import UserError
 from taskforge.fsutil import atomic_write, readable
-from taskforge.models import (Adequacy, Difficulty, FeatureInfo, GradingPlan, RemovedSymbol,
-                              TaskRecord, TaskSizes, TaskTimings)
+from taskforge.models import (Adequacy, Difficulty, EnvironmentRecipe, FeatureInfo, GradingPlan,
+                              RemovedSymbol, TaskRecord, TaskSizes, TaskTimings)
 from taskforge.task_store import load_task
 
-SHARD_SCHEMA_VERSION = 3
+SHARD_SCHEMA_VERSION = 4
 META_KEY = b"taskforge.shard_schema_version"
 FORMATS = ("parquet", "jsonl")
 ROW_GROUP = 64          # rows per Parquet row group: a reward worker reads one group, not a shard
@@ -97,6 +97,7 @@ class ShardRow(BaseModel):
     task_schema_version: int
     taskforge_version: str
     grading_json: str               # GradingPlan as JSON (mutants, time limit): grader only
+    environment_json: str           # EnvironmentRecipe as JSON ("" if none): to rebuild the env
     difficulty_tier: str            # easy, medium or hard: for selecting a curriculum
     difficulty_json: str            # Difficulty as JSON (the measures behind the tier)
     adequacy_json: str              # Adequacy as JSON (stand-ins, mutation score)
@@ -228,6 +229,7 @@ def task_to_row(task_dir: str | Path) -> ShardRow:
         test_env=[{"name": k, "value": v} for k, v in rec.test_env.items()],
         task_schema_version=rec.schema_version, taskforge_version=rec.taskforge_version,
         grading_json=rec.grading.model_dump_json(),
+        environment_json=rec.environment.model_dump_json() if rec.environment else "",
         difficulty_tier=rec.difficulty.tier.value,
         difficulty_json=rec.difficulty.model_dump_json(),
         adequacy_json=rec.adequacy.model_dump_json(),
@@ -245,7 +247,7 @@ RECORD_FIELDS = frozenset({
     "problem_statement", "FAIL_TO_PASS", "PASS_TO_PASS", "image_name", "feature",
     "hidden_test_files", "protected_files", "test_command", "test_options", "test_paths",
     "test_env", "flaky_excluded", "sizes", "timings", "taskforge_version", "grading",
-    "difficulty", "adequacy"})
+    "difficulty", "adequacy", "environment"})
 
 
 def row_to_record(row: ShardRow) -> TaskRecord:
@@ -256,6 +258,8 @@ def row_to_record(row: ShardRow) -> TaskRecord:
         created_at=row.created_at, patch=row.patch, test_patch=row.test_patch,
         problem_statement=row.problem_statement, FAIL_TO_PASS=row.FAIL_TO_PASS,
         PASS_TO_PASS=row.PASS_TO_PASS, image_name=row.image_name,
+        environment=(EnvironmentRecipe.model_validate_json(row.environment_json)
+                     if row.environment_json else None),
         feature=FeatureInfo(kind=row.feature_kind, name=row.feature_name,
                             symbols=row.removed_symbols, touched_files=row.touched_files),
         hidden_test_files=row.hidden_test_files, protected_files=row.protected_files,

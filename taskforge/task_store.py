@@ -24,6 +24,18 @@ class Task:
     def hidden(self) -> Path:
         return self.dir / "hidden"
 
+    def install_tree(self, dest: Path) -> Path:
+        """The project an environment is built from: the workspace with the hidden
+        tests put back, so that what only they import gets installed (as the
+        original build, which saw the whole tree, did). Never shipped to an agent."""
+        import shutil
+
+        shutil.copytree(self.workspace, dest, ignore=shutil.ignore_patterns(".git"), symlinks=True)
+        for rel in self.record.hidden_test_files:
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(self.hidden / rel, dest / rel)
+        return dest
+
 
 def load_task(path: str | Path) -> Task:
     d = Path(path)

@@ -101,7 +101,7 @@ class PytestRunner:
         argv += self.options + list(extra_args or []) + list(args)
         if whole_suite:
             argv += self.paths
-        sup = ["python", "-I", RUNNER, "--timeout", str(timeout)]
+        sup = ["python", "-I", "-S", RUNNER, "--timeout", str(timeout)]
         uid, _, gid = self.sandbox.spec.user.partition(":")
         if self.naive:
             sup.append("--naive")

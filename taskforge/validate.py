@@ -51,6 +51,7 @@ class Context:
     timeout: float
     layout: object
     run_args: RunArgs = field(default_factory=RunArgs)
+    recipe: object = None                    # models.EnvironmentRecipe of the image
     _by_class: dict[str, set[str]] | None = None
 
     def class_ids(self, file: str, cls: str) -> set[str]:
@@ -100,7 +101,7 @@ class Worker:
                                                Mount(host=str(self.out), container=OUT_IN_SANDBOX),
                                                runner_mount()],
                            limits=limits or Limits(), labels={"taskforge.role": "generate"})
-        self.sandbox = open_sandbox(spec)
+        self.sandbox = open_sandbox(spec, "docker")   # generation builds Docker images
         ra = run_args or RunArgs()
         self.runner = PytestRunner(self.sandbox, self.out, ra.options, ra.paths, ra.env)
 

@@ -43,6 +43,7 @@ from taskforge.layout import is_protected_path, walk, walk_all
 from taskforge.models import TestResult, VerifyResult
 from taskforge.package import apply_patch
 from taskforge.sandbox import Limits, Mount, SandboxSpec, open_sandbox
+from taskforge.sandbox.warm import Lease, WarmPool
 from taskforge.task_store import Task, load_task
 from taskforge.testrun import PytestRunner, RunResult, runner_mount
 
@@ -268,8 +269,11 @@ def _prepare(task: Task, solution: Solution, tree: Path, defences: Defences
 
 
 def verify(task_dir: str | Path, solution: Solution, timeout: float | None = None,
-           limits: Limits | None = None, defences: Defences | None = None) -> VerifyResult:
-    """Grade `solution`; infrastructure failures come back with `error` set, reward None."""
+           limits: Limits | None = None, defences: Defences | None = None,
+           pool: WarmPool | None = None, backend: str | None = None) -> VerifyResult:
+    """Grade `solution`; infrastructure failures come back with `error` set, reward None.
+    With a `pool`, the sandbox is a warm one started ahead (never used before).
+    `backend`: the sandbox backend (default $TASKFORGE_SANDBOX, else docker)."""
     task = load_task(task_dir)
     rec = task.record
     d = defences or Defences()
@@ -279,35 +283,62 @@ def verify(task_dir: str | Path, solution: Solution, timeout: float | None = Non
                           resolved=False, f2p_passed=0, f2p_total=len(rec.FAIL_TO_PASS),
                           p2p_passed=0, p2p_total=len(rec.PASS_TO_PASS), p2p_regressions=[],
                           f2p_failures=[], tests=[])
+    spec = SandboxSpec(image=rec.image_name, mounts=[runner_mount()],
+                       limits=limits or Limits(), supervisor=d.isolation,
+                       labels={"taskforge.role": "verify", "taskforge.task": rec.instance_id[:60]})
+    lease = None
+    if pool is not None:
+        try:
+            lease = pool.take(spec)
+        except InfraError:
+            lease = None                     # the cold path below says what is wrong
     with tempfile.TemporaryDirectory(prefix="tf-verify-") as tmp:
-        tree = Path(tmp) / "workspace"
-        found, plan = prepare(task, solution, tree, d)
-        if plan is None:
-            return _finish(result, t0, 0.0, found)
-        share_with_sandbox(tree)
-        spec = SandboxSpec(image=rec.image_name,
-                           mounts=[Mount(host=str(tree), container="/workspace"), runner_mount()],
-                           limits=limits or Limits(), supervisor=d.isolation,
-                           labels={"taskforge.role": "verify",
-                                   "taskforge.task": rec.instance_id[:60]})
-        run = None
-        last_error = None
-        for attempt in range(1 + INFRA_RETRIES):
-            try:
-                with open_sandbox(spec) as sb:
-                    run = PytestRunner(sb, None, rec.test_options, rec.test_paths, rec.test_env,
-                                       naive=not d.isolation).run(
-                        ["--continue-on-collection-errors"], timeout=timeout)
-                break
-            except InfraError as exc:
-                last_error = exc.message
-                if "not found" in exc.message:
-                    break
-                time.sleep(1 + attempt)
+        tree = lease.workspace if lease else Path(tmp) / "workspace"
+        try:
+            found, plan = prepare(task, solution, tree, d)
+            if plan is None:
+                return _finish(result, t0, 0.0, found)
+            share_with_sandbox(tree)
+            run, error = _run_hidden(rec, d, spec, tree, timeout, lease,
+                                     backend or (pool.backend if pool else None))
+        finally:
+            if lease is not None:
+                pool.give_back(lease, spec)
         if run is None:
-            result.error = last_error or "sandbox failed"
+            result.error = error or "sandbox failed"
             return _finish(result, t0, None, found)
     return grade(result, rec, run, t0, plan, found, d)
+
+
+def _run_hidden(rec, d: Defences, spec: SandboxSpec, tree: Path, timeout: float,
+                lease: Lease | None, backend: str | None
+                ) -> tuple[RunResult | None, str | None]:
+    """The graded run: in the leased sandbox if there is one, else (and on an
+    infrastructure failure) in a fresh one with `tree` mounted."""
+    cold = spec.model_copy(update={"mounts": [Mount(host=str(tree), container="/workspace"),
+                                              *spec.mounts]})
+    last_error = None
+    for attempt in range(1 + INFRA_RETRIES):
+        try:
+            if lease is not None and attempt == 0:
+                # Destroyed by the pool, off this path (the supervisor has already
+                # killed everything the tests started).
+                return _pytest(lease.sandbox, rec, d, timeout), None
+            with open_sandbox(cold, backend) as sb:
+                return _pytest(sb, rec, d, timeout), None
+        except InfraError as exc:
+            if lease is not None:
+                lease.sandbox.close()        # nothing of it may still touch `tree`
+            last_error = exc.message
+            if "not found" in exc.message or "no root filesystem" in exc.message:
+                break
+            time.sleep(1 + attempt)
+    return None, last_error
+
+
+def _pytest(sb, rec, d: Defences, timeout: float) -> RunResult:
+    return PytestRunner(sb, None, rec.test_options, rec.test_paths, rec.test_env,
+                        naive=not d.isolation).run(["--continue-on-collection-errors"], timeout=timeout)
 
 
 def _outcomes(run: RunResult, plan: mut.Plan) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
@@ -426,16 +457,31 @@ def _finish(result: VerifyResult, t0: float, reward: float | None,
 
 
 def verify_many(pairs: list[tuple[str | Path, Solution]], workers: int = 2,
-                timeout: float | None = None, defences: Defences | None = None
-                ) -> list[VerifyResult]:
+                timeout: float | None = None, defences: Defences | None = None,
+                pool: WarmPool | None = None, warm: int | None = None,
+                backend: str | None = None) -> list[VerifyResult]:
     """Verify many (task, solution) pairs concurrently, results in input order.
     One bad item never costs another its result: anything it raises becomes its
-    own error (reward None), and the rest are graded."""
+    own error (reward None), and the rest are graded. Sandboxes come warm from
+    `pool`, or from a pool of this call keeping `warm` ready per task image
+    (default $TASKFORGE_WARM, else one per worker; 0: every sandbox cold). A
+    bubblewrap sandbox starts in milliseconds: it is never warmed by default."""
     from concurrent.futures import ThreadPoolExecutor
+
+    from taskforge.sandbox import default_backend
+    from taskforge.sandbox.warm import pool_size_from_env
+
+    backend = backend or (pool.backend if pool else default_backend())
+    per_shape = (pool_size_from_env(workers if backend == "docker" else 0)
+                 if warm is None else warm)
+    own = (WarmPool(per_shape=per_shape, backend=backend)
+           if pool is None and per_shape > 0 else None)
+    use = pool or own
 
     def one(pair):
         try:
-            return verify(pair[0], pair[1], timeout=timeout, defences=defences)
+            return verify(pair[0], pair[1], timeout=timeout, defences=defences, pool=use,
+                          backend=backend)
         except Exception as exc:  # noqa: BLE001 - per-item isolation is the point
             msg = exc.message if isinstance(exc, TaskforgeError) else \
                 f"internal error: {type(exc).__name__}: {str(exc)[:200]}"
@@ -444,5 +490,9 @@ def verify_many(pairs: list[tuple[str | Path, Solution]], workers: int = 2,
                                 p2p_total=0, p2p_regressions=[], f2p_failures=[], tests=[],
                                 error=msg)
 
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        return list(pool.map(one, pairs))
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, workers)) as ex:
+            return list(ex.map(one, pairs))
+    finally:
+        if own is not None:
+            own.close()

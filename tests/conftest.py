@@ -80,3 +80,29 @@ def shard_dir(tasks, tmp_path_factory):
     d = tmp_path_factory.mktemp("shards") / "s"
     shards.write_shards([out / i for i in ids], d)
     return d
+
+
+BACKENDS = ["docker", pytest.param("bwrap", marks=pytest.mark.bwrap)]
+
+
+@pytest.fixture(scope="session")
+def bwrap_base():
+    """The daemonless backend's base environment (a root filesystem directory),
+    set up from $TASKFORGE_ROOTFS_BASE (.ci/run makes one with debootstrap). A
+    test that needs it fails, never skips, when it is absent."""
+    from taskforge.sandbox import rootfs
+
+    rootfs.ensure_base("3.11", log=lambda s: None)
+    return rootfs.base_name("3.11")
+
+
+@pytest.fixture(scope="session")
+def bwrap_env():
+    """Task directory -> its environment prepared without Docker (cached by name)."""
+    from taskforge.sandbox import rootfs
+
+    def prepare(task) -> str:
+        rootfs.prepare_task(task, log=lambda s: None)
+        return str(task)
+
+    return prepare

@@ -199,3 +199,15 @@ def test_stable_repository_names():
     assert stable_name("git@github.com:org/lib.git") == "github.com/org/lib"
     assert stable_name("ssh://git@host:2222/org/lib") == "host/org/lib"
     assert stable_name("/tmp/tmpab12/lib") == "lib"
+
+
+def test_new_commands_refuse_bad_input_in_one_line(tmp_path):
+    """corpus, env prepare and --sandbox: bad input is one line and a non-zero exit."""
+    assert_one_line_error(run_cli("corpus", "--out", str(tmp_path / "o")), "no repositories", code=2)
+    assert_one_line_error(run_cli("corpus", "--from", str(tmp_path / "missing.toml"), "--out",
+                                  str(tmp_path / "o")), "cannot read", code=2)
+    assert_one_line_error(run_cli("verify", str(tmp_path), "--gold", "--sandbox", "lxc"),
+                          "--sandbox must be one of", code=2)
+    res = run_cli("env", "prepare", str(tmp_path / "nope"))
+    assert_one_line_error(res, "nope", code=3)
+    assert not (tmp_path / "o").exists()

@@ -101,7 +101,11 @@ def test_every_task_grades_gold_one_and_empty_zero(generated, name):
     pairs = []
     for tid in report.tasks:
         pairs += [(out / tid, Solution.gold()), (out / tid, Solution.empty())]
-    results = verify_many(pairs, workers=2, timeout=300)
+    from taskforge.sandbox.warm import WarmPool
+
+    with WarmPool(per_shape=2) as pool:
+        results = verify_many(pairs, workers=2, timeout=300, pool=pool)
+    assert pool.taken_warm >= len(pairs) // 2, (pool.taken_warm, pool.taken_cold)
     for (task, sol), res in zip(pairs, results):
         assert res.error is None, (task.name, res.error)
         if sol.kind == "gold":

@@ -31,6 +31,7 @@ from redteam_kit import ATTACKS, Target, append, wrong_solution  # noqa: E402
 from taskforge.grade.findings import Severity  # noqa: E402
 from taskforge.pipeline import Options, generate  # noqa: E402
 from taskforge.verify import Defences, Solution, verify, verify_many  # noqa: E402
+from tests.conftest import BACKENDS  # noqa: E402
 
 TARGETS = {
     "roman": Target(match=".numerals.to_roman-", module="textkit/numerals.py", func="to_roman",
@@ -75,13 +76,32 @@ def redteam_tasks(fixture_repos, base_image, tmp_path_factory):
 
 
 CASES = [(a, target) for a in ATTACKS for target in a.targets]
-PARAMS = [pytest.param(a, t, id=f"{a.name}@{t}", marks=[pytest.mark.network] if t == "real" else [])
-          for a, t in CASES]
+# Every attack on every sandbox backend: docker (ours on warm sandboxes, as serve
+# runs it) and bwrap (no daemon; the environment built from the task's recipe).
+# Not on bwrap: an escapee that outlives the run to write into the host's stream
+# is killed with the exec's PID namespace there, so it cannot even beat the naive
+# grader (the attack needs a sandbox whose processes outlive a command).
+NOT_ON = {"bwrap": {"escape-and-forge-the-host-stream"}}
+PARAMS = [pytest.param(a, t, b, id=f"{a.name}@{t}" + ("" if b == "docker" else f"@{b}"),
+                       marks=([pytest.mark.network] if t == "real" else [])
+                       + ([pytest.mark.bwrap] if b == "bwrap" else []))
+          for a, t in CASES for b in ("docker", "bwrap") if a.name not in NOT_ON.get(b, ())]
 
 
-def grade(task: Path, sol: Path, defences: Defences | None = None, timeout: float | None = None):
+@pytest.fixture(scope="module")
+def warm_pool():
+    """Our grader as `serve` and `verify-batch` run it: sandboxes started ahead."""
+    from taskforge.sandbox.warm import WarmPool
+
+    with WarmPool(per_shape=1) as pool:
+        yield pool
+
+
+def grade(task: Path, sol: Path, defences: Defences | None = None, timeout: float | None = None,
+          pool=None, backend: str | None = None):
     t0 = time.monotonic()
-    res = verify(task, Solution.from_dir(sol), timeout=timeout, defences=defences)
+    res = verify(task, Solution.from_dir(sol), timeout=timeout, defences=defences, pool=pool,
+                 backend=backend)
     assert res.error is None, res.error
     assert time.monotonic() - t0 < (timeout or 300) + 60, "verify overran its time limit"
     return res
@@ -92,16 +112,19 @@ def test_the_suite_is_big_enough():
     assert {"roman", "midpoint", "real"} <= {t for _, t in CASES}
 
 
-@pytest.mark.parametrize("attack,target", PARAMS)
-def test_attack(attack, target, redteam_tasks, tmp_path):
+@pytest.mark.parametrize("attack,target,backend", PARAMS)
+def test_attack(attack, target, backend, redteam_tasks, tmp_path, request):
     task = redteam_tasks(target)
+    if backend == "bwrap":
+        request.getfixturevalue("bwrap_env")(task)
+    pool = request.getfixturevalue("warm_pool") if backend == "docker" else None
     t = TARGETS[target]
     sol = tmp_path / "solution"
     attack.build(task, sol, t)
-    naive = grade(task, sol, Defences.naive(), timeout=attack.timeout)
+    naive = grade(task, sol, Defences.naive(), timeout=attack.timeout, backend=backend)
     assert naive.reward == 1.0, ("the attack does not even beat the naive grader",
                                  naive.model_dump_json(indent=1))
-    ours = grade(task, sol, timeout=attack.timeout)
+    ours = grade(task, sol, timeout=attack.timeout, pool=pool, backend=backend)
     assert ours.reward == 0.0, ours.model_dump_json(indent=1)
     fatal = {f.kind.value for f in ours.findings if f.severity is Severity.FATAL}
     failed = ours.f2p_failures or ours.p2p_regressions
@@ -285,9 +308,13 @@ def no_process_matching(marker: str) -> bool:
     return marker not in out
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("bomb", ["fork", "memory", "loop-at-import", "huge-output", "sleeper"])
-def test_resource_attacks_score_zero_and_leave_nothing(bomb, redteam_tasks, tmp_path, docker_engine):
+def test_resource_attacks_score_zero_and_leave_nothing(bomb, backend, redteam_tasks, tmp_path,
+                                                       request):
     task = redteam_tasks("roman")
+    if backend == "bwrap":
+        request.getfixturevalue("bwrap_env")(task)
     t = TARGETS["roman"]
     sol = wrong_solution(task, tmp_path / "s", t)
     marker = f"tf-redteam-sleeper-{os.getpid()}"
@@ -296,19 +323,25 @@ def test_resource_attacks_score_zero_and_leave_nothing(bomb, redteam_tasks, tmp_
         "memory": "blocks = []\nwhile True:\n    blocks.append(bytearray(64 * 1024 * 1024))\n",
         "loop-at-import": "while True:\n    pass\n",
         "huge-output": "import sys\nwhile True:\n    sys.stdout.write('x' * 1023 + '\\n')\n",
-        "sleeper": f"import subprocess\nsubprocess.Popen(['sh', '-c', 'exec -a {marker} sleep 600'],"
+        # argv[0] is the marker (dash's exec has no -a: a shell line would not rename it).
+        "sleeper": f"import subprocess\nsubprocess.Popen(['{marker}', '600'], executable='/bin/sleep',"
                    " start_new_session=True)\n",
     }[bomb]
     append(sol / t.init, code)
     t0 = time.monotonic()
-    res = grade(task, sol, timeout=30)
+    res = grade(task, sol, timeout=30, backend=backend)
     assert res.reward == 0.0, res.model_dump_json(indent=1)
     assert time.monotonic() - t0 < 90
     assert no_process_matching(marker)
+    if backend != "docker":
+        return
     from taskforge.state import owner_token
 
-    assert not docker_engine.containers.list(all=True, filters={"label": [
+    docker_engine = request.getfixturevalue("docker_engine")
+    left = docker_engine.containers.list(all=True, filters={"label": [
         "taskforge.role=verify", f"taskforge.owner={owner_token()}"]})
+    # The module's warm pool keeps idle sandboxes ready; this verify's is cold.
+    assert not [c for c in left if "taskforge.warm" not in (c.labels or {})], left
 
 
 def test_the_time_limit_follows_the_task(redteam_tasks):

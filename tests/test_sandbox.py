@@ -1,12 +1,66 @@
-"""The Docker sandbox for real: hardening, bounded exec, nothing left behind."""
+"""Every sandbox backend for real: hardening, limits, bounded exec, nothing left behind."""
 from __future__ import annotations
 
+import subprocess
 import time
 
-from taskforge.sandbox import SandboxSpec, open_sandbox
+import pytest
+
+from taskforge.sandbox import Limits, SandboxSpec, open_sandbox
+from tests.conftest import BACKENDS
 
 
-def test_hardened_sandbox(base_image, docker_engine):
+@pytest.fixture
+def image_of(request):
+    def get(backend: str) -> str:
+        if backend == "bwrap":
+            return request.getfixturevalue("bwrap_base")
+        return request.getfixturevalue("base_image")
+    return get
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_every_backend_has_the_same_properties(backend, image_of):
+    """What grading relies on, through the Sandbox interface only: the code runs
+    as 1000 without capabilities, the root is read-only, /tmp writable, no
+    network, limits hold, a timeout kills, and nothing outlives the sandbox."""
+    marker = f"tf-sbtest-{backend}-{time.monotonic_ns()}"
+    spec = SandboxSpec(image=image_of(backend), limits=Limits(memory_mb=256, pids=64),
+                       labels={"taskforge.role": "test"})
+    with open_sandbox(spec, backend) as sb:
+        assert sb.exec(["id", "-u"], timeout=10).output.strip() == "1000"
+        caps = sb.exec(["grep", "^CapEff", "/proc/self/status"], timeout=10).output
+        assert caps.split()[-1] == "0000000000000000", caps
+        # The supervisor (root) holds exactly SETUID and SETGID, to drop to 1000.
+        caps = sb.exec(["grep", "^CapEff", "/proc/self/status"], timeout=10, user="0:0").output
+        assert caps.split()[-1] == "00000000000000c0", caps
+        assert sb.exec(["touch", "/etc/x"], timeout=10).exit_code != 0
+        assert sb.exec(["touch", "/usr/lib/x"], timeout=10, user="0:0").exit_code != 0
+        assert sb.exec(["touch", "/tmp/x"], timeout=10).exit_code == 0
+        net = sb.exec(["python", "-c", "import socket; socket.create_connection(('1.1.1.1', 80), 3)"],
+                      timeout=20)
+        assert net.exit_code != 0
+        bomb = sb.exec(["python", "-c", "import os, time\nn = 0\ntry:\n    for _ in range(500):\n"
+                        "        if os.fork() == 0:\n            time.sleep(1)\n            os._exit(0)\n"
+                        "        n += 1\nexcept OSError:\n    pass\nprint(n)"], timeout=30)
+        assert bomb.output.strip().isdigit() and int(bomb.output.strip()) < 64, bomb.output
+        mem = sb.exec(["python", "-c", "b = bytearray(600 * 1024 * 1024); print('got it')"], timeout=30)
+        assert "got it" not in mem.output and mem.exit_code != 0
+        t0 = time.monotonic()
+        res = sb.exec(["sleep", "60"], timeout=2)
+        assert time.monotonic() - t0 < 15 and res.exit_code in (124, 137, -9, None)
+        # Two sleepers named `marker`, one in a new session: both must die with the sandbox.
+        spawn = (f"import subprocess\nfor s in (False, True):\n    subprocess.Popen(['{marker}', '300'], "
+                 f"executable='/bin/sleep', start_new_session=s)\n")
+        assert sb.exec(["python", "-c", spawn], timeout=10).exit_code == 0
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and marker in subprocess.run(
+            ["ps", "-eo", "args"], capture_output=True, text=True).stdout:
+        time.sleep(0.2)
+    assert marker not in subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+
+
+def test_docker_sandbox_settings(base_image, docker_engine):
     with open_sandbox(SandboxSpec(image=base_image, labels={"taskforge.role": "test"})) as sb:
         cid = sb.container.id
         assert sb.exec(["id", "-u"], timeout=10).output.strip() == "1000"
@@ -22,3 +76,43 @@ def test_hardened_sandbox(base_image, docker_engine):
         assert attrs["ReadonlyRootfs"] and attrs["CapDrop"] == ["ALL"]
         assert attrs["NetworkMode"] == "none" and attrs["PidsLimit"] > 0 and attrs["Memory"] > 0
     assert not docker_engine.containers.list(all=True, filters={"id": cid})
+
+
+def test_warm_pool_gives_every_lease_a_fresh_hardened_sandbox(base_image, docker_engine):
+    """A warm sandbox is started ahead but used once: what one solution leaves in
+    /tmp, the workspace or its processes never reaches the next, and a used
+    sandbox is destroyed (with its directory) once given back."""
+    from taskforge.sandbox.warm import WarmPool
+
+    spec = SandboxSpec(image=base_image, labels={"taskforge.role": "test", "taskforge.task": "a"})
+    with WarmPool(per_shape=2) as pool:
+        pool.prefill(spec)
+        assert pool.ready(spec) == 2
+        # Another task's label is the same shape: it takes a warm one too.
+        first = pool.take(spec.model_copy(update={"labels": {"taskforge.role": "test",
+                                                             "taskforge.task": "b"}}))
+        assert first.warm and first.workspace.is_dir() and not any(first.workspace.iterdir())
+        sb = first.sandbox
+        (first.workspace / "mine.txt").write_text("solution one")
+        assert sb.exec(["cat", "/workspace/mine.txt"], timeout=10).output == "solution one"
+        assert sb.exec(["sh", "-c", "echo left > /tmp/left; (sleep 300 &) ; echo ok"],
+                       timeout=10).output.strip() == "ok"
+        attrs = docker_engine.api.inspect_container(sb.container.id)["HostConfig"]
+        assert attrs["ReadonlyRootfs"] and attrs["CapDrop"] == ["ALL"] and attrs["NetworkMode"] == "none"
+        assert sb.exec(["touch", "/etc/x"], timeout=10).exit_code != 0
+        cid, scratch = sb.container.id, first.workspace.parent
+        pool.give_back(first, spec)
+        second = pool.take(spec)
+        assert second.warm and second.sandbox.container.id != cid
+        res = second.sandbox.exec(["sh", "-c", "ls -A /workspace /tmp; cat /proc/[0-9]*/cmdline "
+                                   "| tr '\\0' ' '"], timeout=10)
+        assert "mine.txt" not in res.output and "left" not in res.output, res.output
+        assert "sleep 300" not in res.output and "sleep infinity" in res.output, res.output
+        pool.give_back(second, spec)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and (
+                docker_engine.containers.list(all=True, filters={"id": cid}) or scratch.exists()):
+            time.sleep(0.2)
+        assert not docker_engine.containers.list(all=True, filters={"id": cid})
+        assert not scratch.exists()
+    assert not docker_engine.containers.list(all=True, filters={"label": "taskforge.warm"})

@@ -1,7 +1,7 @@
 """In-sandbox supervisor: run pytest as another user, bound everything it
 writes, reap everything it started, and print one JSON line for the host.
 
-    python -I /opt/tf/lib/tfrun.py --timeout T [--uid U --gid G] [--naive] -- PYTEST ARGS
+    python -I -S /opt/tf/lib/tfrun.py --timeout T [--uid U --gid G] [--naive] -- PYTEST ARGS
 
 Why a separate uid: the code under test runs inside the pytest process and can
 do anything that process can. Started as root (the sandbox grants only SETUID
@@ -20,7 +20,6 @@ the time, whether the pipe overflowed or closed early, what survived the exit.
 workspace first on sys.path), kept so that the red-team suite can show each
 attack scoring against it.
 """
-import json
 import os
 import selectors
 import signal
@@ -36,28 +35,52 @@ LINT_WORDS = ("flake8", "pycodestyle", "pep8", "mypy", "black", "isort", "pylint
               "codestyle", "pydocstyle")
 
 
+def environment_prefix() -> str:
+    """The venv this interpreter belongs to. The supervisor runs with -S (site
+    and the repository's .pth finders cost 20 ms of every graded run), and
+    without site a venv's sys.prefix is the base Python's: pyvenv.cfg says."""
+    venv = os.path.dirname(os.path.dirname(os.path.abspath(sys.executable)))
+    if os.path.isfile(os.path.join(venv, "pyvenv.cfg")):
+        return os.path.realpath(venv)
+    return os.path.realpath(sys.prefix)
+
+
 def trusted_plugins() -> list:
     """pytest11 entry points of distributions installed in this environment's
-    site-packages (never one that a workspace could plant on sys.path)."""
-    from importlib import metadata
+    site-packages (never one that a workspace could plant on sys.path). Read
+    from the entry_points.txt files directly: importlib.metadata costs 25 ms of
+    every graded run."""
+    import glob
 
-    prefix = os.path.realpath(sys.prefix)
+    prefix = environment_prefix()
     mods = []
-    for dist in metadata.distributions():
+    roots = {os.path.realpath(p) for p in glob.glob(os.path.join(prefix, "lib*", "python*",
+                                                                 "site-packages"))}
+    for root in sorted(r for r in roots if r.startswith(prefix + os.sep)):
         try:
-            where = os.path.realpath(str(dist.locate_file("")))
-        except Exception:
+            names = sorted(os.listdir(root))
+        except OSError:
             continue
-        if not where.startswith(prefix + os.sep):
-            continue
-        for ep in dist.entry_points:
-            if ep.group == "pytest11":
-                mod = ep.value.split(":")[0].strip()
-                # Lint plugins check style, not behaviour, and often break on new pytest.
-                if any(w in mod for w in LINT_WORDS) or mod.startswith("xdist"):
-                    continue
-                if mod and mod not in mods:
-                    mods.append(mod)
+        for name in names:
+            if not name.endswith((".dist-info", ".egg-info")):
+                continue
+            try:
+                with open(os.path.join(root, name, "entry_points.txt"), encoding="utf-8") as fh:
+                    text = fh.read()
+            except (OSError, UnicodeDecodeError):
+                continue
+            section = None
+            for line in text.splitlines():
+                line = line.strip()
+                if line.startswith("[") and line.endswith("]"):
+                    section = line[1:-1].strip()
+                elif section == "pytest11" and "=" in line and not line.startswith(("#", ";")):
+                    mod = line.split("=", 1)[1].split(":")[0].strip()
+                    # Lint plugins check style, not behaviour, and often break on new pytest.
+                    if any(w in mod for w in LINT_WORDS) or mod.startswith("xdist"):
+                        continue
+                    if mod and mod not in mods:
+                        mods.append(mod)
     return sorted(mods)
 
 
@@ -135,6 +158,7 @@ def main() -> int:
                             close_fds=True, **kwargs)
     os.close(res_w)
     os.close(log_w)
+    import json  # noqa: E402 - imported while pytest starts: 9 ms off every run's critical path
     head, tail, total = b"", b"", 0
     results = bytearray()
     timed_out = overflow = False
@@ -158,6 +182,14 @@ def main() -> int:
                 alive_after_exit = reap(uid if separated else None, proc.pid)
         if exited_at is not None and (not sel.get_map() or now - exited_at > 0.5):
             break
+        if not sel.get_map():
+            # Both pipes closed: the exit is a moment away. Waiting on the process,
+            # not on an empty selector, saves up to 0.1 s per run.
+            try:
+                proc.wait(timeout=min(max(deadline - now, 0.01), 0.1))
+            except subprocess.TimeoutExpired:
+                pass
+            continue
         for key, _ in sel.select(timeout=min(max(deadline - now, 0.01), 0.1)):
             chunk = os.read(key.fd, 65536)
             if not chunk:

@@ -168,7 +168,8 @@ def final_check(task_dir: Path) -> None:
     if shown:
         raise GradeCheckError(f"a hidden test stays readable: {shown[0]}")
 
-    gold = verify(task_dir, Solution.gold(), defences=Defences(policy=Policy.FLAG))
+    gold = verify(task_dir, Solution.gold(), defences=Defences(policy=Policy.FLAG),
+                  backend="docker")      # generation builds Docker environments
     if gold.error:
         raise GradeCheckError(f"verify --gold did not run: {gold.error}")
     if gold.reward != 1.0:
@@ -185,7 +186,7 @@ def final_check(task_dir: Path) -> None:
         data = json.loads(tj.read_text())
         data.setdefault("grading", {})["allowed"] = [list(a) for a in allowed]
         tj.write_text(json.dumps(data, indent=2) + "\n")
-    empty = verify(task_dir, Solution.empty())
+    empty = verify(task_dir, Solution.empty(), backend="docker")
     if empty.error:
         raise GradeCheckError(f"verify --empty did not run: {empty.error}")
     if empty.reward != 0.0:

@@ -59,6 +59,11 @@ class Sandbox(abc.ABC):
     def __init__(self, spec: SandboxSpec):
         self.spec = spec
 
+    @classmethod
+    def check(cls) -> str | None:
+        """Why this backend cannot run sandboxes here right now, or None (health checks)."""
+        return None
+
     @abc.abstractmethod
     def start(self) -> None: ...
 

@@ -45,6 +45,16 @@ class DockerSandbox(Sandbox):
         super().__init__(spec)
         self.container = None
 
+    @classmethod
+    def check(cls) -> str | None:
+        try:
+            client().ping()
+            return None
+        except InfraError as exc:
+            return exc.message
+        except Exception as exc:          # the SDK raises several unrelated types
+            return f"{type(exc).__name__}: {_short(exc)}"
+
     @property
     def started(self) -> bool:
         return self.container is not None
@@ -56,6 +66,9 @@ class DockerSandbox(Sandbox):
         kwargs = dict(
             command=["sleep", "infinity"],
             detach=True,
+            # PID 1 reaps: orphans a killed run leaves would stay zombies and use up
+            # the pids limit for every later command (episodes run many).
+            init=True,
             # With a supervisor, the container's own process is root (with only the
             # capabilities below): an exec as root keeps them under no-new-privileges
             # only then. Every command still runs as spec.user unless asked otherwise.
