@@ -1,0 +1,290 @@
+"""Ray as the executor: generation over a corpus and grading spread over a cluster.
+
+Optional (`pip install taskforge[ray]`); the local thread pools stay the default.
+Every trainer taskforge serves already runs on Ray, so this joins the cluster
+they have (`ray start`, `RAY_ADDRESS`) rather than bringing its own.
+
+- Generation: one Ray task per repository, running `pipeline.generate` into
+  OUT/<name>/ on the shared output path. A task that dies with its node is
+  retried elsewhere; generate's own journal (OUT/<name>/.state) makes the
+  retry resume, so the task set is the one an uninterrupted run writes.
+- Grading: actors (one per node by default; one lost with its node is replaced
+  wherever Ray can place it, its unfinished items sent again) each grade with
+  the node's own sandbox backend,
+  warm sandboxes on Docker. An environment missing on a node is realised
+  there from the task's recipe: a root filesystem for bwrap (no engine at
+  all), an image in the node's own engine for Docker. A call that still fails
+  is an infrastructure error (reward None), never a wrong answer.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from taskforge.errors import InfraError, UserError
+
+
+def _ray():
+    try:
+        import ray
+    except ImportError:
+        raise UserError("Ray is not installed: pip install 'taskforge[ray]'") from None
+    return ray
+
+
+def connect(address: str | None = None) -> None:
+    """Join the cluster at `address` (default $RAY_ADDRESS, else a running local
+    one); a no-op when this process already has."""
+    ray = _ray()
+    if ray.is_initialized():
+        return
+    addr = address or os.environ.get("RAY_ADDRESS") or "auto"
+    try:
+        ray.init(address=addr, logging_level="ERROR", log_to_driver=False)
+    except (ConnectionError, RuntimeError) as exc:
+        raise InfraError(f"cannot join the Ray cluster at {addr}: {str(exc).splitlines()[0][:200]}"
+                         " (start one with `ray start --head`, or set RAY_ADDRESS)") from None
+
+
+def alive_nodes() -> list[dict]:
+    return [n for n in _ray().nodes() if n.get("Alive")]
+
+
+# --------------------------------------------------------------------- generate
+
+def _generate_remote():
+    ray = _ray()
+
+    @ray.remote(max_retries=3, num_cpus=1)
+    def generate_one(repo: str, out: str, opts_json: str) -> dict:
+        from taskforge.errors import TaskforgeError
+        from taskforge.pipeline import Options, generate
+
+        opts = Options(**json.loads(opts_json))
+        try:
+            report = generate(repo, out, opts, log=lambda s: None)
+        except TaskforgeError as exc:
+            return {"repo": repo, "out": out, "error": exc.message, "node": ray.get_runtime_context().get_node_id()}
+        return {"repo": repo, "out": out, "tasks": sorted(report.tasks),
+                "node": ray.get_runtime_context().get_node_id()}
+
+    return generate_one
+
+
+def generate_corpus(repos: list[str], out: str | Path, opts=None, address: str | None = None,
+                    progress=None) -> list[dict]:
+    """Generate from every repository on the cluster, each into OUT/<name>/;
+    results in input order ({repo, out, tasks} or {repo, out, error}). One
+    repository's failure never costs another its tasks."""
+    from dataclasses import asdict
+
+    from taskforge.pipeline import Options
+    from taskforge.source import stable_name
+
+    connect(address)
+    ray = _ray()
+    opts = opts or Options()
+    opts_json = json.dumps({k: v for k, v in asdict(opts).items() if _jsonable(v)})
+    out = Path(out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    names: dict[str, int] = {}
+    refs = []
+    fn = _generate_remote()
+    for repo in repos:
+        name = stable_name(repo).replace("/", "__")
+        names[name] = names.get(name, 0) + 1
+        if names[name] > 1:
+            name = f"{name}-{names[name]}"
+        refs.append(fn.remote(repo, str(out / name), opts_json))
+    results = []
+    for i, ref in enumerate(refs):
+        try:
+            results.append(ray.get(ref))
+        except Exception as exc:  # noqa: BLE001 - a lost task is that repository's error only
+            results.append({"repo": repos[i], "error": f"infrastructure: {str(exc).splitlines()[0][:200]}"})
+        if progress:
+            progress(i + 1, len(refs))
+    from taskforge.fsutil import atomic_write
+
+    atomic_write(out / "corpus.json", json.dumps(results, indent=1, sort_keys=True))
+    return results
+
+
+def _jsonable(v) -> bool:
+    try:
+        json.dumps(v)
+        return True
+    except TypeError:
+        return False
+
+
+# ------------------------------------------------------------------------ grade
+
+def _grader_class():
+    ray = _ray()
+
+    @ray.remote(num_cpus=0)
+    class Grader:
+        """Grades on the node it lives on, with that node's backend and environments."""
+
+        def __init__(self, backend: str | None, warm: int):
+            from taskforge.sandbox import default_backend
+            from taskforge.sandbox.warm import WarmPool
+
+            self.backend = backend or default_backend()
+            self.pool = (WarmPool(per_shape=warm, backend=self.backend)
+                         if warm and self.backend == "docker" else None)
+            self.node = ray.get_runtime_context().get_node_id()
+            self.ready: set[str] = set()
+
+        def shutdown(self) -> None:
+            if self.pool is not None:
+                self.pool.close()
+
+        def grade(self, task: str, solution: dict, timeout: float | None) -> dict:
+            from taskforge.errors import TaskforgeError
+            from taskforge.verify import verify
+
+            try:
+                self._environment(task)
+                res = verify(task, _solution(solution), timeout=timeout, pool=self.pool,
+                             backend=self.backend)
+                out = res.model_dump(mode="json")
+            except TaskforgeError as exc:
+                out = {"instance_id": task, "reward": None, "error": exc.message}
+            out["node"] = self.node
+            return out
+
+        def _environment(self, task: str) -> None:
+            """The task's environment on this node, realised from its recipe if missing."""
+            if task in self.ready:
+                return
+            from taskforge.task_store import load_task
+
+            rec = load_task(task).record
+            if self.backend == "bwrap":
+                from taskforge.sandbox import rootfs
+
+                rootfs.prepare_task(task, log=lambda s: None)
+            else:
+                from taskforge.images import image_exists, prepare_task_image
+
+                if not image_exists(rec.image_name):
+                    prepare_task_image(task, log=lambda s: None)
+            self.ready.add(task)
+
+    return Grader
+
+
+def _solution(obj: dict):
+    from taskforge.verify import Solution
+
+    kind = obj.get("kind")
+    if kind == "gold":
+        return Solution.gold()
+    if kind == "empty":
+        return Solution.empty()
+    if kind == "patch":
+        return Solution.from_patch(obj["patch"])
+    if kind == "dir":
+        return Solution.from_dir(obj["path"])
+    raise UserError(f"unknown solution {obj!r}")
+
+
+def _lost(pair, exc: BaseException) -> dict:
+    return {"instance_id": str(pair[0]), "reward": None,
+            "error": f"infrastructure: {str(exc).splitlines()[0][:200]}"}
+
+
+def solution_json(sol) -> dict:
+    """A Solution as data an actor on another node can rebuild."""
+    if sol.kind in ("gold", "empty"):
+        return {"kind": sol.kind}
+    if sol.kind == "patch":
+        return {"kind": "patch", "patch": sol.patch}
+    return {"kind": "dir", "path": str(sol.path)}
+
+
+class ClusterGrader:
+    """Actors pinned one per node (per_node each); `grade_many` keeps them all
+    busy and replaces an actor lost with its node by one wherever Ray can
+    place it, its unfinished items sent again."""
+
+    MAX_TRIES = 3
+
+    def __init__(self, address: str | None = None, per_node: int = 1, backend: str | None = None,
+                 warm: int = 1):
+        connect(address)
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        self._cls = _grader_class()
+        self._args = (backend, warm)
+        nodes = [n for n in alive_nodes() if n.get("Resources", {}).get("CPU", 0) > 0] \
+            or alive_nodes()
+        self.actors = [self._cls.options(scheduling_strategy=NodeAffinitySchedulingStrategy(
+            n["NodeID"], soft=False)).remote(*self._args)
+            for n in nodes for _ in range(max(1, per_node))]
+        self.replaced = 0
+
+    def grade_many(self, pairs: list[tuple[str | Path, object]], timeout: float | None = None,
+                   per_actor: int = 2, progress=None) -> list[dict]:
+        """Results in input order: VerifyResult fields plus `node`. An actor lost
+        with its node is restarted elsewhere and its calls retried; a call that
+        still fails comes back with reward None and `error` (infrastructure)."""
+        ray = _ray()
+        from ray.exceptions import RayActorError
+
+        results: list[dict | None] = [None] * len(pairs)
+        pending: dict = {}
+        todo = list(enumerate(pairs))
+        tries = [0] * len(pairs)
+        load = {i: 0 for i in range(len(self.actors))}
+        generation = {i: 0 for i in range(len(self.actors))}
+        done = 0
+        while todo or pending:
+            while todo and min(load.values()) < per_actor:
+                a = min(load, key=load.get)
+                i, (task, sol) = todo.pop(0)
+                tries[i] += 1
+                ref = self.actors[a].grade.remote(str(Path(task).resolve()), solution_json(sol),
+                                                  timeout)
+                pending[ref] = (i, a, generation[a])
+                load[a] += 1
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            for ref in ready:
+                i, a, gen = pending.pop(ref)
+                load[a] -= 1
+                try:
+                    results[i] = ray.get(ref)
+                except RayActorError as exc:
+                    # The actor went with its node: a new one, anywhere, and the
+                    # item again (grading is deterministic for a given answer).
+                    if gen == generation[a]:
+                        generation[a] += 1
+                        self.actors[a] = self._cls.remote(*self._args)
+                        self.replaced += 1
+                    if tries[i] < self.MAX_TRIES:
+                        todo.insert(0, (i, pairs[i]))
+                        continue
+                    results[i] = _lost(pairs[i], exc)
+                except Exception as exc:  # noqa: BLE001 - that item's infrastructure error
+                    results[i] = _lost(pairs[i], exc)
+                done += 1
+                if progress:
+                    progress(done, len(pairs))
+        return [r for r in results if r is not None]
+
+    def close(self) -> None:
+        """Destroy the actors' warm sandboxes, then the actors."""
+        ray = _ray()
+        try:
+            ray.get([a.shutdown.remote() for a in self.actors], timeout=120)
+        except Exception:  # noqa: BLE001 - an actor lost with its node has nothing left
+            pass
+        for actor in self.actors:
+            try:
+                ray.kill(actor, no_restart=True)
+            except Exception:  # noqa: BLE001 - already gone with its node
+                pass
+        self.actors = []
