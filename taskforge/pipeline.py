@@ -6,7 +6,6 @@ parallel warm sandboxes -> package. Every drop is recorded with its reason.
 """
 from __future__ import annotations
 
-import ast
 import os
 import re
 import time
@@ -35,6 +34,7 @@ from taskforge.models import (STAGE_ORDER, DropReason, EnvironmentRecipe, Featur
 from taskforge.grade.mutants import test_ref
 from taskforge.grade.pool import GradeCheckError, Pool, build_pool, final_check, verify_timeout
 from taskforge.package import task_id, write_task
+from taskforge.pyparse import parse as parse_python
 from taskforge.source import fetch
 from taskforge.state import BaselineState, RunState, VerdictState, make_scratch, reap_dead_runs
 from taskforge.statement import Underspecified, doc_pointers, problem_statement, required_strings
@@ -515,8 +515,7 @@ def check_syntax(root: Path, files: list[str]) -> None:
     """A one-line error for a file Python cannot parse, before any image work."""
     for rel in files:
         try:
-            compile((root / rel).read_bytes(), rel, "exec", dont_inherit=True,
-                    flags=ast.PyCF_ONLY_AST)
+            parse_python((root / rel).read_bytes(), rel)     # under pyparse's lock
         except SyntaxError as exc:
             raise UserError(f"syntax error in {rel} line {exc.lineno}: {exc.msg}") from None
         except (ValueError, OSError) as exc:
