@@ -61,12 +61,12 @@ def bare_exec(image: str, modes: list[str], n: int = 12) -> list[tuple[str, floa
     return out
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pairs", type=int, default=24)
     ap.add_argument("--workers", default="1,2,4")
     ap.add_argument("--sandboxes", default="cold,warm,bwrap")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="tf-benchv-") as tmp:
         work = Path(tmp)
         repo = fixture_repo("textkit", work)

@@ -160,6 +160,41 @@ def test_a_worker_node_killed_mid_run_loses_nothing(cluster, corpus):
     assert len(alive) == 1                                      # w1 is gone
 
 
+def test_a_worker_node_killed_mid_generation_loses_no_task(cluster, corpus, fixture_repos):
+    """A node dies while it generates: Ray runs its repository again on another
+    node, which resumes from the repository's journal. The task set is the one
+    the uninterrupted run wrote."""
+    from taskforge.cluster import generate_corpus
+    from taskforge.pipeline import Options
+
+    _, uninterrupted = corpus
+    ray_cli("start", f"--address={cluster['address']}", "--num-cpus=1",
+            env={"TASKFORGE_NODE": "w3", "TASKFORGE_ROOTFS": str(cluster["root"] / "w3")})
+    out = cluster["root"] / "tasks-again"
+    repos = [str(fixture_repos[n]) for n in ("textkit", "geomlib", "ledger")]
+    killed = []
+
+    def kill_when_under_way() -> None:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and not any(out.glob("*/.state/baseline*")):
+            time.sleep(0.2)
+        time.sleep(3)                              # into validation
+        for pid in node_pids("w2"):
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+            except OSError:
+                pass
+
+    killer = threading.Thread(target=kill_when_under_way, daemon=True)
+    killer.start()
+    results = generate_corpus(repos, out, Options(max_tasks=3, jobs=1), address=cluster["address"])
+    killer.join(5)
+    assert killed, "the worker node was not killed"
+    assert [r.get("error") for r in results] == [None] * 3, results
+    assert [r["tasks"] for r in results] == [r["tasks"] for r in uninterrupted]
+
+
 def test_the_readme_commands_on_the_cluster(cluster, corpus, fixture_repos, tmp_path):
     """README's "Running on a Ray cluster": the CLI joins through RAY_ADDRESS."""
     out, results = corpus
