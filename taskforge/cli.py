@@ -458,11 +458,10 @@ def corpus(
         except TaskforgeError as exc:
             _fail(exc)
     else:
-        from taskforge.source import stable_name
+        from taskforge.cluster import corpus_dirs     # no Ray import: names only
 
         results = []
-        for repo in names:
-            dest = out / stable_name(repo).replace("/", "__")
+        for repo, dest in corpus_dirs(names, out):
             try:
                 report = run_generate(repo, dest, opts)
                 results.append({"repo": repo, "out": str(dest), "tasks": sorted(report.tasks)})

@@ -72,6 +72,19 @@ def _generate_remote():
     return generate_one
 
 
+def corpus_dirs(repos: list[str], out: Path) -> list[tuple[str, Path]]:
+    """(repository, OUT/<stable name>) for each; a name seen twice gets -2, -3..."""
+    from taskforge.source import stable_name
+
+    seen: dict[str, int] = {}
+    dirs = []
+    for repo in repos:
+        name = stable_name(repo).replace("/", "__")
+        seen[name] = seen.get(name, 0) + 1
+        dirs.append((repo, out / (name if seen[name] == 1 else f"{name}-{seen[name]}")))
+    return dirs
+
+
 def generate_corpus(repos: list[str], out: str | Path, opts=None, address: str | None = None,
                     progress=None) -> list[dict]:
     """Generate from every repository on the cluster, each into OUT/<name>/;
@@ -80,7 +93,6 @@ def generate_corpus(repos: list[str], out: str | Path, opts=None, address: str |
     from dataclasses import asdict
 
     from taskforge.pipeline import Options
-    from taskforge.source import stable_name
 
     connect(address)
     ray = _ray()
@@ -88,15 +100,8 @@ def generate_corpus(repos: list[str], out: str | Path, opts=None, address: str |
     opts_json = json.dumps({k: v for k, v in asdict(opts).items() if _jsonable(v)})
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    names: dict[str, int] = {}
-    refs = []
     fn = _generate_remote()
-    for repo in repos:
-        name = stable_name(repo).replace("/", "__")
-        names[name] = names.get(name, 0) + 1
-        if names[name] > 1:
-            name = f"{name}-{names[name]}"
-        refs.append(fn.remote(repo, str(out / name), opts_json))
+    refs = [fn.remote(repo, str(dest), opts_json) for repo, dest in corpus_dirs(repos, out)]
     results = []
     for i, ref in enumerate(refs):
         try:

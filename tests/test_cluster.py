@@ -48,6 +48,18 @@ def node_pids(name: str) -> list[int]:
     return out
 
 
+def kill_node(name: str) -> list[int]:
+    """SIGKILL every process of worker node `name`, as if its machine died."""
+    killed = []
+    for pid in node_pids(name):
+        try:
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+        except OSError:
+            pass
+    return killed
+
+
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory, bwrap_base, base_image):
     import ray
@@ -137,12 +149,7 @@ def test_a_worker_node_killed_mid_run_loses_nothing(cluster, corpus):
     def kill_when_under_way() -> None:
         while len(done) < 20:
             time.sleep(0.1)
-        for pid in node_pids("w1"):
-            try:
-                os.kill(pid, signal.SIGKILL)
-                killed.append(pid)
-            except OSError:
-                pass
+        killed.extend(kill_node("w1"))
 
     killer = threading.Thread(target=kill_when_under_way, daemon=True)
     killer.start()
@@ -179,12 +186,7 @@ def test_a_worker_node_killed_mid_generation_loses_no_task(cluster, corpus, fixt
         while time.monotonic() < deadline and not any(out.glob("*/.state/baseline*")):
             time.sleep(0.2)
         time.sleep(3)                              # into validation
-        for pid in node_pids("w2"):
-            try:
-                os.kill(pid, signal.SIGKILL)
-                killed.append(pid)
-            except OSError:
-                pass
+        killed.extend(kill_node("w2"))
 
     killer = threading.Thread(target=kill_when_under_way, daemon=True)
     killer.start()

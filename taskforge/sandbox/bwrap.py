@@ -164,8 +164,6 @@ class BwrapSandbox(Sandbox):
             cmd.append("--unshare-net")
         for m in spec.mounts:
             cmd += ["--ro-bind" if m.read_only else "--bind", m.host, m.container]
-        if not spec.hardened:
-            pass                                   # same filesystem view; caps below differ
         cmd += ["--chdir", spec.workdir, "--clearenv"]
         home = "/root" if uid == 0 else "/tmp"
         for k, v in {**self.env, "HOME": home, **spec.env, **env}.items():
@@ -248,7 +246,7 @@ class BwrapSandbox(Sandbox):
         with self._lock:
             self._procs.discard(proc)
         out = b"".join(chunks).decode("utf-8", "replace")
-        if code in (1,) and out.startswith("bwrap:"):
+        if code == 1 and out.startswith("bwrap:"):
             raise InfraError(f"bwrap failed: {out.strip()[:200]}")
         return ExecResult(exit_code=code, output=out, seconds=seconds,
                           timed_out=code in (124, 137) and seconds >= timeout)
