@@ -701,6 +701,8 @@ def unshard(
 
   taskforge serve --tasks shards/ --stats run1-stats.jsonl    # then: taskforge select ...
 
+  RAY_ADDRESS=head:6379 taskforge serve --tasks /shared/tasks --ray --host 0.0.0.0
+
 Endpoints: GET /health, POST /reward, POST /reward/batch {"items": [...]},
 POST /get_reward (OpenRLHF: {"query", "prompts", "labels"} -> {"rewards", ...}),
 GET /stats (per-task attempts, solves, solve_rate). Every answer given with a reward
@@ -737,6 +739,10 @@ def serve(
                                        "task image, each used for one answer (default: the "
                                        "concurrency; 0: start each on demand)."),
     sandbox: Optional[str] = SANDBOX_OPTION,
+    ray: bool = typer.Option(False, "--ray", help="Grade on actors over a Ray cluster (RAY_ADDRESS, "
+                             "or the local one); --tasks must be on a path every node sees."),
+    ray_address: Optional[str] = typer.Option(None, "--ray-address",
+                                              help="The cluster to join (implies --ray)."),
     log_level: str = typer.Option("warning", "--log-level", help="debug, info, warning, error."),
 ) -> None:
     """Serve rewards over HTTP: JSON in and out, bounded concurrency and queue."""
@@ -744,7 +750,8 @@ def serve(
 
     try:
         given = {k: v for k, v in {"max_queue": max_queue, "timeout": timeout, "warm": warm,
-                                   "sandbox": _backend(sandbox)}.items()
+                                   "sandbox": _backend(sandbox),
+                                   "ray": ray_address or ("auto" if ray else None)}.items()
                  if v is not None}          # else ServeConfig's defaults
         cfg = ServeConfig(tasks=str(tasks), host=host, port=port, concurrency=concurrency,
                           max_body=max_body, infra_score=infra_score,

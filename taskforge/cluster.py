@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import threading
 from pathlib import Path
 
 from taskforge.errors import InfraError, UserError
@@ -40,11 +42,18 @@ def connect(address: str | None = None) -> None:
     if ray.is_initialized():
         return
     addr = address or os.environ.get("RAY_ADDRESS") or "auto"
+    # ray.init makes SIGTERM exit(15) at once; the process that joins (serve, a
+    # trainer) keeps its own handling, so a stop stays graceful.
+    main = threading.current_thread() is threading.main_thread()
+    before = signal.getsignal(signal.SIGTERM) if main else None
     try:
         ray.init(address=addr, logging_level="ERROR", log_to_driver=False)
     except (ConnectionError, RuntimeError) as exc:
         raise InfraError(f"cannot join the Ray cluster at {addr}: {str(exc).splitlines()[0][:200]}"
                          " (start one with `ray start --head`, or set RAY_ADDRESS)") from None
+    finally:
+        if main and before is not None:
+            signal.signal(signal.SIGTERM, before)
 
 
 def alive_nodes() -> list[dict]:
@@ -161,6 +170,20 @@ def _grader_class():
             out["node"] = self.node
             return out
 
+        def reward(self, task: str, solution_str: str, timeout: float | None) -> dict:
+            """The reward API's grading (patch extraction, the unsafe-diff check,
+            verify) on this node: a RewardResult as data."""
+            from taskforge.errors import TaskforgeError
+            from taskforge.rewards import RewardResult, grade_task
+
+            try:
+                self._environment(task)
+                res = grade_task(task, solution_str, timeout, pool=self.pool, backend=self.backend)
+            except TaskforgeError as exc:
+                res = RewardResult(instance_id=Path(task).name, reward=None,
+                                   infra_error=exc.message, reason=f"infrastructure: {exc.message}")
+            return {**res.model_dump(mode="json"), "node": self.node}
+
         def _environment(self, task: str) -> None:
             """The task's environment on this node, realised from its recipe if missing."""
             if task in self.ready:
@@ -214,7 +237,8 @@ def solution_json(sol) -> dict:
 class ClusterGrader:
     """Actors pinned one per node (per_node each); `grade_many` keeps them all
     busy and replaces an actor lost with its node by one wherever Ray can
-    place it, its unfinished items sent again."""
+    place it, its unfinished items sent again. Thread-safe: `serve` and the
+    reward API call it from many threads at once, sharing one view of load."""
 
     MAX_TRIES = 3
 
@@ -231,53 +255,87 @@ class ClusterGrader:
             n["NodeID"], soft=False)).remote(*self._args)
             for n in nodes for _ in range(max(1, per_node))]
         self.replaced = 0
+        self._lock = threading.Lock()
+        self._load = [0] * len(self.actors)
+        self._generation = [0] * len(self.actors)
 
     def grade_many(self, pairs: list[tuple[str | Path, object]], timeout: float | None = None,
                    per_actor: int = 2, progress=None) -> list[dict]:
         """Results in input order: VerifyResult fields plus `node`. An actor lost
         with its node is restarted elsewhere and its calls retried; a call that
         still fails comes back with reward None and `error` (infrastructure)."""
+        calls = [(str(Path(task).resolve()), solution_json(sol), timeout) for task, sol in pairs]
+        return self._run("grade", calls, per_actor, progress,
+                         lambda i, exc: _lost(pairs[i], exc))
+
+    def reward_many(self, items: list[tuple[str | Path, str]], timeout: float | None = None,
+                    per_actor: int = 2) -> list[dict]:
+        """The reward API over the cluster: RewardResult fields per (task
+        directory, model output), in input order."""
+        calls = [(str(Path(task).resolve()), text, timeout) for task, text in items]
+
+        def lost(i: int, exc: BaseException) -> dict:
+            msg = f"infrastructure: {str(exc).splitlines()[0][:200]}"
+            return {"instance_id": Path(items[i][0]).name, "reward": None, "infra_error": msg,
+                    "reason": msg}
+
+        return self._run("reward", calls, per_actor, None, lost)
+
+    def _submit(self, method: str, args: tuple) -> tuple:
+        with self._lock:
+            a = min(range(len(self.actors)), key=self._load.__getitem__)
+            self._load[a] += 1
+            ref = getattr(self.actors[a], method).remote(*args)
+            return ref, a, self._generation[a]
+
+    def _release(self, a: int) -> None:
+        with self._lock:
+            self._load[a] -= 1
+
+    def _replace(self, a: int, generation: int) -> None:
+        """A new actor, anywhere, for one lost with its node (once per loss)."""
+        with self._lock:
+            if generation == self._generation[a]:
+                self._generation[a] += 1
+                self.actors[a] = self._cls.remote(*self._args)
+                self.replaced += 1
+
+    def _run(self, method: str, calls: list[tuple], per_actor: int, progress, lost) -> list[dict]:
         ray = _ray()
         from ray.exceptions import RayActorError
 
-        results: list[dict | None] = [None] * len(pairs)
+        results: list[dict | None] = [None] * len(calls)
         pending: dict = {}
-        todo = list(enumerate(pairs))
-        tries = [0] * len(pairs)
-        load = {i: 0 for i in range(len(self.actors))}
-        generation = {i: 0 for i in range(len(self.actors))}
+        todo = list(range(len(calls)))
+        tries = [0] * len(calls)
         done = 0
         while todo or pending:
-            while todo and min(load.values()) < per_actor:
-                a = min(load, key=load.get)
-                i, (task, sol) = todo.pop(0)
+            # Throttled per actor, but a call with nothing in flight always submits
+            # (other threads may hold every slot; Ray queues it at the actor).
+            while todo and (min(self._load) < per_actor or not pending):
+                i = todo.pop(0)
                 tries[i] += 1
-                ref = self.actors[a].grade.remote(str(Path(task).resolve()), solution_json(sol),
-                                                  timeout)
-                pending[ref] = (i, a, generation[a])
-                load[a] += 1
+                ref, a, gen = self._submit(method, calls[i])
+                pending[ref] = (i, a, gen)
             ready, _ = ray.wait(list(pending), num_returns=1)
             for ref in ready:
                 i, a, gen = pending.pop(ref)
-                load[a] -= 1
+                self._release(a)
                 try:
                     results[i] = ray.get(ref)
                 except RayActorError as exc:
-                    # The actor went with its node: a new one, anywhere, and the
-                    # item again (grading is deterministic for a given answer).
-                    if gen == generation[a]:
-                        generation[a] += 1
-                        self.actors[a] = self._cls.remote(*self._args)
-                        self.replaced += 1
+                    # The actor went with its node: a new one, and the item again
+                    # (grading is deterministic for a given answer).
+                    self._replace(a, gen)
                     if tries[i] < self.MAX_TRIES:
-                        todo.insert(0, (i, pairs[i]))
+                        todo.insert(0, i)
                         continue
-                    results[i] = _lost(pairs[i], exc)
+                    results[i] = lost(i, exc)
                 except Exception as exc:  # noqa: BLE001 - that item's infrastructure error
-                    results[i] = _lost(pairs[i], exc)
+                    results[i] = lost(i, exc)
                 done += 1
                 if progress:
-                    progress(done, len(pairs))
+                    progress(done, len(calls))
         return [r for r in results if r is not None]
 
     def close(self) -> None:

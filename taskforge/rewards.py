@@ -246,19 +246,54 @@ def score(solution_str: str, ground_truth: Any, extra_info: dict | None = None,
 
 def score_task(task_dir: str | Path, solution_str: str, timeout: float | None = None,
                t0: float | None = None, stats=None, pool=None,
-               backend: str | None = None) -> RewardResult:
+               backend: str | None = None, cluster=None) -> RewardResult:
     """Grade one answer for a task directory. `timeout` None: the task's own limit,
     from its measured run time. The attempt is recorded for the curriculum in
     `stats` (a path or a taskforge.curriculum.SolveStats; None: $TASKFORGE_STATS
     if set; False: nowhere); an infrastructure error is not an attempt. `pool`: a
     WarmPool to take the sandbox from (default: the process's, if $TASKFORGE_WARM
-    is set)."""
+    is set). `cluster`: a taskforge.cluster.ClusterGrader to grade on (default:
+    the process's, if $TASKFORGE_RAY is set)."""
     from taskforge import curriculum
 
-    result = _grade_task(task_dir, solution_str, timeout, t0, pool if pool is not None
-                         else _process_pool(), backend)
+    # cluster False: never (serve passes it when it grades here).
+    grader = cluster if cluster is not None else process_cluster()
+    if grader:
+        t0 = t0 if t0 is not None else time.monotonic()
+        result = RewardResult.model_validate(grader.reward_many([(task_dir, solution_str)],
+                                                                timeout)[0])
+        result.seconds = round(time.monotonic() - t0, 3)
+    else:
+        result = grade_task(task_dir, solution_str, timeout, t0,
+                            pool if pool is not None else _process_pool(), backend)
     curriculum.record(result, stats)
     return result
+
+
+_CLUSTER: list = []
+
+
+def process_cluster():
+    """The process's ClusterGrader when $TASKFORGE_RAY names a cluster ("auto"
+    or an address): the reward API then grades on actors spread over it. Set
+    explicitly, never inferred from RAY_ADDRESS: a trainer on Ray may still
+    want its rewards graded on the node that asks."""
+    address = os.environ.get("TASKFORGE_RAY")
+    if not address:
+        return None
+    with _POOL_LOCK:
+        if not _CLUSTER:
+            from taskforge.cluster import ClusterGrader
+
+            _CLUSTER.append(ClusterGrader(address=None if address == "auto" else address,
+                                          warm=pool_size_from_env_default()))
+        return _CLUSTER[0]
+
+
+def pool_size_from_env_default() -> int:
+    from taskforge.sandbox.warm import pool_size_from_env
+
+    return pool_size_from_env(1)
 
 
 _POOL: list = []
@@ -281,8 +316,9 @@ def _process_pool():
         return _POOL[0]
 
 
-def _grade_task(task_dir: str | Path, solution_str: str, timeout: float | None,
-                t0: float | None, pool=None, backend: str | None = None) -> RewardResult:
+def grade_task(task_dir: str | Path, solution_str: str, timeout: float | None,
+               t0: float | None = None, pool=None, backend: str | None = None) -> RewardResult:
+    """Grade one answer here (no curriculum record): what a cluster actor runs."""
     from taskforge.task_store import load_task
     from taskforge.verify import Solution, verify
 
@@ -359,8 +395,36 @@ def score_many(items: list[dict], workers: int | None = None, tasks: str | Path 
 
     if not items:
         return []
+    url = url if url is not None else os.environ.get("TASKFORGE_REWARD_URL")
+    grader = None if url else process_cluster()
+    if grader is not None:
+        return _score_many_on(grader, items, tasks, timeout, stats)
     with ThreadPoolExecutor(max_workers=max(1, min(workers or default_workers(), len(items)))) as pool:
         return list(pool.map(one, items))
+
+
+def _score_many_on(grader, items: list[dict], tasks, timeout, stats) -> list[RewardResult]:
+    """The batch in one go over the cluster's actors (all of them busy at once,
+    not a thread per item here)."""
+    from taskforge import curriculum
+
+    env_timeout = os.environ.get("TASKFORGE_REWARD_TIMEOUT")
+    timeout = timeout or (float(env_timeout) if env_timeout else None)
+    out: list[RewardResult | None] = [None] * len(items)
+    batch: list[tuple[int, Path]] = []
+    for i, item in enumerate(items):
+        try:
+            batch.append((i, resolve_task(item.get("ground_truth"), item.get("extra_info"), tasks)))
+        except TaskforgeError as exc:
+            out[i] = RewardResult(instance_id=str((item.get("extra_info") or {}).get("instance_id", "")),
+                                  reward=None, infra_error=exc.message[:300],
+                                  reason=f"not graded: {exc.message[:300]}")
+    graded = grader.reward_many([(d, items[i].get("solution_str") or "") for i, d in batch], timeout)
+    for (i, _), row in zip(batch, graded):
+        res = RewardResult.model_validate(row)
+        curriculum.record(res, stats)
+        out[i] = res
+    return [r for r in out if r is not None]
 
 
 # ---------------------------------------------------------------- verl

@@ -74,6 +74,7 @@ class ServeConfig(BaseModel):
     episode_idle: float = Field(900.0, gt=0)   # an episode unused this long is closed
     warm: int | None = Field(None, ge=0)       # sandboxes started ahead per image (None: concurrency)
     sandbox: str | None = None                 # backend (None: $TASKFORGE_SANDBOX, else docker)
+    ray: str | None = None                     # grade on this Ray cluster ("auto" or an address)
 
 
 class RewardRequest(BaseModel):
@@ -172,7 +173,15 @@ def create_app(cfg: ServeConfig):
         raise UserError(f"unknown sandbox backend {backend!r}: choose from {', '.join(BACKENDS)}")
     # bubblewrap starts in milliseconds: nothing to gain from starting ahead.
     per_shape = (cfg.concurrency if backend == "docker" else 0) if cfg.warm is None else cfg.warm
-    warm = WarmPool(per_shape=per_shape, backend=backend) if per_shape else None
+    cluster = None
+    if cfg.ray:
+        # Grading on actors over the cluster, each with warm sandboxes on its node;
+        # task directories must be on a path every node sees.
+        from taskforge.cluster import ClusterGrader
+
+        cluster = ClusterGrader(address=None if cfg.ray == "auto" else cfg.ray,
+                                backend=cfg.sandbox, warm=per_shape or 1)
+    warm = WarmPool(per_shape=per_shape, backend=backend) if per_shape and not cluster else None
     engine = {"checked": 0.0, "error": None}
     store = None
     if cfg.record_stats:
@@ -240,7 +249,7 @@ def create_app(cfg: ServeConfig):
         try:
             # Recorded by the endpoint once answered: a timed-out answer is not an attempt.
             return score_task(source.get(item.instance_id), item.solution, timeout, t0,
-                              stats=False, pool=warm, backend=backend)
+                              stats=False, pool=warm, backend=backend, cluster=cluster or False)
         except TaskforgeError as exc:     # a task that cannot be loaded or rebuilt
             return flagged(item.instance_id, exc.message)
         except Exception as exc:          # a bug must not take the server down
@@ -304,6 +313,10 @@ def create_app(cfg: ServeConfig):
                                                            for r in results]}})
 
     def ping() -> str | None:
+        if cluster is not None:
+            from taskforge.cluster import alive_nodes
+
+            return None if alive_nodes() else "no live node in the Ray cluster"
         return backend_class(backend).check()
 
     async def health(request: Request):
@@ -317,6 +330,7 @@ def create_app(cfg: ServeConfig):
             engine["checked"] = now
         body = {"status": "ok" if engine["error"] is None else "degraded",
                 "engine": engine["error"] or "ok", "sandbox": backend, "tasks": n_tasks,
+                "ray": len(cluster.actors) if cluster is not None else None,
                 "concurrency": cfg.concurrency, "max_queue": cfg.max_queue, **gate.stats()}
         body["stats"] = str(store.path) if store is not None else None
         return answer(200 if engine["error"] is None else 503, body)
@@ -363,6 +377,8 @@ def create_app(cfg: ServeConfig):
         ep_pool.shutdown(wait=False, cancel_futures=True)
         if warm is not None:
             await asyncio.get_running_loop().run_in_executor(None, warm.close)
+        if cluster is not None:
+            await asyncio.get_running_loop().run_in_executor(None, cluster.close)
         print(f"taskforge serve: stopped after {gate.served} answer(s)", file=sys.stderr, flush=True)
 
     async def grade_episode(instance_id: str, patch: str) -> RewardResult:

@@ -25,6 +25,18 @@ def make_git_repo(src: Path, dest: Path) -> Path:
     return dest
 
 
+ENGINE_FIXTURES = {"docker_engine"}
+
+
+def pytest_collection_modifyitems(config, items):
+    """A test that reaches the Docker engine through a fixture is marked `docker`,
+    so `pytest -m "not docker"` is the fast tier that runs with no engine at all;
+    tests that talk to the engine without one carry the mark themselves."""
+    for item in items:
+        if ENGINE_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.docker)
+
+
 @pytest.fixture(scope="session")
 def docker_engine():
     """The real engine; a test that needs it fails (never skips) when it is absent."""
@@ -82,7 +94,7 @@ def shard_dir(tasks, tmp_path_factory):
     return d
 
 
-BACKENDS = ["docker", pytest.param("bwrap", marks=pytest.mark.bwrap)]
+BACKENDS = [pytest.param("docker", marks=pytest.mark.docker), pytest.param("bwrap", marks=pytest.mark.bwrap)]
 
 
 @pytest.fixture(scope="session")

@@ -215,3 +215,67 @@ def test_the_readme_commands_on_the_cluster(cluster, corpus, fixture_repos, tmp_
                           "--json"], capture_output=True, text=True, env=env, timeout=600)
     assert res.returncode == 0 and "Traceback" not in res.stderr, res.stderr[-2000:]
     assert [json.loads(x)["reward"] for x in res.stdout.splitlines()] == [1.0, 0.0, 1.0]
+
+
+NOTE_ONLY = """diff --git a/NOTES.md b/NOTES.md
+new file mode 100644
+--- /dev/null
++++ b/NOTES.md
+@@ -0,0 +1 @@
++to do: the feature
+"""
+
+
+def test_the_reward_api_and_serve_grade_on_the_cluster(cluster, corpus, tmp_path, monkeypatch):
+    """$TASKFORGE_RAY sends the reward API's grading to actors on the worker
+    nodes; `serve --ray` does the same behind HTTP."""
+    import ray
+
+    from taskforge import rewards
+    from tests.test_server import call, server
+
+    out, results = corpus
+    tasks = [Path(r["out"]) / t for r in results for t in r["tasks"]]
+    workers = {n["NodeID"] for n in ray.nodes() if n["Alive"] and n["Resources"].get("CPU")}
+    items, want = [], []
+    for i in range(24):
+        task = tasks[i % len(tasks)]
+        gold = (task / "gold.patch").read_text()
+        answer = ["```diff\n" + gold + "```", "", "```diff\n" + NOTE_ONLY + "```"][i % 3]
+        items.append({"solution_str": answer, "ground_truth": task.name,
+                      "extra_info": {"instance_id": task.name, "task_dir": str(task)}})
+        want.append(1.0 if i % 3 == 0 else 0.0)
+    monkeypatch.setenv("TASKFORGE_RAY", cluster["address"])
+    monkeypatch.setenv("TASKFORGE_SANDBOX", "bwrap")
+    monkeypatch.setattr(rewards, "_CLUSTER", [])
+    try:
+        got = rewards.score_many(items, stats=False)
+        single = rewards.score(items[0]["solution_str"], items[0]["ground_truth"],
+                               items[0]["extra_info"], stats=False)
+        grader = rewards.process_cluster()
+        rows = grader.reward_many([(it["extra_info"]["task_dir"], it["solution_str"])
+                                   for it in items[:12]])
+    finally:
+        for g in rewards._CLUSTER:
+            g.close()
+    assert [r.infra_error for r in got] == [None] * len(items), [r.reason for r in got]
+    assert [r.reward for r in got] == want
+    assert single.reward == 1.0
+    assert [r["reward"] for r in rows] == want[:12]
+    assert {r["node"] for r in rows} == workers               # graded on the worker nodes
+
+    # serve --ray: the same answers over HTTP, graded on the worker nodes.
+    env_tasks = tmp_path / "tasks"
+    env_tasks.mkdir()
+    for t in tasks:
+        (env_tasks / t.name).symlink_to(t)
+    monkeypatch.setenv("RAY_ADDRESS", cluster["address"])
+    monkeypatch.delenv("TASKFORGE_RAY")
+    with server(env_tasks, tmp_path, "--ray", "--sandbox", "bwrap") as base:
+        status, health, _ = call(base, "/health")
+        assert status == 200 and health["ray"] == len(workers), health
+        body = {"items": [{"instance_id": it["extra_info"]["instance_id"],
+                           "solution": it["solution_str"]} for it in items[:9]]}
+        status, res, _ = call(base, "/reward/batch", body, timeout=600)
+    assert status == 200, res
+    assert [r["reward"] for r in res["results"]] == want[:9], res

@@ -84,7 +84,7 @@ CASES = [(a, target) for a in ATTACKS for target in a.targets]
 NOT_ON = {"bwrap": {"escape-and-forge-the-host-stream"}}
 PARAMS = [pytest.param(a, t, b, id=f"{a.name}@{t}" + ("" if b == "docker" else f"@{b}"),
                        marks=([pytest.mark.network] if t == "real" else [])
-                       + ([pytest.mark.bwrap] if b == "bwrap" else []))
+                       + ([pytest.mark.bwrap] if b == "bwrap" else [pytest.mark.docker]))
           for a, t in CASES for b in ("docker", "bwrap") if a.name not in NOT_ON.get(b, ())]
 
 
