@@ -19,8 +19,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_generate import bench_repos  # noqa: E402
 
-from taskforge.audit import audit, cache_root  # noqa: E402
-from taskforge.pipeline import Options, generate  # noqa: E402
+from taskforge.leaks.audit import audit, cache_root  # noqa: E402
+from taskforge.orchestrate.pipeline import Options, generate  # noqa: E402
 
 
 def main() -> None:

@@ -11,8 +11,9 @@ so every scale figure comes side by side.
 Grading uses the daemonless backend (each worker node realises environments in
 its own store). Generation runs the three fixture repositories with
 --max-tasks 3, first in this process one after another with the local
-thread pool (jobs = cores), then as one Ray task per repository (jobs 1 each). Ends with a projection for 100,000 tasks on
-100 nodes from the measured per-task costs.
+thread pool (jobs = cores), then as one Ray task per repository (jobs 1
+each). Ends with a projection for 100,000 tasks on 100 nodes from the
+measured per-task costs.
 """
 from __future__ import annotations
 
@@ -31,8 +32,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_generate import fixture_repo  # noqa: E402
 
-from taskforge.pipeline import Options, generate  # noqa: E402
-from taskforge.verify import Solution  # noqa: E402
+from taskforge.grade.verify import Solution  # noqa: E402
+from taskforge.orchestrate.pipeline import Options, generate  # noqa: E402
 
 REPOS = ("textkit", "geomlib", "ledger")
 
@@ -66,7 +67,7 @@ def main() -> None:
         bench_verify.main(["--pairs", str(args.verify_pairs)])
     import ray
 
-    from taskforge.cluster import ClusterGrader, generate_corpus
+    from taskforge.orchestrate.cluster import ClusterGrader, generate_corpus
 
     with tempfile.TemporaryDirectory(prefix="tf-benchc-") as tmp:
         work = Path(tmp)

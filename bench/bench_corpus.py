@@ -1,14 +1,15 @@
 """Run `taskforge generate` over a corpus of real libraries (bench/corpus.toml)
 with no per-repository configuration, and report per repository and in total:
 environment built, baseline green, flaky tests excluded, candidates, candidates
-tried (validated, up to the --max-tasks prefix), tasks, yield (tasks / tried), wall time, necessary test time, overhead ratio and peak memory.
+tried (validated, up to the --max-tasks prefix), tasks, yield (tasks / tried),
+wall time, necessary test time, overhead ratio and peak memory.
 
     python bench/bench_corpus.py                      # whole corpus, warm runs
     python bench/bench_corpus.py --only cachetools toolz --max-tasks 5
     python bench/bench_corpus.py --out bench-results/  # corpus.md + corpus.json
 
 Each repository is an sdist from the package index turned into a git repo
-(taskforge.sdist). generate runs as its own process (`python -m taskforge`),
+(taskforge.repo.sdist). generate runs as its own process (`python -m taskforge`),
 so wall time includes everything taskforge does and peak memory is that
 process's own (ru_maxrss). A run that had to build the environment image is
 repeated, so every figure is on a warm image cache.
@@ -84,6 +85,7 @@ def row_for(name: str, res: dict) -> dict:
         "candidates": funnel.get("candidates", 0),
         "tried": funnel.get("tried", funnel.get("removed cleanly", 0)),   # validated
         "tasks": len(rep.get("tasks", [])),
+        "task_ids": sorted(rep.get("tasks", [])),     # for before/after comparisons
         "tiers": rep.get("difficulty", {}),
         "kinds": rep.get("kinds", {}),
         "large": rep.get("large_tasks", 0),
@@ -174,8 +176,8 @@ def main() -> int:
                     help="Keep a run that built its image (wall time then includes the build).")
     args = ap.parse_args()
 
-    from taskforge.pipeline import Options
-    from taskforge.sdist import repo_from_sdist
+    from taskforge.orchestrate.pipeline import Options
+    from taskforge.repo.sdist import repo_from_sdist
 
     corpus = tomllib.loads(Path(args.corpus).read_text())
     max_tasks = args.max_tasks or corpus.get("max_tasks")

@@ -25,8 +25,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_generate import fixture_repo, pct  # noqa: E402
 
-from taskforge.episodes import EpisodeLimits, Episodes  # noqa: E402
-from taskforge.pipeline import Options, generate  # noqa: E402
+from taskforge.orchestrate.pipeline import Options, generate  # noqa: E402
+from taskforge.training.episodes import EpisodeLimits, Episodes  # noqa: E402
 
 MIX = ["true", "ls -la", "cat pyproject.toml | head -5", "grep -rn def --include=*.py . | head -3",
        "python3 -c 'print(1)'"]

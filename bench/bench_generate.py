@@ -25,8 +25,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from taskforge.pipeline import Options, generate  # noqa: E402
-from taskforge.verify import Solution, verify  # noqa: E402
+from taskforge.grade.verify import Solution, verify  # noqa: E402
+from taskforge.orchestrate.pipeline import Options, generate  # noqa: E402
 
 REAL = [("cachetools", "5.3.3"), ("inflection", "0.5.1")]
 
@@ -44,7 +44,7 @@ def bench_repos(work: Path, real: bool) -> list[tuple[str, Path]]:
     """The fixtures as git repos, and with `real` the real libraries' sdists."""
     repos = [(n, fixture_repo(n, work)) for n in ("textkit", "geomlib", "ledger")]
     if real:
-        from taskforge.sdist import repo_from_sdist
+        from taskforge.repo.sdist import repo_from_sdist
 
         repos += [(f"{n}-{v}", repo_from_sdist(n, v, work / "sdists")) for n, v in REAL]
     return repos

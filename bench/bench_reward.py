@@ -26,8 +26,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_generate import fixture_repo, pct  # noqa: E402
 
-from taskforge import rewards, shards  # noqa: E402
-from taskforge.pipeline import Options, generate  # noqa: E402
+from taskforge.orchestrate.pipeline import Options, generate  # noqa: E402
+from taskforge.training import rewards, shards  # noqa: E402
 
 WRONG = ("diff --git a/NOTES.md b/NOTES.md\nnew file mode 100644\n--- /dev/null\n"
          "+++ b/NOTES.md\n@@ -0,0 +1 @@\n+notes\n")

@@ -25,10 +25,10 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_generate import fixture_repo, pct  # noqa: E402
 
-from taskforge.pipeline import Options, generate  # noqa: E402
-from taskforge.task_store import load_task  # noqa: E402
-from taskforge.testrun import runner_mount  # noqa: E402
-from taskforge.verify import Solution, verify_many  # noqa: E402
+from taskforge.grade.verify import Solution, verify_many  # noqa: E402
+from taskforge.orchestrate.pipeline import Options, generate  # noqa: E402
+from taskforge.package.store import load_task  # noqa: E402
+from taskforge.sandbox.testrun import runner_mount  # noqa: E402
 
 
 def bare_exec(image: str, modes: list[str], n: int = 12) -> list[tuple[str, float, float]]:
@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> None:
         verify_many(pairs[:2], workers=2)            # warm the page cache and the engine
         modes = args.sandboxes.split(",")
         if "bwrap" in modes:
-            from taskforge.sandbox import rootfs
+            from taskforge.sandbox.bwrap import rootfs
 
             t0 = time.monotonic()
             rootfs.prepare_task(tasks[0], log=lambda s: None)

@@ -17,8 +17,8 @@ from pathlib import Path
 from datasets import load_dataset
 
 import taskforge
-from taskforge.rewards import trl_reward_func
-from taskforge.shards import write_shards
+from taskforge.training.rewards import trl_reward_func
+from taskforge.training.shards import write_shards
 
 
 def main() -> int:

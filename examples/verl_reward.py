@@ -12,6 +12,6 @@ per call; `compute_score_batch` fits verl's legacy BatchRewardManager. An
 infrastructure failure raises unless reward_kwargs.infra_score (or
 $TASKFORGE_INFRA_SCORE) gives a flagged score to use instead.
 """
-from taskforge.rewards import compute_score, compute_score_async, compute_score_batch
+from taskforge.training.rewards import compute_score, compute_score_async, compute_score_batch
 
 __all__ = ["compute_score", "compute_score_async", "compute_score_batch"]

@@ -3,27 +3,29 @@ feature-reimplementation tasks for reinforcement learning.
 
 The library API is what the CLI wraps; a trainer imports it directly:
 
-    from taskforge import generate, verify, load_task
+    from taskforge import generate, Options, verify, Solution, score, load_task
 """
 from taskforge.errors import InfraError, TaskforgeError, UserError
 
 __version__ = "0.1.0"
 __all__ = ["generate", "verify", "load_task", "TaskforgeError", "UserError", "InfraError"]
-__all__ += ["reward"]
+__all__ += ["reward", "Options", "verify_many", "Solution", "score", "score_many"]
+
+
+# The stable library API: names here keep working whatever module they live in.
+_LAZY = {
+    "generate": "taskforge.orchestrate.pipeline", "Options": "taskforge.orchestrate.options",
+    "verify": "taskforge.grade.verify", "verify_many": "taskforge.grade.verify",
+    "Solution": "taskforge.grade.verify", "load_task": "taskforge.package.store",
+    "reward": "taskforge.training.rewards",      # verl's signature; the rest is in training.rewards
+    "score": "taskforge.training.rewards", "score_many": "taskforge.training.rewards",
+}
 
 
 def __getattr__(name: str):
     # Lazy: importing taskforge must not pull in docker, libcst or pytest.
-    if name == "generate":
-        from taskforge.pipeline import generate
-        return generate
-    if name == "verify":
-        from taskforge.verify import verify
-        return verify
-    if name == "load_task":
-        from taskforge.task_store import load_task
-        return load_task
-    if name == "reward":            # verl's signature; the rest is in taskforge.rewards
-        from taskforge.rewards import reward
-        return reward
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(name)

@@ -2,15 +2,20 @@
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Any, Optional, cast
 
 import typer
 
 from taskforge.errors import TaskforgeError
+
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
+
+    from taskforge.orchestrate.pipeline import Progress as PipelineProgress
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Turn tested Python repositories into verifiable feature-reimplementation tasks.")
@@ -45,7 +50,7 @@ def _backend(name: str | None) -> str | None:
 
     if name is not None and name not in BACKENDS:
         _error(f"--sandbox must be one of {', '.join(BACKENDS)}, not {name!r}")
-        raise typer.Exit(2)
+        raise typer.Exit(2) from None
     return name
 
 
@@ -55,8 +60,9 @@ def main() -> None:
     if not _json_mode():
         app(prog_name="taskforge")
         return
+    ClickException: type[Any]       # typer's vendored copy or click's own: two distinct classes
     try:
-        from typer._click.exceptions import ClickException     # typer >= 0.16 vendors click
+        from typer._click.exceptions import ClickException  # typer >= 0.16 vendors click
     except ImportError:
         from click.exceptions import ClickException
     try:
@@ -77,8 +83,8 @@ class _RichProgress:
         self.console = Console(stderr=True)
         # Progress is for people: off when stderr is not a terminal (logs, pipes, tests).
         self.quiet = quiet or not self.console.is_terminal
-        self.bar = None
-        self.task = None
+        self.bar: Progress | None = None
+        self.task: TaskID | None = None
 
     def stage(self, text: str) -> None:
         if not self.quiet:
@@ -97,7 +103,8 @@ class _RichProgress:
 
     def advance(self, text: str) -> None:
         if self.bar is not None:
-            self.bar.update(self.task, advance=1, description=text[:70])
+            # start() sets the task along with the bar
+            self.bar.update(cast("TaskID", self.task), advance=1, description=text[:70])
 
     def done(self) -> None:
         if self.bar is not None:
@@ -165,29 +172,30 @@ def generate(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress output."),
 ) -> None:
     """Generate feature-reimplementation tasks from REPO into OUT."""
-    from taskforge.envdetect import RepoConfig, load_config
-    from taskforge.pipeline import Options, generate as run
-
+    from taskforge.env.detect import RepoConfig, load_config
     from taskforge.models import FeatureKind, Tier
+    from taskforge.orchestrate.pipeline import Options
+    from taskforge.orchestrate.pipeline import generate as run
 
     names = [k.value for k in FeatureKind]
     kinds = tuple(kind or names)
     bad = [k for k in kinds if k not in names]
     if bad:
         _error(f"unknown --kind {bad[0]} ({', '.join(names)})")
-        raise typer.Exit(2)
+        raise typer.Exit(2) from None
     tiers = [t.value for t in Tier]
     if difficulty is not None and difficulty not in tiers:
         _error(f"unknown --difficulty {difficulty} ({', '.join(tiers)})")
-        raise typer.Exit(2)
+        raise typer.Exit(2) from None
     if python is not None and not re.fullmatch(r"3\.\d{1,2}", python):
         _error(f"--python wants a version like 3.12, not {python!r}")
-        raise typer.Exit(2)
+        raise typer.Exit(2) from None
     prog = _RichProgress(quiet or as_json)
     try:
         overrides = load_config(config) if config is not None else RepoConfig()
-        overrides = overrides.merged(RepoConfig(python=python, install=install or None,
-                                                test_cmd=test_cmd))
+        # By field name, which populate_by_name allows (the alias "test-cmd" is for taskforge.toml)
+        overrides = overrides.merged(RepoConfig.model_validate(
+            {"python": python, "install": install or None, "test_cmd": test_cmd}))
         report = run(repo, out, Options(ref=ref, max_tasks=max_tasks, jobs=jobs, timeout=timeout,
                                         require_copies=not allow_uncopied,
                                         max_share=max_share, kinds=kinds, config=overrides,
@@ -195,14 +203,14 @@ def generate(
                                         min_tier=Tier(difficulty or "easy"),
                                         min_mutation_score=min_mutation_score,
                                         keep_weak=keep_weak),
-                     progress=prog, log=prog.stage)
+                     progress=cast("PipelineProgress", prog), log=prog.stage)
     except TaskforgeError as exc:
         prog.done()
         _fail(exc)
     except KeyboardInterrupt:
         prog.done()
         _error("interrupted")
-        raise typer.Exit(130)
+        raise typer.Exit(130) from None
     if as_json:
         typer.echo(report.model_dump_json(indent=2))
     else:
@@ -212,7 +220,7 @@ def generate(
         for st in report.funnel:
             typer.echo(f"  {st.name:<24} {st.count}")
         typer.echo("difficulty: " + ", ".join(f"{k} {n}" for k, n in report.difficulty.items())
-                   + f"; kinds: " + ", ".join(f"{k} {n}" for k, n in sorted(report.kinds.items()))
+                   + "; kinds: " + ", ".join(f"{k} {n}" for k, n in sorted(report.kinds.items()))
                    + f"; large (40+ lines or 2+ files): {report.large_tasks}")
         m = report.mutants
         typer.echo(f"mutants: {m.hidden_with_mutant} of {m.hidden_functions} hidden test functions "
@@ -254,13 +262,14 @@ def verify(
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
     """Grade a solution for TASK in a fresh sandbox; exit 0 resolved, 1 not, 2+ error."""
-    from taskforge.verify import Solution, verify as run
+    from taskforge.grade.verify import Solution
+    from taskforge.grade.verify import verify as run
 
     defences = _defences(policy)
     chosen = [x for x in (gold, empty, patch is not None, solution is not None) if x]
     if len(chosen) != 1:
         _error("give exactly one of --gold, --empty, --patch FILE, --solution DIR")
-        raise typer.Exit(2)
+        raise typer.Exit(2) from None
     try:
         if gold:
             sol = Solution.gold()
@@ -269,9 +278,10 @@ def verify(
         elif patch is not None:
             if not patch.is_file():
                 _error(f"no such patch file: {patch}")
-                raise typer.Exit(2)
+                raise typer.Exit(2) from None
             sol = Solution.from_patch(patch.read_text(encoding="utf-8", errors="replace"))
         else:
+            assert solution is not None     # exactly one of the four was given
             sol = Solution.from_dir(solution)
         result = run(task, sol, timeout=timeout, defences=defences, backend=_backend(sandbox))
     except TaskforgeError as exc:
@@ -297,19 +307,19 @@ def verify(
             typer.echo(f"mutants: {result.mutants_killed}/{result.mutants_planted} failed as on the gold")
         typer.echo(f"time: {result.wall_seconds:.1f}s (tests {result.test_seconds:.1f}s)")
     if result.error:
-        raise typer.Exit(3)
+        raise typer.Exit(3) from None
     raise typer.Exit(0 if result.resolved else 1)
 
 
 def _defences(policy: str):
     from taskforge.grade.findings import Policy
-    from taskforge.verify import Defences
+    from taskforge.grade.verify import Defences
 
     try:
         return Defences(policy=Policy(policy))
     except ValueError:
         _error(f"--policy must be 'score' or 'flag', not {policy!r}")
-        raise typer.Exit(2)
+        raise typer.Exit(2) from None
 
 
 @app.command("verify-batch", epilog="""Examples:
@@ -339,12 +349,12 @@ def verify_batch(
 ) -> None:
     """Grade many (task, solution) pairs concurrently; results in input order.
     One bad item (a missing task, a crashing solution) never costs the others."""
-    from taskforge.verify import Solution, verify_many
+    from taskforge.grade.verify import Solution, verify_many
 
     defences = _defences(policy)
     if not pairs.is_file():
         _error(f"no such file: {pairs}")
-        raise typer.Exit(2)
+        raise typer.Exit(2) from None
     items = []
     for n, line in enumerate(pairs.read_text().splitlines(), 1):
         if not line.strip():
@@ -366,7 +376,7 @@ def verify_batch(
         except (ValueError, KeyError, TypeError, OSError, TaskforgeError) as exc:
             msg = exc.message if isinstance(exc, TaskforgeError) else str(exc)
             _error(f"{pairs}:{n}: {msg}")
-            raise typer.Exit(2)
+            raise typer.Exit(2) from None
     if ray:
         _verify_batch_ray(items, timeout, _backend(sandbox), warm, ray_address, as_json)
     results = verify_many(items, workers=workers, timeout=timeout, defences=defences, warm=warm,
@@ -382,7 +392,7 @@ def verify_batch(
 
 
 def _verify_batch_ray(items, timeout, backend, warm, address, as_json) -> None:
-    from taskforge.cluster import ClusterGrader
+    from taskforge.orchestrate.cluster import ClusterGrader
 
     try:
         grader = ClusterGrader(address=address, backend=backend, warm=1 if warm is None else warm)
@@ -428,7 +438,8 @@ def corpus(
 ) -> None:
     """Generate tasks from many repositories, locally one after another or spread
     over a Ray cluster. One repository's failure never costs another its tasks."""
-    from taskforge.pipeline import Options, generate as run_generate
+    from taskforge.orchestrate.pipeline import Options
+    from taskforge.orchestrate.pipeline import generate as run_generate
 
     names = list(repos or [])
     limit = max_tasks
@@ -445,20 +456,20 @@ def corpus(
                           if ln.strip() and not ln.lstrip().startswith("#")]
         except (OSError, ValueError) as exc:
             _error(f"cannot read {source}: {exc}")
-            raise typer.Exit(2)
+            raise typer.Exit(2) from None
     if not names:
         _error("no repositories: give them as arguments or with --from FILE")
-        raise typer.Exit(2)
+        raise typer.Exit(2) from None
     opts = Options(max_tasks=limit, jobs=jobs)
     if ray:
-        from taskforge.cluster import generate_corpus
+        from taskforge.orchestrate.cluster import generate_corpus
 
         try:
             results = generate_corpus(names, out, opts, address=ray_address)
         except TaskforgeError as exc:
             _fail(exc)
     else:
-        from taskforge.cluster import corpus_dirs     # no Ray import: names only
+        from taskforge.orchestrate.cluster import corpus_dirs  # no Ray import: names only
 
         results = []
         for repo, dest in corpus_dirs(names, out):
@@ -492,7 +503,7 @@ def image_build(
     as_json: bool = typer.Option(False, "--json", help="Print the image name as JSON."),
 ) -> None:
     """Build the sandbox base image from the top-level Dockerfile."""
-    from taskforge.images import ensure_base_image
+    from taskforge.sandbox.docker.images import ensure_base_image
 
     try:
         if base:
@@ -523,8 +534,8 @@ def env_prepare(
     """Build each task's environment as a root filesystem directory, from the
     recipe the task records, with no Docker daemon (for `--sandbox bwrap`).
     Tasks that share an environment build it once; one failure never stops the rest."""
-    from taskforge.sandbox import rootfs
-    from taskforge.task_store import load_task
+    from taskforge.package.store import load_task
+    from taskforge.sandbox.bwrap import rootfs
 
     if base is not None:
         os.environ["TASKFORGE_ROOTFS_BASE"] = str(base)
@@ -558,7 +569,7 @@ def audit(
     as_json: bool = typer.Option(False, "--json", help="Print the findings as JSON."),
 ) -> None:
     """Look for the removed code in TASK's workspace, git objects and image; exit 1 on findings."""
-    from taskforge.audit import audit as run
+    from taskforge.leaks.audit import audit as run
 
     try:
         report = run(task, image=image)
@@ -578,10 +589,10 @@ def audit(
 @app.command(epilog="Example:\n\n  taskforge cleanup")
 def cleanup(as_json: bool = typer.Option(False, "--json")) -> None:
     """Remove every container taskforge started that is still around."""
-    from taskforge.sandbox.docker import remove_leftovers
+    from taskforge.sandbox import backend_class
 
     try:
-        n = remove_leftovers()
+        n = backend_class("docker").remove_leftovers()
     except TaskforgeError as exc:
         _fail(exc)
     typer.echo(json.dumps({"removed": n}) if as_json else f"removed {n} container(s)")
@@ -609,7 +620,7 @@ def shard(
     as_json: bool = typer.Option(False, "--json", help="Print manifest.json to stdout."),
 ) -> None:
     """Write TASKS as deterministic shards with a manifest, split by repository."""
-    from taskforge.shards import parse_splits, write_shards
+    from taskforge.training.shards import parse_splits, write_shards
 
     try:
         manifest = write_shards(tasks, out, fmt=fmt, shard_size=shard_size,
@@ -644,7 +655,7 @@ def export(
 ) -> None:
     """Write SHARDS in a trainer's dataset shape: a chat `prompt`, the `instance_id`
     the reward needs, no grading columns; per split, with a dataset card."""
-    from taskforge.export import export as run
+    from taskforge.training.export import export as run
 
     try:
         report = run(shards, out, to, tokenizer=tokenizer, max_prompt_length=max_prompt_length,
@@ -676,7 +687,7 @@ def unshard(
     as_json: bool = typer.Option(False, "--json", help="Print the task directories as JSON."),
 ) -> None:
     """Rebuild task directories from shard rows."""
-    from taskforge.shards import unshard as run
+    from taskforge.training.shards import unshard as run
 
     try:
         written = run(shards, out)
@@ -746,10 +757,11 @@ def serve(
     log_level: str = typer.Option("warning", "--log-level", help="debug, info, warning, error."),
 ) -> None:
     """Serve rewards over HTTP: JSON in and out, bounded concurrency and queue."""
-    from taskforge.server import ServeConfig, serve as run
+    from taskforge.training.server import ServeConfig
+    from taskforge.training.server import serve as run
 
     try:
-        given = {k: v for k, v in {"max_queue": max_queue, "timeout": timeout, "warm": warm,
+        given: dict[str, Any] = {k: v for k, v in {"max_queue": max_queue, "timeout": timeout, "warm": warm,
                                    "sandbox": _backend(sandbox),
                                    "ray": ray_address or ("auto" if ray else None)}.items()
                  if v is not None}          # else ServeConfig's defaults
@@ -799,8 +811,8 @@ def select(
 ) -> None:
     """Write the tasks of INPUTS at the edge of the model's ability (by difficulty
     tier and solve rate) as a shard subset that serve, unshard and trainers read."""
-    from taskforge.curriculum import select as run
-    from taskforge.shards import parse_splits
+    from taskforge.training.curriculum import select as run
+    from taskforge.training.shards import parse_splits
 
     try:
         report = run(inputs, out, tiers=tier, solve_rate=solve_rate, stats=stats or None,
@@ -837,8 +849,8 @@ def stats_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print the aggregate as JSON."),
 ) -> None:
     """Per-task attempts, solves and solve rate recorded by serve or the reward API."""
-    from taskforge.curriculum import STATS_ENV, read_stats
     from taskforge.errors import UserError
+    from taskforge.training.curriculum import STATS_ENV, read_stats
 
     try:
         if not stats and not os.environ.get(STATS_ENV):

@@ -42,12 +42,12 @@ def atomic_write(path: Path, data: str | bytes) -> None:
 def share_with_sandbox(path: Path) -> None:
     """Let the sandbox's non-root user write to a host directory tree."""
     try:
-        for dirpath, dirnames, filenames in os.walk(path):
+        for dirpath, _dirs, filenames in os.walk(path):
             os.chown(dirpath, SANDBOX_UID, SANDBOX_UID)
             for name in filenames:
                 os.chown(os.path.join(dirpath, name), SANDBOX_UID, SANDBOX_UID, follow_symlinks=False)
     except PermissionError:
-        for dirpath, dirnames, filenames in os.walk(path):
+        for dirpath, _dirs, filenames in os.walk(path):
             os.chmod(dirpath, 0o777)
             for name in filenames:
                 p = os.path.join(dirpath, name)

@@ -52,7 +52,7 @@ class FeatureKind(StrEnum):
 
 
 class Tier(StrEnum):
-    """Difficulty tiers, from the size and shape of what was removed (taskforge.difficulty)."""
+    """Difficulty tiers, from the size and shape of what was removed (taskforge.propose.difficulty)."""
     EASY = "easy"
     MEDIUM = "medium"
     HARD = "hard"

@@ -40,14 +40,14 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture(scope="session")
 def docker_engine():
     """The real engine; a test that needs it fails (never skips) when it is absent."""
-    from taskforge.sandbox.docker import client
+    from taskforge.sandbox.docker.engine import client
 
     return client()
 
 
 @pytest.fixture(scope="session")
 def base_image(docker_engine):
-    from taskforge.images import ensure_base_image
+    from taskforge.sandbox.docker.images import ensure_base_image
 
     return ensure_base_image(log=lambda s: None)
 
@@ -61,7 +61,7 @@ def fixture_repos(tmp_path_factory):
 @pytest.fixture(scope="session")
 def generated(fixture_repos, base_image, tmp_path_factory):
     """generate on each fixture once per session: name -> (out dir, report)."""
-    from taskforge.pipeline import Options, generate
+    from taskforge.orchestrate.pipeline import Options, generate
 
     cache = {}
 
@@ -86,7 +86,7 @@ def tasks(generated):
 @pytest.fixture(scope="module")
 def shard_dir(tasks, tmp_path_factory):
     """Those tasks written as shards."""
-    from taskforge import shards
+    from taskforge.training import shards
 
     out, ids = tasks
     d = tmp_path_factory.mktemp("shards") / "s"
@@ -102,7 +102,7 @@ def bwrap_base():
     """The daemonless backend's base environment (a root filesystem directory),
     set up from $TASKFORGE_ROOTFS_BASE (.ci/run makes one with debootstrap). A
     test that needs it fails, never skips, when it is absent."""
-    from taskforge.sandbox import rootfs
+    from taskforge.sandbox.bwrap import rootfs
 
     rootfs.ensure_base("3.11", log=lambda s: None)
     return rootfs.base_name("3.11")
@@ -111,7 +111,7 @@ def bwrap_base():
 @pytest.fixture(scope="session")
 def bwrap_env():
     """Task directory -> its environment prepared without Docker (cached by name)."""
-    from taskforge.sandbox import rootfs
+    from taskforge.sandbox.bwrap import rootfs
 
     def prepare(task) -> str:
         rootfs.prepare_task(task, log=lambda s: None)

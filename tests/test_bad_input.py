@@ -193,7 +193,7 @@ def test_json_mode_answers_errors_in_json(tmp_path, args, code, needle):
 
 def test_stable_repository_names():
     """The shard `repo` column and the split hash: no temporary paths, no credentials."""
-    from taskforge.source import stable_name
+    from taskforge.repo.source import stable_name
 
     assert stable_name("https://user:tok@GitHub.com/Org/Lib.git/") == "github.com/org/lib"
     assert stable_name("git@github.com:org/lib.git") == "github.com/org/lib"

@@ -90,8 +90,8 @@ def cluster(tmp_path_factory, bwrap_base, base_image):
 @pytest.fixture(scope="module")
 def corpus(cluster, fixture_repos):
     """Three fixture repositories generated through the cluster's worker nodes."""
-    from taskforge.cluster import generate_corpus
-    from taskforge.pipeline import Options
+    from taskforge.orchestrate.cluster import generate_corpus
+    from taskforge.orchestrate.pipeline import Options
 
     out = cluster["root"] / "tasks"
     repos = [str(fixture_repos[n]) for n in ("textkit", "geomlib", "ledger")]
@@ -100,7 +100,7 @@ def corpus(cluster, fixture_repos):
 
 
 def pairs_of(out: Path, results: list[dict], n: int):
-    from taskforge.verify import Solution
+    from taskforge.grade.verify import Solution
 
     tasks = [Path(r["out"]) / t for r in results for t in r["tasks"]]
     return [(tasks[i % len(tasks)], Solution.gold() if (i // len(tasks)) % 2 == 0 else Solution.empty())
@@ -110,7 +110,7 @@ def pairs_of(out: Path, results: list[dict], n: int):
 def test_generate_and_grade_on_a_multi_node_cluster(cluster, corpus):
     import ray
 
-    from taskforge.cluster import ClusterGrader
+    from taskforge.orchestrate.cluster import ClusterGrader
 
     out, results = corpus
     assert [r.get("error") for r in results] == [None] * 3, results
@@ -137,7 +137,7 @@ def test_generate_and_grade_on_a_multi_node_cluster(cluster, corpus):
 def test_a_worker_node_killed_mid_run_loses_nothing(cluster, corpus):
     import ray
 
-    from taskforge.cluster import ClusterGrader
+    from taskforge.orchestrate.cluster import ClusterGrader
 
     out, results = corpus
     pairs = pairs_of(out, results, 120)
@@ -171,8 +171,8 @@ def test_a_worker_node_killed_mid_generation_loses_no_task(cluster, corpus, fixt
     """A node dies while it generates: Ray runs its repository again on another
     node, which resumes from the repository's journal. The task set is the one
     the uninterrupted run wrote."""
-    from taskforge.cluster import generate_corpus
-    from taskforge.pipeline import Options
+    from taskforge.orchestrate.cluster import generate_corpus
+    from taskforge.orchestrate.pipeline import Options
 
     _, uninterrupted = corpus
     ray_cli("start", f"--address={cluster['address']}", "--num-cpus=1",
@@ -231,7 +231,7 @@ def test_the_reward_api_and_serve_grade_on_the_cluster(cluster, corpus, tmp_path
     nodes; `serve --ray` does the same behind HTTP."""
     import ray
 
-    from taskforge import rewards
+    from taskforge.training import rewards
     from tests.test_server import call, server
 
     out, results = corpus

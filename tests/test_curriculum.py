@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from taskforge import curriculum, rewards, shards
 from taskforge.errors import UserError
 from taskforge.models import Difficulty, TaskRecord, Tier
-from taskforge.rewards import RewardResult
+from taskforge.training import curriculum, rewards, shards
+from taskforge.training.rewards import RewardResult
 from tests.conftest import ROOT
 from tests.test_server import NEW_FILE, call, server
 
@@ -52,7 +52,7 @@ def isolated(tmp_path, monkeypatch):
 
 WRITER = """
 import sys
-from taskforge.curriculum import SolveStats
+from taskforge.training.curriculum import SolveStats
 s = SolveStats(sys.argv[1])
 for n in range(int(sys.argv[3])):
     s.record(f"proc{sys.argv[2]}-{n % 7}", float(n % 2), n % 2 == 1)

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from taskforge.sandbox import rootfs
-from taskforge.task_store import load_task
+from taskforge.package.store import load_task
+from taskforge.sandbox.bwrap import rootfs
 
 pytestmark = pytest.mark.bwrap
 
@@ -85,8 +85,8 @@ def test_a_docker_node_builds_the_environment_from_the_recipe(generated, tmp_pat
     recipe, under the name the task carries."""
     import docker
 
-    from taskforge.images import image_exists, prepare_task_image
-    from taskforge.verify import Solution, verify
+    from taskforge.grade.verify import Solution, verify
+    from taskforge.sandbox.docker.images import image_exists, prepare_task_image
 
     out, report = generated("ledger")
     task = tmp_path / "moved"

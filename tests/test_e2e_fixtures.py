@@ -9,11 +9,12 @@ import subprocess
 
 import pytest
 
-from taskforge.audit import audit
+from taskforge.grade.verify import Solution, verify_many
+from taskforge.leaks.audit import audit
 from taskforge.models import GenerateReport
-from taskforge.task_store import load_task
-from taskforge.verify import Solution, verify_many
+from taskforge.package.store import load_task
 from tests.conftest import FIXTURE_NAMES
+
 
 def defined_tests(path) -> set[tuple[str, ...]]:
     """(func,) and (Class, func) of every test defined in a file."""
@@ -117,7 +118,7 @@ def test_every_task_grades_gold_one_and_empty_zero(generated, name):
 
 
 def test_ids_are_stable_across_runs(generated, fixture_repos, tmp_path):
-    from taskforge.pipeline import Options, generate
+    from taskforge.orchestrate.pipeline import Options, generate
 
     out, report = generated("textkit")
     again = generate(str(fixture_repos["textkit"]), tmp_path / "again", Options(max_tasks=6, jobs=1))
@@ -148,7 +149,7 @@ def test_cli_verify_reports_json_and_exit_codes(generated):
 
 
 def test_rerun_resumes_without_redoing_finished_tasks(fixture_repos, base_image, tmp_path):
-    from taskforge.pipeline import Options, generate
+    from taskforge.orchestrate.pipeline import Options, generate
 
     out = tmp_path / "out"
     first = generate(str(fixture_repos["geomlib"]), out, Options(max_tasks=3, jobs=2))
@@ -166,7 +167,7 @@ def test_rerun_resumes_without_redoing_finished_tasks(fixture_repos, base_image,
 
 @pytest.mark.parametrize("name,kind", [("textkit", "module"), ("geomlib", "class")])
 def test_whole_module_and_class_features(fixture_repos, base_image, tmp_path, name, kind):
-    from taskforge.pipeline import Options, generate
+    from taskforge.orchestrate.pipeline import Options, generate
 
     out = tmp_path / "out"
     report = generate(str(fixture_repos[name]), out, Options(max_tasks=2, jobs=2,

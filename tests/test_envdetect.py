@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from taskforge.envdetect import RepoConfig, choose_python, detect, find_config, split_test_cmd
+from taskforge.env.detect import RepoConfig, choose_python, detect, find_config, split_test_cmd
+from taskforge.env.pytestcfg import read as read_pytest_config
 from taskforge.errors import UserError
-from taskforge.layout import scan
-from taskforge.pytestcfg import read as read_pytest_config
+from taskforge.repo.layout import scan
 from tests.conftest import make_git_repo
 from tests.test_bad_input import assert_one_line_error, run_cli
 
@@ -228,7 +228,7 @@ def test_generate_needs_group_plugin_and_config_detection(tmp_path, base_image):
     assert len(report["tasks"]) == 2
     rec = json.loads((tmp_path / "out" / report["tasks"][0] / "task.json").read_text())
     assert "-n" not in rec["test_options"] and "--strict-markers" in " ".join(rec["test_options"])
-    from taskforge.verify import Solution, verify
+    from taskforge.grade.verify import Solution, verify
 
     assert verify(tmp_path / "out" / report["tasks"][0], Solution.gold()).reward == 1.0
 
@@ -337,7 +337,7 @@ def test_a_version_file_written_at_build_time_reaches_every_tree(tmp_path, base_
     assert (ws / "src/verlib/_version.py").is_file()
     assert subprocess.run(["git", "status", "--porcelain"], cwd=ws, text=True,
                           capture_output=True).stdout == ""
-    from taskforge.verify import Solution, verify
+    from taskforge.grade.verify import Solution, verify
 
     assert verify(tmp_path / "out" / report["tasks"][0], Solution.gold()).reward == 1.0
 
@@ -497,7 +497,7 @@ def test_a_c_extension_without_a_compiler_falls_back_to_the_tree(tmp_path, base_
     # No copy of the code anywhere in the image: it imports from the workspace only.
     assert "No module named 'speedy'" in listing and "ops.py" not in listing, listing
     assert "/workspace/src" in listing.splitlines(), listing
-    from taskforge.verify import Solution, verify
+    from taskforge.grade.verify import Solution, verify
 
     assert verify(task, Solution.gold()).reward == 1.0
     assert verify(task, Solution.empty()).reward == 0.0

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from taskforge.episodes import Episode, EpisodeLimits, Episodes
 from taskforge.errors import UserError
+from taskforge.training.episodes import Episode, EpisodeLimits, Episodes
 
 
 def solved_files(task: Path, tmp: Path) -> dict[str, bytes]:
@@ -147,7 +147,7 @@ def test_mini_swe_agent_scripted_episodes(tasks, tmp_path, monkeypatch):
     from minisweagent.agents.default import DefaultAgent
     from minisweagent.models.test_models import DeterministicModel, make_output
 
-    from taskforge.integrations.minisweagent import SUBMIT_MARKER, TaskforgeEnvironment
+    from taskforge.training.integrations.minisweagent import SUBMIT_MARKER, TaskforgeEnvironment
 
     out, ids = tasks
     task = out / ids[0]

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from taskforge.audit import audit, original_tree
-from taskforge.task_store import load_task
+from taskforge.leaks.audit import audit, original_tree
+from taskforge.package.store import load_task
 from tests.conftest import FIXTURES, make_git_repo
 
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
@@ -23,7 +23,7 @@ GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign
 def task(fixture_repos, base_image, tmp_path_factory):
     """textkit's `to_snake` (a one-statement wrapper, so below the default minimum:
     asked for by name) as a task whose removed body these tests plant back."""
-    from taskforge.pipeline import Options, generate
+    from taskforge.orchestrate.pipeline import Options, generate
 
     out = tmp_path_factory.mktemp("snake")
     report = generate(str(fixture_repos["textkit"]), out,
@@ -45,7 +45,8 @@ def body_of_to_snake(orig: Path) -> str:
 
 def plant_everything(ws: Path, orig: Path) -> dict[str, str]:
     """Plant one leak of each kind; returns {label: path fragment expected in a finding}."""
-    # git first (a stash takes tracked edits with it): the original in a commit reachable only from a tag, a stash and the reflog.
+    # git first (a stash takes tracked edits with it): the original in a commit reachable
+    # only from a tag, a stash and the reflog.
     run = lambda *a: subprocess.run([*GIT, *a], cwd=ws, check=True, capture_output=True)  # noqa: E731
     run("config", "core.logAllRefUpdates", "true")
     shutil.copy(ws / "textkit/cases.py", ws / "cases.keep")
@@ -137,7 +138,7 @@ def test_names_alone_are_not_leaks(task, tmp_path):
 
 def test_generated_tasks_audit_clean_even_from_a_leaky_repo(tmp_path, base_image):
     """Leaks committed to the source repository never reach a task."""
-    from taskforge.pipeline import Options, generate
+    from taskforge.orchestrate.pipeline import Options, generate
 
     src = tmp_path / "src"
     shutil.copytree(FIXTURES / "textkit", src)
@@ -177,7 +178,7 @@ def test_bytecode_of_another_python_is_never_unmarshalled():
     import importlib.util
     import marshal
 
-    from taskforge.leaks import load_pyc
+    from taskforge.leaks.scan import load_pyc
 
     code = compile("def restore_feature():\n    return 42\n", "pkg/mod.py", "exec")
     ours = importlib.util.MAGIC_NUMBER + b"\0" * 12 + marshal.dumps(code)

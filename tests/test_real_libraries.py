@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from taskforge.adequacy import standin_solutions
-from taskforge.audit import audit
-from taskforge.pipeline import Options, generate
-from taskforge.sdist import repo_from_sdist
-from taskforge.task_store import load_task
-from taskforge.verify import Solution, verify_many
+from taskforge.grade.verify import Solution, verify_many
+from taskforge.leaks.audit import audit
+from taskforge.orchestrate.pipeline import Options, generate
+from taskforge.package.store import load_task
+from taskforge.repo.sdist import repo_from_sdist
+from taskforge.validate.adequacy import standin_solutions
 
 REAL = [("cachetools", "5.3.3"), ("inflection", "0.5.1")]
 

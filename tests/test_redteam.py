@@ -29,8 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from redteam_kit import ATTACKS, Target, append, wrong_solution  # noqa: E402
 
 from taskforge.grade.findings import Severity  # noqa: E402
-from taskforge.pipeline import Options, generate  # noqa: E402
-from taskforge.verify import Defences, Solution, verify, verify_many  # noqa: E402
+from taskforge.grade.verify import Defences, Solution, verify, verify_many  # noqa: E402
+from taskforge.orchestrate.pipeline import Options, generate  # noqa: E402
 from tests.conftest import BACKENDS  # noqa: E402
 
 TARGETS = {
@@ -61,7 +61,7 @@ def redteam_tasks(fixture_repos, base_image, tmp_path_factory):
             t = TARGETS[name]
             out = tmp_path_factory.mktemp(f"rt-{name}")
             if name == "real":
-                from taskforge.sdist import repo_from_sdist
+                from taskforge.repo.sdist import repo_from_sdist
 
                 repo = repo_from_sdist(REAL[0], REAL[1], tmp_path_factory.mktemp("rt-sdist"))
                 only = REAL[2]
@@ -239,7 +239,7 @@ def test_doctest_only_feature(base_image, tmp_path):
                                              require_copies=False))
     assert report.tasks, report.model_dump_json(indent=1)
     task = out / report.tasks[0]
-    from taskforge.task_store import load_task
+    from taskforge.package.store import load_task
 
     rec = load_task(task).record
     assert rec.FAIL_TO_PASS == ["tests/usage.txt::usage.txt"]
@@ -335,7 +335,7 @@ def test_resource_attacks_score_zero_and_leave_nothing(bomb, backend, redteam_ta
     assert no_process_matching(marker)
     if backend != "docker":
         return
-    from taskforge.state import owner_token
+    from taskforge.sandbox.owner import owner_token
 
     docker_engine = request.getfixturevalue("docker_engine")
     left = docker_engine.containers.list(all=True, filters={"label": [
@@ -347,7 +347,7 @@ def test_resource_attacks_score_zero_and_leave_nothing(bomb, backend, redteam_ta
 def test_the_time_limit_follows_the_task(redteam_tasks):
     """An infinite loop no longer holds a worker for the 900 s default: the limit
     comes from the task's measured run."""
-    from taskforge.task_store import load_task
+    from taskforge.package.store import load_task
 
     rec = load_task(redteam_tasks("roman")).record
     assert rec.grading.timeout is not None and rec.grading.timeout <= 60

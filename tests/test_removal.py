@@ -4,10 +4,10 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from taskforge.layout import is_protected_path, is_test_path, scan
-from taskforge.removal import remove_source, strip_tests
-from taskforge.symbols import index_repo, index_module
-from taskforge.testindex import index_test_module, split_nodeid
+from taskforge.analysis.symbols import index_module, index_repo
+from taskforge.analysis.testindex import index_test_module, split_nodeid
+from taskforge.remove.transform import remove_source, strip_tests
+from taskforge.repo.layout import is_protected_path, is_test_path, scan
 
 
 def make(tmp_path: Path, files: dict[str, str]) -> Path:
@@ -146,7 +146,7 @@ def test_all_tuple_keeps_being_a_tuple(tmp_path):
 
 
 def test_install_plan_drops_installers_that_vendor_the_repo(tmp_path):
-    from taskforge.envdetect import detect
+    from taskforge.env.detect import detect
 
     root = make(tmp_path, {"pyproject.toml": "[project]\nname='p'\nversion='1'\n"
                                              "[project.optional-dependencies]\ntests=['pytest']\n",
@@ -164,9 +164,9 @@ def test_huge_test_files_index_and_strip_like_libcst(tmp_path):
     tree): the ast indexer and line stripper must agree with the libcst path."""
     import ast as pyast
 
-    from taskforge import bigfiles
-    from taskforge.removal import strip_module, strip_tests
-    from taskforge.testindex import index_test_module, is_test_name
+    from taskforge.analysis import bigfiles
+    from taskforge.analysis.testindex import index_test_module, is_test_name
+    from taskforge.remove.transform import strip_module, strip_tests
 
     body = ["import unittest", "from pkg.ops import area, perimeter as per, scale", "",
             "VECTORS = [" + ", ".join(str(i) for i in range(200)) + "]", ""]
@@ -185,7 +185,7 @@ def test_huge_test_files_index_and_strip_like_libcst(tmp_path):
     light = index_test_module(tmp_path, "tests/test_big.py")
     assert light.tree is None
     full_tree = strip_module(code, "tests.test_big", False)[0]      # libcst, for comparison
-    from taskforge.testindex import TestModule
+    from taskforge.analysis.testindex import TestModule
 
     assert {d.path for d in light.defs} >= {("test_area_0",), ("TestScale", "test_s1"),
                                              ("TestScale",), ("TestOnlyArea", "test_a")}
@@ -229,7 +229,7 @@ def test_module_level_assignments_go_with_the_feature_they_use(tmp_path):
     code: module level"); now it is a definition of its own that goes with `f`,
     with its `name.attr = ...` lines. A name bound twice still holds `f` back, and
     an `if __name__ == "__main__":` block (never run on import) holds nothing."""
-    from taskforge.features import Users, entry_point, feature_kind, grow
+    from taskforge.propose.features import Users, entry_point, feature_kind, grow
 
     root = make(tmp_path, {
         "pkg/__init__.py": "",

@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from taskforge.sandbox.docker import LABEL, client
+from taskforge.sandbox.docker.engine import LABEL, client
 
 MAX_TASKS = 6
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 import taskforge
-from taskforge import rewards
 from taskforge.errors import InfraError, UserError
+from taskforge.training import rewards
 from tests.conftest import ROOT
 
 NEW_FILE = ("diff --git a/NOTES.md b/NOTES.md\nnew file mode 100644\n--- /dev/null\n"

@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
-from taskforge import rewards
+from taskforge.training import rewards
 from tests.conftest import ROOT
 
 NEW_FILE = ("diff --git a/NOTES.md b/NOTES.md\nnew file mode 100644\n--- /dev/null\n"
@@ -153,7 +153,7 @@ def test_fifty_concurrent_requests(tasks, shard_dir, tmp_path):
         with ThreadPoolExecutor(max_workers=16) as pool:
             answers = list(pool.map(send, cases))
         wall = time.monotonic() - t0
-        for kind, status, got, check, _ in answers:
+        for _kind, status, got, check, _ in answers:
             check(status, got)
         graded = sum(1 for a in answers if a[0] in ("gold", "wrong")) + 4
         print(f"\n50 requests ({graded} graded in sandboxes) in {wall:.1f}s")

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from taskforge import shards
-from taskforge.task_store import load_task
-from taskforge.verify import Solution, verify_many
+from taskforge.grade.verify import Solution, verify_many
+from taskforge.package.store import load_task
+from taskforge.training import shards
 from tests.conftest import ROOT
 
 FIXTURES = ("textkit", "geomlib", "ledger")

@@ -8,12 +8,12 @@ import textwrap
 
 import pytest
 
-from taskforge.difficulty import measure
+from taskforge.grade.verify import Solution, verify
 from taskforge.models import Stage, Tier
-from taskforge.pipeline import Options, generate
-from taskforge.statement import doc_pointers, problem_statement, required_strings
-from taskforge.task_store import load_task
-from taskforge.verify import Solution, verify
+from taskforge.orchestrate.pipeline import Options, generate
+from taskforge.package.statement import doc_pointers, problem_statement, required_strings
+from taskforge.package.store import load_task
+from taskforge.propose.difficulty import measure
 
 ONE_LINER = "def upper(s):\n    \"\"\"Upper-case.\"\"\"\n    return s.upper()\n"
 BIGGER = textwrap.dedent('''
@@ -70,7 +70,7 @@ def test_required_strings_are_the_unstated_expected_messages(tmp_path):
 
 
 def test_statement_claims_no_description_it_does_not_give():
-    from taskforge.symbols import Symbol
+    from taskforge.analysis.symbols import Symbol
 
     root = Symbol(qualname="pkg.mod.f", module="pkg.mod", path="pkg/mod.py", name="f",
                   kind="function", cls=None, start=1, end=3, signature="def f(x):\n    ...\n")
@@ -164,8 +164,8 @@ def test_tests_that_do_not_constrain_the_feature_give_no_task(base_image, tmp_pa
     """`validate`'s tests only call it: `return None` passes them. Without the
     adequacy check the task is written and that stand-in scores 1; with it
     (the default) the candidate is dropped with the reason."""
+    from taskforge.validate.adequacy import standin_solutions
     from tests.conftest import make_git_repo
-    from taskforge.adequacy import standin_solutions
 
     src = tmp_path / "src"
     for rel, text in WEAK.items():

@@ -110,7 +110,7 @@ def test_trl_grpo_step_with_taskforge_reward(shard_dir, tokenizer_dir, tmp_path)
     from transformers import AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
     from trl import GRPOConfig, GRPOTrainer
 
-    from taskforge.rewards import trl_reward_funcs
+    from taskforge.training.rewards import trl_reward_funcs
 
     data = tmp_path / "trl"
     res = subprocess.run(["taskforge", "export", str(shard_dir), "--to", "trl", "--out", str(data)],

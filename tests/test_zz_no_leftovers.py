@@ -1,5 +1,5 @@
 """Runs last (file order): nothing taskforge started is left in the engine."""
-from taskforge.state import owner_alive, owner_token
+from taskforge.sandbox.owner import owner_alive, owner_token
 
 
 def test_no_taskforge_containers_left(docker_engine):

@@ -66,7 +66,7 @@ EVENTS = {c.__name__: c for c in (SessionStart, CollectReport, TestReport, Monit
 
 
 class RunMeta(BaseModel):
-    """The supervisor's own line (taskforge/data/tfrun.py)."""
+    """The supervisor's own line (taskforge/sandbox/runtime/tfrun.py)."""
     exit_code: int | None = None
     seconds: float = 0.0
     timed_out: bool = False

@@ -28,13 +28,15 @@ import random
 import re
 import secrets
 import string
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import AbstractSet, Literal, cast
 
 from pydantic import BaseModel, Field
 
-from taskforge.pyparse import literal_eval, parse as parse_python
+from taskforge.analysis.pyparse import literal_eval
+from taskforge.analysis.pyparse import parse as parse_python
 
 NAME_TOKEN = "__tf_mutant_name__"
 EQUAL_METHODS = {"assertEqual", "assertEquals", "assertListEqual", "assertTupleEqual",
@@ -145,7 +147,7 @@ class Edit:
 @dataclass
 class Site:
     kind: Literal["value", "negation"]
-    edits_for: object          # callable(rng) -> list[Edit] | None
+    edits_for: Callable[..., list[Edit]]    # (rng) -> the edits
     where: int
     table: tuple | None = None     # a parametrize table given by name, its value
     column: int = 0                # the expected value's position in each row
@@ -153,7 +155,7 @@ class Site:
 
 
 def _module_constants(module: ast.Module) -> dict[str, ast.AST]:
-    out = {}
+    out: dict[str, ast.AST] = {}
     for node in module.body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             out[node.targets[0].id] = node.value
@@ -209,7 +211,7 @@ def _call_name(node: ast.Call) -> str:
     return ""
 
 
-def _constants(node) -> list[ast.AST]:
+def _constants(node) -> list[ast.expr]:
     """Mutable constants inside a literal: numbers (with their sign), strings,
     bytes, booleans. In `approx(...)` and constructor calls only the positional
     arguments are values: `abs=5` or `lt=20` is a tolerance, and changing it is
@@ -245,6 +247,7 @@ def _plain_statements(body) -> list[ast.stmt]:
 
 def _none_swap(c: ast.Compare) -> Edit:
     """Replace the operator between the computed side and None."""
+    assert c.left.end_lineno is not None and c.left.end_col_offset is not None  # set by the parser
     return Edit(c.left.end_lineno, c.left.end_col_offset, c.comparators[0].col_offset,
                 " is not " if isinstance(c.ops[0], ast.Is) else " is ", c.comparators[0].lineno
                 if c.comparators[0].lineno != c.left.end_lineno else 0)
@@ -291,7 +294,7 @@ def _imported(module: ast.Module | None) -> set[str]:
     return out
 
 
-def _raises_site(call, imported: set[str] = frozenset()) -> ast.Name | None:
+def _raises_site(call, imported: AbstractSet[str] = frozenset()) -> ast.Name | ast.Attribute | None:
     """The exception class of `pytest.raises(X)` / `self.assertRaises(X)`, when it
     is a builtin that can be swapped for an unrelated one."""
     if not isinstance(call, ast.Call) or not call.args:
@@ -355,7 +358,7 @@ def _none_check(node):
 def _equality_uses(fn, nodes=None) -> list[tuple[ast.AST, ast.AST]]:
     """(one side, the other) for every asserted equality in `nodes` (default: the
     whole test)."""
-    uses = []
+    uses: list[tuple[ast.AST, ast.AST]] = []
     for node in (ast.walk(fn) if nodes is None else nodes):
         if isinstance(node, ast.Assert):
             test = node.test
@@ -397,7 +400,8 @@ def _param_names(dec: ast.Call) -> list[str]:
         return [x.strip() for x in a.value.split(",") if x.strip()]
     if isinstance(a, (ast.List, ast.Tuple)) and all(
             isinstance(e, ast.Constant) and isinstance(e.value, str) for e in a.elts):
-        return [e.value for e in a.elts]
+        # Every element passes the filter (checked just above): it only narrows the type.
+        return [e.value for e in a.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
     return []
 
 
@@ -405,7 +409,7 @@ def _rows(values) -> list[list[ast.AST]]:
     """Each parametrize row's argument nodes (pytest.param(...) unwrapped)."""
     if not isinstance(values, (ast.List, ast.Tuple)):
         return []
-    rows = []
+    rows: list[list[ast.AST]] = []
     for row in values.elts:
         if isinstance(row, ast.Call) and _call_name(row) in ("pytest.param", "param"):
             rows.append(list(row.args))
@@ -445,7 +449,7 @@ def sites(fn, module: ast.Module | None = None) -> list[Site]:
                    and len(t.ops) == 1 and isinstance(t.ops[0], ast.Is)
                    and isinstance(t.comparators[0], ast.Name)}
 
-    def value_site(const: ast.Constant) -> None:
+    def value_site(const: ast.expr) -> None:
         out.append(Site("value", lambda rng, c=const: _mutate_constant(c, rng), const.lineno))
 
     plain = _plain_nodes(fn)
@@ -479,7 +483,7 @@ def sites(fn, module: ast.Module | None = None) -> list[Site]:
                     for row in _rows(values_node):
                         if len(row) == len(names) and _literal(row[i]) and (
                                 name not in by_identity or isinstance(row[i], ast.Constant)
-                                and isinstance(row[i].value, bool)):
+                                and isinstance(cast(ast.Constant, row[i]).value, bool)):
                             for c in _constants(row[i]):
                                 value_site(c)
                     continue
@@ -499,7 +503,6 @@ def sites(fn, module: ast.Module | None = None) -> list[Site]:
     for node in plain:
         if isinstance(node, ast.Assert) and _none_check(node.test) is not None:
             c = node.test
-            op_start = c.left.end_col_offset
             out.append(Site("value", lambda rng, c=c: [_none_swap(c)], c.lineno))
     # Complements: `assertTrue` and `assertFalse`, `assert x` and `assert not x`.
     for node in plain:
@@ -538,8 +541,9 @@ def sites(fn, module: ast.Module | None = None) -> list[Site]:
 _STR_PREFIX = re.compile(r"^([rRbBuU]*)('''|\"\"\"|'|\")")
 
 
-def _mutate_constant(c: ast.Constant, rng: random.Random) -> list[Edit] | None:
+def _mutate_constant(c: ast.expr, rng: random.Random) -> list[Edit]:
     """A new token for the constant, of the same type and written the same way."""
+    assert c.end_col_offset is not None     # set by the parser
     return [Edit(c.lineno, c.col_offset, c.end_col_offset, "\0")]   # filled in by render()
 
 
@@ -647,6 +651,7 @@ def _apply(lines: list[str], edits: list[Edit]) -> list[str] | None:
 def _mutate_table(site: Site, rng: random.Random, base=None) -> tuple | None:
     """The table with the site's value changed (from `base`, a previous copy's
     value, when given; never back to the original)."""
+    assert site.table is not None           # only a table site's edits come here
     rows = [list(r) if isinstance(r, tuple) else [r] for r in site.table]
     single = not isinstance(site.table[0], tuple)
     orig = rows[site.row][site.column]
@@ -693,7 +698,9 @@ def _render(src_lines: list[str], fn, site: Site, rng: random.Random, base=None
     if not edits:
         return None
     what = "negated an assertion"
+    new: str | None
     if edits[0].text == "\1":
+        assert site.table is not None       # "\1" edits are made only for table sites
         e = edits[0]
         new_table = _mutate_table(site, rng, base)
         if new_table is None:
@@ -770,9 +777,10 @@ def propose(root: Path, nodeids: list[str], seed: str, sites_per_test: int = 2,
                 parsed[ref.file] = (parse_python(text), text.splitlines(keepends=True), text)
             except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
                 parsed[ref.file] = None
-        if parsed[ref.file] is None:
+        entry = parsed[ref.file]
+        if entry is None:
             continue
-        tree, lines, text = parsed[ref.file]
+        tree, lines, text = entry
         fn = find_def(tree, ref)
         if fn is None:
             continue
@@ -881,7 +889,7 @@ def plant(tree: Path, nodeids: list[str], mutants: list[Mutant], rename: bool = 
             lines[-1] += "\n"
         inserts: dict[int, list[str]] = {}         # before this 0-based line index
         names: dict[tuple, str] = {}               # (cls, func) -> the name it runs under
-        spans: dict[tuple, tuple[int, int, object]] = {}
+        spans: dict[tuple, tuple[int, int, ast.FunctionDef | ast.AsyncFunctionDef]] = {}
         for ref in sorted(file_refs, key=lambda r: (r.cls, r.func)):
             fn = find_def(module, ref)
             if fn is None:

@@ -19,9 +19,10 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from taskforge.pyparse import parse as parse_python
+from taskforge.analysis.pyparse import parse as parse_python
 from taskforge.grade import mutants as mut
 from taskforge.grade.findings import Policy, Severity, Source
+from taskforge.sandbox import GENERATION_BACKEND
 
 MAX_TIMEOUT = 900.0
 MIN_TIMEOUT = 30.0
@@ -123,10 +124,10 @@ def _definitions(root: Path, names: set[str]) -> dict[tuple[str, str], dict[str,
             continue
         rel = path.relative_to(root).as_posix()
 
-        def visit(body, cls: str) -> None:
+        def visit(body, cls: str, rel: str = rel) -> None:
             for node in body:
                 if isinstance(node, ast.ClassDef):
-                    visit(node.body, node.name)
+                    visit(node.body, node.name, rel)
                 elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in names:
                     out.setdefault((cls, node.name), {})[ast.dump(node)] = rel
         visit(tree.body, "")
@@ -161,7 +162,7 @@ def final_check(task_dir: Path) -> None:
     """verify --gold must score 1 and --empty 0 on the finished task directory,
     and no hidden test may be defined in the workspace. Records the gold's own
     heuristic findings as exempt. Raises GradeCheckError."""
-    from taskforge.verify import Defences, Solution, verify
+    from taskforge.grade.verify import Defences, Solution, verify
 
     rec = json.loads((task_dir / "task.json").read_text())
     shown = visible_hidden_tests(task_dir, rec["FAIL_TO_PASS"])
@@ -169,7 +170,7 @@ def final_check(task_dir: Path) -> None:
         raise GradeCheckError(f"a hidden test stays readable: {shown[0]}")
 
     gold = verify(task_dir, Solution.gold(), defences=Defences(policy=Policy.FLAG),
-                  backend="docker")      # generation builds Docker environments
+                  backend=GENERATION_BACKEND)
     if gold.error:
         raise GradeCheckError(f"verify --gold did not run: {gold.error}")
     if gold.reward != 1.0:
@@ -186,7 +187,7 @@ def final_check(task_dir: Path) -> None:
         data = json.loads(tj.read_text())
         data.setdefault("grading", {})["allowed"] = [list(a) for a in allowed]
         tj.write_text(json.dumps(data, indent=2) + "\n")
-    empty = verify(task_dir, Solution.empty(), backend="docker")
+    empty = verify(task_dir, Solution.empty(), backend=GENERATION_BACKEND)
     if empty.error:
         raise GradeCheckError(f"verify --empty did not run: {empty.error}")
     if empty.reward != 0.0:

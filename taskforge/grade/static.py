@@ -15,9 +15,10 @@ import shutil
 import sys
 from pathlib import Path
 
-from taskforge.pyparse import parse as parse_python
-from taskforge.grade.findings import Finding, FindingKind as K, Policy, Source, finding
-from taskforge.layout import is_protected_path, walk_all
+from taskforge.analysis.pyparse import parse as parse_python
+from taskforge.grade.findings import Finding, Policy, Source, finding
+from taskforge.grade.findings import FindingKind as K
+from taskforge.repo.layout import is_protected_path, walk_all
 
 STARTUP_FILES = {"sitecustomize.py", "usercustomize.py"}
 RUNNER_MODULES = {"_pytest", "pytest", "pluggy", "py", "tf_guard", "tfboot", "tfrun"}
@@ -129,9 +130,10 @@ def _dotted(node) -> str:
     return ""
 
 
-def _constant_return(fn: ast.FunctionDef | ast.Lambda) -> bool:
+def _constant_return(fn: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> bool:
     """A comparison that ignores its operands: returns a constant, or another
     object's comparison of something else."""
+    body: list[ast.stmt]
     if isinstance(fn, ast.Lambda):
         body = [ast.Return(value=fn.body)]
     else:

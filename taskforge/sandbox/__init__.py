@@ -2,18 +2,27 @@
 
     docker  containers on a Docker engine (the default)
     bwrap   bubblewrap, no daemon: environments are root filesystem directories
-            (taskforge.sandbox.rootfs), prepared from each task's recorded recipe
+            (taskforge.sandbox.bwrap.rootfs), prepared from each task's recorded recipe
 """
 import os
+from pathlib import Path
 
 from taskforge.errors import UserError
 from taskforge.sandbox.base import ExecResult, Limits, Mount, Sandbox, SandboxSpec
 
-__all__ = ["BACKENDS", "ExecResult", "Limits", "Mount", "Sandbox", "SandboxSpec",
+__all__ = ["BACKENDS", "GENERATION_BACKEND", "RUNTIME", "ExecResult", "Limits", "Mount", "Sandbox", "SandboxSpec",
            "backend_class", "default_backend", "open_sandbox"]
 
-BACKENDS = {"docker": "taskforge.sandbox.docker:DockerSandbox",
-            "bwrap": "taskforge.sandbox.bwrap:BwrapSandbox"}
+# The in-sandbox scripts (supervisor, test bootstrap, guard, install helpers):
+# plain files, mounted read-only at /opt/tf/lib or piped into a build.
+RUNTIME = Path(__file__).resolve().parent / "runtime"
+
+# Generation builds its environments (from a repository) on this backend only;
+# grading can use any (environments are rebuilt there from the task's recipe).
+GENERATION_BACKEND = "docker"
+
+BACKENDS = {"docker": "taskforge.sandbox.docker.backend:DockerSandbox",
+            "bwrap": "taskforge.sandbox.bwrap.backend:BwrapSandbox"}
 
 
 def default_backend() -> str:

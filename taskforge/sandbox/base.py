@@ -4,14 +4,20 @@ A sandbox is a place to run commands against a workspace directory of the
 host, with the repository's environment image. Generation keeps one warm
 sandbox per worker and runs many commands in it (the code is the repository's
 own); verification opens a fresh, hardened one per call (the code is an agent's).
-Backends: docker (taskforge.sandbox.docker); bubblewrap and Ray slot in here.
+Backends: docker (taskforge.sandbox.docker), bwrap (taskforge.sandbox.bwrap).
 """
 from __future__ import annotations
 
 import abc
+import io
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, Field
+
+from taskforge.errors import InfraError
 
 
 class Limits(BaseModel):
@@ -34,7 +40,7 @@ class SandboxSpec(BaseModel):
     hardened: bool = True          # read-only root, no capabilities, non-root user
     user: str = "1000:1000"        # who the code under test runs as
     # The supervisor runs as root with only SETUID/SETGID to drop the tests to
-    # `user`; the backend grants exactly that (see taskforge/data/tfrun.py).
+    # `user`; the backend grants exactly that (see taskforge/sandbox/runtime/tfrun.py).
     supervisor: bool = True
     limits: Limits = Field(default_factory=Limits)
     env: dict[str, str] = Field(default_factory=dict)
@@ -58,6 +64,58 @@ class Sandbox(abc.ABC):
 
     def __init__(self, spec: SandboxSpec):
         self.spec = spec
+
+    @classmethod
+    def reap_orphans(cls, owner_alive) -> int:
+        """Remove sandboxes whose owning process (`owner_alive(token)` False) died
+        without closing them; returns how many. Backends whose sandboxes die
+        with their owner have nothing to do."""
+        return 0
+
+    # -- environments: where a backend keeps what `spec.image` names ------------
+
+    @classmethod
+    def environment_exists(cls, name: str) -> bool:
+        raise InfraError(f"the {cls.__name__} backend has no environment store")
+
+    @classmethod
+    def prepare_task_environment(cls, task_dir: str | Path, log: Callable[[str], None]) -> str:
+        """The environment a task names, realised here from the recipe it records
+        (on a node that never saw generation); returns its name."""
+        raise InfraError(f"the {cls.__name__} backend cannot build environments")
+
+    @classmethod
+    def ensure_base(cls, python: str, log: Callable[[str], None]) -> str:
+        """The base environment for a Python version (built unless present)."""
+        raise InfraError(f"the {cls.__name__} backend cannot build environments")
+
+    @classmethod
+    def ensure_environment(cls, tree: Path, repo_name: str, commit: str, base: str, script: str,
+                           log: Callable[[str], None]) -> tuple[str, float]:
+        """A repository's environment from its install `script` run over `tree`
+        (generation); returns (name, seconds spent building)."""
+        raise InfraError(f"the {cls.__name__} backend cannot build environments from a repository")
+
+    @classmethod
+    def generated_files(cls, name: str) -> dict[str, str]:
+        """Files the environment's install wrote into the tree (a version file
+        written from git metadata), which a git clone lacks."""
+        return {}
+
+    @classmethod
+    def remove_leftovers(cls) -> int:
+        """Remove every sandbox of this backend still around; returns how many."""
+        return 0
+
+    @classmethod
+    def environment_id(cls, name: str) -> str:
+        """A content id of environment `name` (caches of its files key on it)."""
+        raise InfraError(f"the {cls.__name__} backend cannot identify environments")
+
+    @classmethod
+    def export_environment(cls, name: str) -> AbstractContextManager[io.RawIOBase]:
+        """The environment's filesystem as a tar stream (the leak audit reads it)."""
+        raise InfraError(f"the {cls.__name__} backend cannot export environments")
 
     @classmethod
     def check(cls) -> str | None:

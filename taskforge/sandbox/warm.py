@@ -26,7 +26,6 @@ from pathlib import Path
 from taskforge.errors import InfraError
 from taskforge.sandbox.base import Mount, Sandbox, SandboxSpec
 
-
 _LIVE: "weakref.WeakSet[WarmPool]" = weakref.WeakSet()
 
 
@@ -212,6 +211,7 @@ class WarmPool:
             self._filling[key] = max(0, self._filling.get(key, 0) - 1)
             keep = lease is not None and not self._closed and key in self._ready
             if keep:
+                assert lease is not None        # keep implies it
                 self._ready[key].append(lease)
         if lease is not None and not keep:
             self._discard(lease)

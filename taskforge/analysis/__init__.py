@@ -1,0 +1,1 @@
+"""What the code and its tests are: symbols, test index, per-test coverage."""

@@ -1,0 +1,1 @@
+"""How a repository is installed and tested: install plan, pytest configuration."""

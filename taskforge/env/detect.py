@@ -1,0 +1,471 @@
+"""How to install a repository and its test dependencies, without per-repo config.
+
+Reads what the project already declares, in the places projects declare it:
+PEP 621 and setup.cfg/setup.py extras under the usual test names, Poetry, PDM
+and Hatch dev groups, PEP 735 dependency groups, requirement files, tox and nox
+test deps, the pytest plugins its config and tests use, and the Python version
+it asks for. Test imports still missing after all that are installed by name
+inside the build container. Overrides (taskforge.toml, CLI flags) replace any
+part. The result is a shell script run in the build container, and the pytest
+options every run uses; `tried` says what was looked at, for error messages.
+"""
+from __future__ import annotations
+
+import ast
+import configparser
+import json
+import re
+import shlex
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import cast
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from taskforge.analysis.pyparse import parse as parse_python
+from taskforge.sandbox import RUNTIME
+
+TEST_EXTRAS = ("test", "tests", "testing", "dev", "develop", "development", "all")
+TEST_GROUPS = ("test", "tests", "testing", "dev", "develop", "development")
+REQ_FILES = ("requirements.txt", "requirements-test.txt", "requirements_test.txt",
+             "requirements-tests.txt", "requirements-testing.txt", "test-requirements.txt",
+             "test_requirements.txt", "requirements-dev.txt", "requirements/test.txt",
+             "requirements/tests.txt", "requirements/testing.txt", "requirements/base.txt",
+             "tests/requirements.txt", "test/requirements.txt")
+# Tools in dev groups that tests never need: skipped (they are slow to install and
+# often pin old versions of everything).
+NOT_FOR_TESTS = re.compile(
+    r"^(mypy|black|flake8|ruff|pre-commit|nox|tox|sphinx|isort|pylint|twine|build|wheel|bump|"
+    r"changelog|codecov|pyright|types-|mkdocs|ipython|ipdb|pdbpp|towncrier|pytest$|pip-tools|"
+    r"check-manifest|readme-renderer|docutils|furo|myst|jupyter|notebook|setuptools-scm|"
+    r"pytest-(flake8|mypy|black|isort|pylint|ruff|pycodestyle|xdist|cov)$|coverage|autopep8|yapf|"
+    r"pydocstyle|bandit|safety|commitizen|gitchangelog|zest|releaser|invoke$|doc8|rstcheck|"
+    r"pyupgrade|interrogate|vulture|darglint|flit$|hatch$|pdm$|poetry$|uv$)", re.I)
+PYTHONS = ("3.11", "3.12", "3.13", "3.10", "3.9", "3.8")    # preference order
+DEFAULT_PYTHON = "3.11"
+
+
+# Scripts run in the build container (taskforge/sandbox/runtime/, each says why).
+STRIP_METADATA = (RUNTIME / "strip_metadata.py").read_text(encoding="utf-8")
+REPOINT_INSTALL = (RUNTIME / "repoint_install.py").read_text(encoding="utf-8")
+DROP_VENDORING = (RUNTIME / "drop_vendoring.py").read_text(encoding="utf-8")
+MISSING_IMPORTS = (RUNTIME / "missing_imports.py").read_text(encoding="utf-8")
+
+
+class RepoConfig(BaseModel):
+    """Overrides for what detection would choose (taskforge.toml or CLI flags)."""
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    python: str | None = None
+    install: list[str] | None = None        # shell commands replacing the detected install
+    pip: list[str] = Field(default_factory=list)          # extra requirements on top
+    test_cmd: str | None = Field(default=None, alias="test-cmd")
+    env: dict[str, str] = Field(default_factory=dict)     # for the install and the test runs
+
+    def merged(self, other: "RepoConfig") -> "RepoConfig":
+        """`other` wins where it says something."""
+        data = self.model_dump()
+        for k, v in other.model_dump().items():
+            if v not in (None, [], {}):
+                data[k] = v
+        return RepoConfig(**data)
+
+
+def load_config(path: Path) -> RepoConfig:
+    from taskforge.errors import UserError
+
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise UserError(f"cannot read {path}: {str(exc).splitlines()[0]}") from None
+    data = data.get("taskforge", data)
+    if isinstance(data.get("install"), str):
+        data["install"] = [data["install"]]
+    try:
+        return RepoConfig.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise UserError(f"{path}: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+
+
+def find_config(root: Path, repo_arg: str | None = None) -> tuple[RepoConfig, list[str]]:
+    """taskforge.toml in the repository, then `<repo dir>.taskforge.toml` beside a
+    local repository (for repos you cannot edit); the later one wins."""
+    cfg, used = RepoConfig(), []
+    places = [root / "taskforge.toml"]
+    if repo_arg and Path(repo_arg).exists():
+        local = Path(repo_arg).resolve()
+        places.append(local.with_name(local.name + ".taskforge.toml"))
+    for place in places:
+        if place.is_file():
+            cfg = cfg.merged(load_config(place))
+            used.append(str(place))
+    return cfg, used
+
+
+@dataclass
+class InstallPlan:
+    installable: bool
+    extras: list[str] = field(default_factory=list)
+    requirement_files: list[str] = field(default_factory=list)
+    requirements: list[str] = field(default_factory=list)   # groups, tox/nox deps, overrides
+    plugins: list[str] = field(default_factory=list)        # pytest plugins config/tests need
+    tried: list[str] = field(default_factory=list)
+    packages: list[str] = field(default_factory=list)      # the repo's top-level packages
+    needs_installers: bool = False                         # the repo imports pip/setuptools
+    python: str = DEFAULT_PYTHON
+    install: list[str] | None = None                       # overriding install commands
+    test_files: list[str] = field(default_factory=list)
+    local_modules: list[str] = field(default_factory=list)
+    test_options: list[str] = field(default_factory=list)  # every pytest run
+    test_paths: list[str] = field(default_factory=list)    # whole-suite runs only
+    env: dict[str, str] = field(default_factory=dict)
+    version: str = "0.0.0"                                 # for setuptools-scm without git
+
+    def script(self) -> str:
+        """Shell script for the build container (cwd /workspace, network on)."""
+        q = shlex.quote
+        lines = ["set -e", "cd /workspace", "pip --version",
+                 f"export SETUPTOOLS_SCM_PRETEND_VERSION={q(self.version)}"]
+        lines += [f"export {k}={q(v)}" for k, v in sorted(self.env.items())]
+        if self.install is not None:
+            lines += self.install
+        else:
+            for req in self.requirement_files:
+                lines.append(f"pip install -r {q(req)} || echo 'taskforge: {req} failed'")
+            if self.installable:
+                target = "." + (f"[{','.join(self.extras)}]" if self.extras else "")
+                fallback = f"pip install {q(target)} || pip install ." if self.extras else "pip install ."
+                # A built copy when the editable build fails (an optional C extension's
+                # setup.py that retries setup() without it), repointed at the tree.
+                lines.append(f"pip install -e {q(target)}" + (" || pip install -e ." if self.extras else "")
+                             + " || {\necho 'taskforge: the editable install failed; installing a built copy'\n"
+                             + fallback + "\npython - /workspace <<'PY'\n" + REPOINT_INSTALL + "PY\n}")
+        for group, what in ((self.requirements, "requirement"), (self.plugins, "plugin")):
+            if group:
+                each = " ".join(q(r) for r in group)
+                lines.append(f"pip install {each} || for r in {each}; do pip install \"$r\" "
+                             f"|| echo \"taskforge: {what} $r failed\"; done")
+        if self.test_files:
+            lines.append("python - " + q(json.dumps(self.test_files)) + " "
+                         + q(json.dumps(self.local_modules)) + " <<'PY'\n" + MISSING_IMPORTS + "PY")
+        # The repository may pin its own pytest: keep the tooling taskforge reads with.
+        lines.append('pip install "pytest-cov>=4.1" "coverage>=7.4"')
+        lines.append("python - <<'PY'\n" + STRIP_METADATA + "PY")
+        if self.packages and not self.needs_installers:
+            lines.append("python - " + " ".join(q(p) for p in self.packages)
+                         + " <<'PY'\n" + DROP_VENDORING + "PY")
+        return "\n".join(lines) + "\n"
+
+    def describe(self) -> str:
+        return "; ".join(self.tried) or "nothing found"
+
+
+def _toml(root: Path) -> dict:
+    path = root / "pyproject.toml"
+    if not path.is_file():
+        return {}
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return {}
+
+
+def _cfg(root: Path, name: str) -> configparser.ConfigParser | None:
+    path = root / name
+    if not path.is_file():
+        return None
+    cfg = configparser.ConfigParser(interpolation=None, strict=False)
+    try:
+        cfg.read(path, encoding="utf-8")
+    except (configparser.Error, UnicodeDecodeError):
+        return None
+    return cfg
+
+
+def _extras(data: dict, root: Path) -> set[str]:
+    extras = set((data.get("project") or {}).get("optional-dependencies") or {})
+    extras |= set(((data.get("tool") or {}).get("poetry") or {}).get("extras") or {})
+    cfg = _cfg(root, "setup.cfg")
+    if cfg is not None and cfg.has_section("options.extras_require"):
+        extras |= set(cfg.options("options.extras_require"))
+    if (root / "setup.py").is_file():
+        text = (root / "setup.py").read_text(encoding="utf-8", errors="replace")
+        m = re.search(r"extras_require\s*=\s*\{(.*?)\}", text, re.S)
+        if m:
+            extras |= set(re.findall(r"['\"]([\w.-]+)['\"]\s*:", m.group(1)))
+    return extras
+
+
+def _poetry_req(name: str, spec) -> str | None:
+    """A Poetry dependency as a PEP 508 requirement (path/git ones are skipped)."""
+    if name.lower() == "python":
+        return None
+    extras = ""
+    if isinstance(spec, dict):
+        if any(k in spec for k in ("path", "git", "url", "file")):
+            return None
+        extras = f"[{','.join(spec['extras'])}]" if spec.get("extras") else ""
+        spec = spec.get("version", "*")
+    if isinstance(spec, list):
+        return name
+    spec = str(spec).strip()
+    if spec in ("", "*"):
+        return name + extras
+    out = []
+    for part in spec.split(","):
+        part = part.strip()
+        if part.startswith("^") or (part.startswith("~") and not part.startswith("~=")):
+            out.append(">=" + part.lstrip("^~"))
+        elif re.match(r"^\d", part):
+            out.append("==" + part)
+        else:
+            out.append(part)
+    return f"{name}{extras}{','.join(out)}"
+
+
+def _groups(data: dict, root: Path) -> tuple[list[str], list[str]]:
+    """Test requirements declared outside extras: (requirements, where from)."""
+    reqs: list[str] = []
+    where: list[str] = []
+    tool = data.get("tool") or {}
+    poetry = tool.get("poetry") or {}
+    for g, body in (poetry.get("group") or {}).items():
+        if g in TEST_GROUPS and isinstance(body, dict):
+            got = [r for n, sp in (body.get("dependencies") or {}).items()
+                   if (r := _poetry_req(n, sp))]
+            reqs += got
+            where.append(f"poetry group {g}") if got else None
+    if poetry.get("dev-dependencies"):
+        reqs += [r for n, sp in poetry["dev-dependencies"].items() if (r := _poetry_req(n, sp))]
+        where.append("poetry dev-dependencies")
+    pdm = (tool.get("pdm") or {}).get("dev-dependencies") or {}
+    for g, items in pdm.items():
+        if g in TEST_GROUPS and isinstance(items, list):
+            reqs += [r for r in items if isinstance(r, str) and not r.startswith("-")]
+            where.append(f"pdm dev-dependencies {g}")
+    hatch = ((tool.get("hatch") or {}).get("envs")) or {}
+    for env in ("default", "test", "tests", "testing", "dev", "hatch-test"):
+        body = hatch.get(env) or {}
+        for key in ("dependencies", "extra-dependencies"):
+            items = [r for r in body.get(key) or [] if isinstance(r, str) and "{" not in r]
+            if items:
+                reqs += items
+                where.append(f"hatch env {env} {key}")
+    groups = data.get("dependency-groups") or {}
+
+    def group(name: str, seen: set[str]) -> list[str]:
+        out = []
+        for item in groups.get(name) or []:
+            if isinstance(item, str):
+                out.append(item)
+            elif isinstance(item, dict) and item.get("include-group") not in seen:
+                inc = item["include-group"]
+                out += group(inc, seen | {inc})
+        return out
+    for g in TEST_GROUPS:
+        if g in groups:
+            reqs += group(g, {g})
+            where.append(f"dependency-groups {g}")
+    cfg = _cfg(root, "setup.cfg")
+    if cfg is not None and cfg.has_option("options", "tests_require"):
+        reqs += [r.strip() for r in cfg.get("options", "tests_require").splitlines() if r.strip()]
+        where.append("setup.cfg tests_require")
+    if (root / "setup.py").is_file():
+        text = (root / "setup.py").read_text(encoding="utf-8", errors="replace")
+        m = re.search(r"tests_require\s*=\s*\[(.*?)\]", text, re.S)
+        if m:
+            reqs += re.findall(r"['\"]([^'\"]+)['\"]", m.group(1))
+            where.append("setup.py tests_require")
+    return reqs, where
+
+
+def _tox_nox(root: Path) -> tuple[list[str], list[str], list[str], list[str]]:
+    """(requirements, requirement files, extras, where from) from tox.ini and noxfile.py."""
+    reqs: list[str] = []
+    files: list[str] = []
+    extras: list[str] = []
+    where: list[str] = []
+    cfg = _cfg(root, "tox.ini")
+    if cfg is not None and cfg.has_section("testenv"):
+        for line in cfg.get("testenv", "deps", fallback="").splitlines():
+            line = re.sub(r"^[\w.,!-]+:\s+", "", line.strip())      # factor-conditional lines
+            if not line or "{" in line or line.startswith(("#", "-c", "-e", ".")):
+                continue
+            if line.startswith("-r"):
+                f = line[2:].strip()
+                if (root / f).is_file():
+                    files.append(f)
+                continue
+            reqs.append(line)
+        extras += [e.strip() for e in re.split(r"[\s,]+", cfg.get("testenv", "extras", fallback=""))
+                   if e.strip() and "{" not in e]
+        where.append("tox.ini [testenv]")
+    nox = root / "noxfile.py"
+    if nox.is_file():
+        try:
+            tree = parse_python(nox.read_bytes())
+        except (SyntaxError, ValueError):
+            tree = None
+        got = []
+        for node in ast.walk(tree) if tree else []:
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                    and node.func.attr == "install":
+                args = [a.value for a in node.args if isinstance(a, ast.Constant)
+                        and isinstance(a.value, str)]
+                i = 0
+                while i < len(args):
+                    a = args[i]
+                    if a == "-r" and i + 1 < len(args):
+                        if (root / args[i + 1]).is_file():
+                            files.append(args[i + 1])
+                        i += 2
+                        continue
+                    if not a.startswith(("-", ".")) and "/" not in a:
+                        got.append(a)
+                    i += 1
+        if got:
+            reqs += got
+            where.append("noxfile.py session.install")
+    return reqs, files, extras, where
+
+
+def _requires_python(data: dict, root: Path) -> str | None:
+    spec = (data.get("project") or {}).get("requires-python")
+    if not spec:
+        py = (((data.get("tool") or {}).get("poetry") or {}).get("dependencies") or {}).get("python")
+        if isinstance(py, str):
+            # None only for the name "python"
+            spec = cast(str, _poetry_req("x", py))[1:] if py.strip() not in ("*", "") else None
+    cfg = _cfg(root, "setup.cfg")
+    if not spec and cfg is not None:
+        spec = cfg.get("options", "python_requires", fallback=None)
+    if not spec and (root / "setup.py").is_file():
+        m = re.search(r"python_requires\s*=\s*['\"]([^'\"]+)['\"]",
+                      (root / "setup.py").read_text(encoding="utf-8", errors="replace"))
+        spec = m.group(1) if m else None
+    return spec
+
+
+def choose_python(spec: str | None) -> tuple[str, str]:
+    """(X.Y, why): the preferred Python that the project's requires-python admits."""
+    if not spec:
+        return DEFAULT_PYTHON, "no requires-python: default"
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    try:
+        sset = SpecifierSet(spec)
+    except InvalidSpecifier:
+        return DEFAULT_PYTHON, f"unreadable requires-python {spec!r}: default"
+    for v in PYTHONS:
+        if sset.contains(v + ".0", prereleases=True) or sset.contains(v + ".99", prereleases=True):
+            return v, f"requires-python {spec}"
+    return DEFAULT_PYTHON, f"requires-python {spec} admits no known Python: default"
+
+
+def _pkg_version(root: Path) -> str:
+    info = root / "PKG-INFO"
+    if info.is_file():
+        m = re.search(r"^Version:\s*(\S+)", info.read_text(encoding="utf-8", errors="replace"), re.M)
+        if m:
+            return m.group(1)
+    return "0.0.0"
+
+
+INSTALLER_IMPORT = re.compile(r"^\s*(?:import|from)\s+(?:setuptools|pkg_resources|pip|distutils)\b", re.M)
+
+
+def split_test_cmd(cmd: str, root: Path) -> tuple[list[str], list[str]]:
+    """`pytest ARGS` (or `python -m pytest ARGS`) -> (options, paths)."""
+    from taskforge.errors import UserError
+
+    try:
+        argv = shlex.split(cmd)
+    except ValueError as exc:
+        raise UserError(f"cannot parse the test command {cmd!r}: {exc}") from None
+    if argv[:3] in (["python", "-m", "pytest"], ["python3", "-m", "pytest"]):
+        argv = argv[3:]
+    elif argv[:1] in (["pytest"], ["py.test"]):
+        argv = argv[1:]
+    else:
+        raise UserError(f"the test command must run pytest (pytest ... or python -m pytest ...): {cmd!r}")
+    options, paths = [], []
+    for a in argv:
+        target = a.split("::")[0]
+        if not a.startswith("-") and target and (root / target).exists():
+            paths.append(a)
+        else:
+            options.append(a)
+    return options, paths
+
+
+def detect(root: Path, layout=None, config: RepoConfig | None = None) -> InstallPlan:
+    from taskforge.env import pytestcfg
+
+    cfg = config or RepoConfig()
+    data = _toml(root)
+    installable = any((root / f).is_file() for f in ("pyproject.toml", "setup.py", "setup.cfg"))
+    if (root / "pyproject.toml").is_file() and not (root / "setup.py").is_file():
+        # A pyproject with only tool settings (no build system, no project) is not installable.
+        if "build-system" not in data and "project" not in data:
+            installable = installable and (root / "setup.cfg").is_file()
+    plan = InstallPlan(installable=installable, version=_pkg_version(root))
+    plan.tried.append("pyproject.toml/setup.py/setup.cfg: "
+                      + ("installable" if installable else "none installable"))
+    found = _extras(data, root)
+    plan.extras = [e for e in TEST_EXTRAS if e in found and e != "all"]
+    reqs, where = _groups(data, root)
+    tox_reqs, tox_files, tox_extras, tox_where = _tox_nox(root)
+    plan.extras += [e for e in tox_extras if e in found and e not in plan.extras]
+    plan.tried.append(f"test extras: {plan.extras or 'none'}")
+    plan.requirement_files = [r for r in REQ_FILES if (root / r).is_file()]
+    plan.requirement_files = list(dict.fromkeys(plan.requirement_files + tox_files))
+    plan.tried.append(f"requirement files: {plan.requirement_files or 'none'}")
+    wanted = [r for r in reqs + tox_reqs if not NOT_FOR_TESTS.match(r.strip())]
+    plan.requirements = list(dict.fromkeys(wanted + cfg.pip))
+    plan.tried.append(f"dev groups, tox, nox: {', '.join(where + tox_where) or 'none'}")
+    pcfg = pytestcfg.read(root)
+    plan.test_options = pcfg.override_args()
+    plugins = dict.fromkeys(sorted(pcfg.plugins))
+    plan.tried.append(f"pytest config: {pcfg.source or 'none'}"
+                      + (f", dropped {'; '.join(pcfg.dropped)}" if pcfg.dropped else ""))
+    spec = _requires_python(data, root)
+    plan.python, why = choose_python(spec)
+    if cfg.python:
+        plan.python, why = cfg.python, "override"
+    plan.tried.append(f"python {plan.python} ({why})")
+    if layout is not None:
+        plan.packages = list(layout.packages)
+        plan.needs_installers = any(
+            INSTALLER_IMPORT.search((root / rel).read_text(encoding="utf-8", errors="replace"))
+            for rel in [*layout.source_files, *layout.test_files])
+        plan.test_files = list(layout.test_files)
+        mods = {PurePosixPath(f).stem for f in layout.test_files + layout.source_files}
+        mods |= {PurePosixPath(f).parts[0] for f in layout.test_files + layout.source_files}
+        plan.local_modules = sorted(mods | set(layout.packages))
+        fixtures = _defined_fixtures(root, layout.test_files)
+        for dist, ev in pytestcfg.plugins_from_tests(root, layout.test_files, fixtures).items():
+            plugins.setdefault(dist, None)
+            plan.tried.append(f"plugin {dist} ({ev})")
+    plan.plugins = [p for p in plugins if p]
+    if cfg.install is not None:
+        plan.install = list(cfg.install)
+        plan.tried.append("install: override")
+    if cfg.test_cmd:
+        opts, paths = split_test_cmd(cfg.test_cmd, root)
+        plan.test_options += opts
+        plan.test_paths = paths
+        plan.tried.append(f"test command: override {cfg.test_cmd!r}")
+    plan.env = dict(cfg.env)
+    return plan
+
+
+def _defined_fixtures(root: Path, files: list[str]) -> set[str]:
+    names: set[str] = set()
+    for rel in files:
+        text = (root / rel).read_text(encoding="utf-8", errors="replace")
+        if "fixture" not in text:
+            continue
+        names |= set(re.findall(r"@pytest\.fixture[^\n]*\n(?:\s*@[^\n]*\n)*\s*(?:async\s+)?def\s+(\w+)", text))
+    return names

@@ -1,0 +1,502 @@
+"""`verify`: grade a candidate solution against a task's hidden tests.
+
+The reward must not depend on the good behaviour of code we do not trust, and
+the code under test runs inside the pytest process. So:
+  - the solution is applied to a copy of the workspace; every test file and test
+    config is restored from the task's own copy, unshipped ones removed, start-up
+    hooks, sourceless bytecode and shadowing top-level modules refused;
+  - a fresh, hardened sandbox per call (no network, read-only root, no
+    capabilities but the supervisor's SETUID/SETGID, non-root tests, limits, a
+    time limit from the task's measured run time), destroyed after;
+  - the supervisor runs as another uid: the tests hold no handle to what the
+    host reads and cannot outlive the run; their reports are parsed against a
+    schema and anything malformed, repeated, late or oversized scores 0;
+  - the hidden tests get random names and sit among mutants (copies whose
+    expected values are changed) that a correct solution fails and a forged
+    report cannot tell apart: a passing mutant scores 0;
+  - a monitor (static scan and an audit hook) reports suspicious acts beside the
+    reward; the policy scores the high-confidence ones 0 unless the gold does
+    the same.
+`Defences` switches each of these off, for the red-team suite's naive grader.
+"""
+from __future__ import annotations
+
+import filecmp
+import os
+import random
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, cast
+
+from pydantic import BaseModel
+
+from taskforge.errors import InfraError, TaskforgeError, UserError
+from taskforge.fsutil import copy_tree, share_with_sandbox
+from taskforge.grade import mutants as mut
+from taskforge.grade import static
+from taskforge.grade.findings import Finding, Policy, Severity, Source, clean, finding
+from taskforge.grade.findings import FindingKind as K
+from taskforge.models import Outcome, TestResult, VerifyResult
+from taskforge.package.store import Task, load_task
+from taskforge.package.writer import apply_patch
+from taskforge.repo.layout import is_protected_path, walk, walk_all
+from taskforge.sandbox import Limits, Mount, SandboxSpec, open_sandbox
+from taskforge.sandbox.testrun import PytestRunner, RunResult, runner_mount
+from taskforge.sandbox.warm import Lease, WarmPool
+
+INFRA_RETRIES = 2
+DEFAULT_TIMEOUT = 900.0
+MAX_PLANTED = 64          # copies planted per verify: in practice every test that has any
+
+
+class Defences(BaseModel):
+    """The grader's defences, each on by default. The red-team suite switches
+    them off to show that every attack it tries scores against a grader without
+    them (and 0 against this one)."""
+    restore_tests: bool = True     # test files and configs from the task's own copy
+    startup_hooks: bool = True     # no sitecustomize, .pth or planted dist-info
+    bytecode: bool = True          # no sourceless bytecode or new native modules
+    shadowing: bool = True         # no top-level module named like stdlib or the runner
+    static_scan: bool = True       # changed files read for runner patching, always-equal, ...
+    isolation: bool = True         # supervisor uid, guard by path, strict events, reaping
+    mutants: bool = True           # must-fail copies of hidden tests
+    rename: bool = True            # random names for the hidden tests at every run
+    monitor: bool = True           # the audit-hook monitor's findings count
+    exit_checks: bool = True       # exit code, session end, expected ids all reported
+    policy: Policy = Policy.SCORE
+
+    @classmethod
+    def naive(cls) -> "Defences":
+        """A grader that runs the tests and believes what they report."""
+        off: dict[str, Any] = {name: False for name, f in cls.model_fields.items() if f.annotation is bool}
+        return cls(**off)
+
+
+@dataclass
+class Solution:
+    kind: Literal["gold", "empty", "patch", "dir"]
+    patch: str | None = None       # unified diff text, for kind == "patch"
+    path: Path | None = None       # a solution work tree, for kind == "dir"
+
+    def describe(self) -> str:
+        return self.kind if self.kind in ("gold", "empty") else f"{self.kind}:{self.path or 'inline'}"
+
+    @classmethod
+    def gold(cls) -> "Solution":
+        return cls("gold")
+
+    @classmethod
+    def empty(cls) -> "Solution":
+        return cls("empty")
+
+    @classmethod
+    def from_patch(cls, text: str) -> "Solution":
+        return cls("patch", patch=text)
+
+    @classmethod
+    def from_dir(cls, path: str | Path) -> "Solution":
+        p = Path(path)
+        if not p.is_dir():
+            raise UserError(f"no such solution directory: {path}")
+        return cls("dir", path=p)
+
+
+def clear_path(tree: Path, rel: str) -> Path:
+    """`tree/rel`, with every parent a real directory inside the tree: a file or a
+    symlink standing where a directory must be is removed first."""
+    cur = tree
+    for part in Path(rel).parts[:-1]:
+        cur = cur / part
+        if cur.is_symlink() or (cur.exists() and not cur.is_dir()):
+            cur.unlink()
+    dst = tree / rel
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    if not dst.resolve().is_relative_to(tree.resolve()):
+        raise UserError(f"{rel} resolves outside the workspace")
+    return dst
+
+
+def drop_symlinks(tree: Path, workspace: Path) -> list[tuple[K, str]]:
+    """A solution tree's symlinks, except those the task's workspace has too:
+    a link could make the grader write outside its copy."""
+    notes = []
+    for dirpath, dirnames, filenames in os.walk(tree):
+        for name in dirnames + filenames:
+            p = Path(dirpath) / name
+            if not p.is_symlink():
+                continue
+            rel = p.relative_to(tree).as_posix()
+            orig = workspace / rel
+            if orig.is_symlink() and os.readlink(orig) == os.readlink(p):
+                continue
+            p.unlink()
+            notes.append((K.REMOVED_SYMLINK, rel))
+    return notes
+
+
+MAX_SOLUTION_BYTES = 1 << 30
+
+
+def check_size(path: Path, workspace_files: int) -> None:
+    """A solution tree a grader can copy: bounded in files and in (apparent) bytes,
+    so that a sparse terabyte file cannot fill the host's disk for everyone."""
+    files, size = 0, 0
+    limit = 2 * workspace_files + 10_000
+    for dirpath, dirnames, filenames in os.walk(path):
+        dirnames[:] = [d for d in dirnames if d != ".git"]
+        for name in filenames:
+            files += 1
+            try:
+                size += os.lstat(os.path.join(dirpath, name)).st_size
+            except OSError:
+                continue
+            if files > limit or size > MAX_SOLUTION_BYTES:
+                raise UserError(f"the solution tree is too large (over {limit} files or "
+                                f"{MAX_SOLUTION_BYTES >> 20} MiB)")
+
+
+def restore_protected(task: Task, tree: Path) -> list[tuple[K, str]]:
+    """Put back every test file and config from the task's copy; drop unshipped ones."""
+    notes: list[tuple[K, str]] = []
+    shipped = set(walk(task.hidden))
+    ws = task.workspace
+    for rel in sorted(shipped):
+        dst = clear_path(tree, rel)
+        orig_ws = ws / rel
+        if dst.is_file() and orig_ws.is_file() and not filecmp.cmp(dst, orig_ws, shallow=False):
+            notes.append((K.RESTORED_FILE, f"{rel} was modified"))
+        elif not dst.exists() and orig_ws.is_file():
+            notes.append((K.RESTORED_FILE, f"{rel} was deleted"))
+        if dst.is_dir() and not dst.is_symlink():
+            shutil.rmtree(dst)
+        elif dst.is_symlink():
+            dst.unlink()
+        shutil.copy2(task.hidden / rel, dst)
+    for rel in walk_all(tree):
+        if rel not in shipped and is_protected_path(rel):
+            (tree / rel).unlink()
+            notes.append((K.REMOVED_UNSHIPPED, rel))
+    return notes
+
+
+def choose_mutants(pool: list[mut.Mutant], rng: random.Random, limit: int = MAX_PLANTED
+                   ) -> list[mut.Mutant]:
+    """Copies for every hidden test that has any (at most `limit`): per test, one
+    literal and its copies, two of them when few tests have copies, so that a
+    guess between original and copies is right one time in three, not two."""
+    tests: dict[tuple, dict[str, list[mut.Mutant]]] = {}
+    for m in pool:
+        tests.setdefault((m.file, tuple(m.cls), m.func), {}).setdefault(m.group, []).append(m)
+    keys = list(tests)
+    rng.shuffle(keys)
+    per = 2 if len(keys) < 4 else 1
+    out: list[mut.Mutant] = []
+    for k in keys:
+        groups = list(tests[k].values())
+        values = [g for g in groups if g[0].kind == "value"]
+        group = list(rng.choice(values or groups))
+        rng.shuffle(group)
+        out += group[:per]
+        if len(out) >= limit:
+            return out[:limit]
+    return out
+
+
+def prepare(task: Task, solution: Solution, tree: Path, defences: Defences
+            ) -> tuple[list[Finding], mut.Plan | None]:
+    """The graded tree: the solution applied, then every defence that acts on files.
+    Returns the findings so far and the planting plan (None: the solution was
+    refused). Whatever the solution's files make these steps raise is the
+    solution's doing: reward 0 with a finding, never a masked infrastructure error."""
+    try:
+        return _prepare(task, solution, tree, defences)
+    except (OSError, ValueError, RecursionError, MemoryError, UserError, UnicodeError) as exc:
+        msg = exc.message if isinstance(exc, UserError) else f"{type(exc).__name__}: {exc}"
+        return [finding(K.UNPROCESSABLE, Source.GRADER, msg[:200], policy=defences.policy)], None
+
+
+def _prepare(task: Task, solution: Solution, tree: Path, defences: Defences
+             ) -> tuple[list[Finding], mut.Plan | None]:
+    rec = task.record
+    pol = defences.policy
+    found: list[Finding] = []
+    notes: list[tuple[K, str]] = []
+    if solution.kind == "dir":
+        assert solution.path is not None        # from_dir sets it
+        check_size(solution.path, rec.sizes.workspace_files)
+        copy_tree(solution.path, tree)
+        notes += drop_symlinks(tree, task.workspace)
+    else:
+        copy_tree(task.workspace, tree)
+    patch = rec.patch if solution.kind == "gold" else solution.patch
+    if solution.kind in ("gold", "patch"):
+        err = apply_patch(tree, patch or "")
+        if err:
+            return [finding(K.PATCH_REJECTED, Source.GRADER, err, policy=pol)], None
+    shutil.rmtree(tree / ".git", ignore_errors=True)
+    if defences.restore_tests:
+        notes += restore_protected(task, tree)
+    else:
+        # Any grader puts the hidden tests in; the naive one stops there.
+        for rel in rec.hidden_test_files:
+            shutil.copy2(task.hidden / rel, clear_path(tree, rel))
+    if defences.startup_hooks:
+        notes += static.remove_startup_hooks(tree, task.workspace)
+    if defences.bytecode:
+        notes += static.remove_bytecode(tree, task.workspace)
+    if defences.shadowing:
+        notes += static.shadowing(tree, task.workspace)
+    allowed = {(k, f) for k, f in rec.grading.allowed}
+    found += [finding(k, Source.STATIC if k is K.BYTECODE_FILE else Source.GRADER, d, policy=pol)
+              for k, d in notes]
+    if defences.static_scan:
+        scanned = static.scan_solution(tree, task.workspace, pol, allowed)
+        g = rec.grading
+        if defences.mutants and g.hidden_functions and g.hidden_with_mutant >= g.hidden_functions:
+            # Every hidden test has value copies: an object equal to everything
+            # that the tests compare passes them and scores 0 there; one they never
+            # compare (a sentinel) is no reason to.
+            scanned = [f.model_copy(update={"severity": Severity.REVIEW})
+                       if f.kind is K.ALWAYS_EQUAL and f.severity is Severity.FATAL else f
+                       for f in scanned]
+        found += scanned
+    rng = random.SystemRandom()
+    chosen = choose_mutants(rec.grading.mutants, rng) if defences.mutants else []
+    plan = mut.plant(tree, rec.FAIL_TO_PASS, chosen,
+                     rename=defences.rename and rec.grading.rename, rng=rng)
+    return found, plan
+
+
+def verify(task_dir: str | Path, solution: Solution, timeout: float | None = None,
+           limits: Limits | None = None, defences: Defences | None = None,
+           pool: WarmPool | None = None, backend: str | None = None) -> VerifyResult:
+    """Grade `solution`; infrastructure failures come back with `error` set, reward None.
+    With a `pool`, the sandbox is a warm one started ahead (never used before).
+    `backend`: the sandbox backend (default $TASKFORGE_SANDBOX, else docker)."""
+    task = load_task(task_dir)
+    rec = task.record
+    d = defences or Defences()
+    timeout = timeout or rec.grading.timeout or DEFAULT_TIMEOUT
+    t0 = time.monotonic()
+    result = VerifyResult(instance_id=rec.instance_id, solution=solution.describe(), reward=None,
+                          resolved=False, f2p_passed=0, f2p_total=len(rec.FAIL_TO_PASS),
+                          p2p_passed=0, p2p_total=len(rec.PASS_TO_PASS), p2p_regressions=[],
+                          f2p_failures=[], tests=[])
+    spec = SandboxSpec(image=rec.image_name, mounts=[runner_mount()],
+                       limits=limits or Limits(), supervisor=d.isolation,
+                       labels={"taskforge.role": "verify", "taskforge.task": rec.instance_id[:60]})
+    lease = None
+    if pool is not None:
+        try:
+            lease = pool.take(spec)
+        except InfraError:
+            lease = None                     # the cold path below says what is wrong
+    with tempfile.TemporaryDirectory(prefix="tf-verify-") as tmp:
+        tree = lease.workspace if lease else Path(tmp) / "workspace"
+        try:
+            found, plan = prepare(task, solution, tree, d)
+            if plan is None:
+                return _finish(result, t0, 0.0, found)
+            share_with_sandbox(tree)
+            run, error = _run_hidden(rec, d, spec, tree, timeout, lease,
+                                     backend or (pool.backend if pool else None))
+        finally:
+            if lease is not None:
+                assert pool is not None         # a lease only comes from the pool
+                pool.give_back(lease, spec)
+        if run is None:
+            result.error = error or "sandbox failed"
+            return _finish(result, t0, None, found)
+    return grade(result, rec, run, t0, plan, found, d)
+
+
+def _run_hidden(rec, d: Defences, spec: SandboxSpec, tree: Path, timeout: float,
+                lease: Lease | None, backend: str | None
+                ) -> tuple[RunResult | None, str | None]:
+    """The graded run: in the leased sandbox if there is one, else (and on an
+    infrastructure failure) in a fresh one with `tree` mounted."""
+    cold = spec.model_copy(update={"mounts": [Mount(host=str(tree), container="/workspace"),
+                                              *spec.mounts]})
+    last_error = None
+    for attempt in range(1 + INFRA_RETRIES):
+        try:
+            if lease is not None and attempt == 0:
+                # Destroyed by the pool, off this path (the supervisor has already
+                # killed everything the tests started).
+                return _pytest(lease.sandbox, rec, d, timeout), None
+            with open_sandbox(cold, backend) as sb:
+                return _pytest(sb, rec, d, timeout), None
+        except InfraError as exc:
+            if lease is not None:
+                lease.sandbox.close()        # nothing of it may still touch `tree`
+            last_error = exc.message
+            if "not found" in exc.message or "no root filesystem" in exc.message:
+                break
+            time.sleep(1 + attempt)
+    return None, last_error
+
+
+def _pytest(sb, rec, d: Defences, timeout: float) -> RunResult:
+    return PytestRunner(sb, None, rec.test_options, rec.test_paths, rec.test_env,
+                        naive=not d.isolation).run(["--continue-on-collection-errors"], timeout=timeout)
+
+
+def _outcomes(run: RunResult, plan: mut.Plan) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
+    """Reported outcomes under the tests' original ids, and each planted
+    mutant's outcomes by id suffix."""
+    real: dict[str, str] = {}
+    planted: dict[str, dict[str, str]] = {name: {} for name in plan.mutants}
+    for nid, outcome in run.outcomes.items():
+        m = plan.mutant_of(nid)
+        if m is not None:
+            planted[m[0]][m[1]] = outcome
+        else:
+            real[plan.original_id(nid)] = outcome
+    return real, planted
+
+
+def grade(result: VerifyResult, rec, run: RunResult, t0: float, plan: mut.Plan,
+          found: list[Finding], d: Defences) -> VerifyResult:
+    pol = d.policy
+    result.exit_code = run.exit_code
+    result.timed_out = run.timed_out
+    result.test_seconds = round(run.test_seconds, 3)
+    outcomes, planted = _outcomes(run, plan)
+    expected = rec.FAIL_TO_PASS + rec.PASS_TO_PASS
+    # pydantic checks each outcome against Outcome
+    result.tests = [TestResult(nodeid=t, outcome=cast(Outcome, outcomes.get(t, "missing")),
+                               duration=round(run.durations.get(t, 0.0), 4)) for t in expected]
+    f2p_ok = [t for t in rec.FAIL_TO_PASS if outcomes.get(t) == "passed"]
+    p2p_ok = [t for t in rec.PASS_TO_PASS if outcomes.get(t) == "passed"]
+    result.f2p_passed, result.p2p_passed = len(f2p_ok), len(p2p_ok)
+    result.f2p_failures = sorted(set(rec.FAIL_TO_PASS) - set(f2p_ok))
+    result.p2p_regressions = sorted(set(rec.PASS_TO_PASS) - set(p2p_ok))
+    found = list(found)
+    found += [finding(k, Source.GRADER, detail, policy=pol) for k, detail in run.problems]
+    if run.timed_out:
+        found.append(finding(K.TIMEOUT, Source.GRADER, "the test run was killed at the time limit",
+                             policy=pol))
+    meta = run.meta
+    if d.isolation and meta is not None:
+        if not meta.separated:
+            found.append(finding(K.NOT_SEPARATED, Source.GRADER,
+                                 "the tests ran as the supervisor's uid", policy=pol))
+        if meta.alive_after_exit:
+            found.append(finding(K.ESCAPED_PROCESS, Source.GRADER,
+                                 f"{meta.alive_after_exit} process(es) outlived the run (killed)",
+                                 policy=pol))
+    if d.monitor:
+        allowed = {(k, f) for k, f in rec.grading.allowed}
+        for ev in run.monitor:
+            try:
+                kind = K(ev.kind)
+            except ValueError:
+                found.append(finding(K.MALFORMED_EVENT, Source.GRADER,
+                                     f"unknown monitor kind {ev.kind[:40]!r}", policy=pol))
+                continue
+            file = ev.site.rsplit(":", 1)[0]
+            found.append(finding(kind, Source.MONITOR, ev.detail, ev.site, pol,
+                                 exempt=(kind.value, file) in allowed))
+    result.collection_errors = [clean(f"{k or '<session>'}: {v}", 400)
+                                for k, v in sorted(run.collect_errors.items())][:50]
+    uncollected = {k.split("::")[0] for k in run.collect_errors}
+    if d.exit_checks and not run.timed_out:
+        missing = [t for t in expected if t not in outcomes]
+        unexplained = [t for t in missing if t.split("::")[0] not in uncollected]
+        if not run.session_finished:
+            found.append(finding(K.EARLY_EXIT, Source.GRADER, f"the test session did not finish "
+                                 f"(exit code {run.exit_code})", policy=pol))
+        elif run.exit_code != run.session_exit:
+            found.append(finding(K.EXIT_CODE, Source.GRADER, f"process exited {run.exit_code}, "
+                                 f"session reported {run.session_exit}", policy=pol))
+        elif run.exit_code == 0 and (missing or any(
+                v in ("failed", "error") for v in run.outcomes.values())):
+            found.append(finding(K.EXIT_CODE, Source.GRADER, "exit 0 with tests missing or failing",
+                                 policy=pol))
+        elif run.exit_code == 1 and not run.collect_errors and not any(
+                v in ("failed", "error") for v in run.outcomes.values()):
+            found.append(finding(K.EXIT_CODE, Source.GRADER, "exit 1 although every test passed",
+                                 policy=pol))
+        if unexplained and run.session_finished:
+            found.append(finding(K.MISSING_RESULTS, Source.GRADER,
+                                 f"{len(unexplained)} expected test(s) produced no result", policy=pol))
+    result.mutants_planted = len(plan.mutants)
+    for name, m in plan.mutants.items():
+        got = planted.get(name, {})
+        if got == m.expect:
+            result.mutants_killed += 1
+            continue
+        if result.f2p_failures:
+            continue        # wrong anyway: the copies say nothing more
+        # Every copy must end exactly as on the gold: one that passed, or whose
+        # results went missing, means the reports are not the tests' own.
+        passed = [s for s, want in m.expect.items() if want == "failed" and got.get(s) == "passed"]
+        detail = (f"a must-fail copy of {m.func} passed ({m.site})" if passed else
+                  f"a copy of {m.func} did not end as on the gold: {_profile_diff(m.expect, got)}")
+        found.append(finding(K.MUTANT_PASSED, Source.GRADER, detail, policy=pol))
+    fatal = any(f.severity is Severity.FATAL for f in found)
+    resolved = (not result.f2p_failures and not result.p2p_regressions and not run.timed_out
+                and not fatal)
+    return _finish(result, t0, 1.0 if resolved else 0.0, found)
+
+
+def _profile_diff(want: dict[str, str], got: dict[str, str]) -> str:
+    keys = sorted(set(want) | set(got))
+    diff = [f"{k or '()'}: {got.get(k, 'missing')} (gold {want.get(k, 'none')})"
+            for k in keys if want.get(k) != got.get(k)]
+    return "; ".join(diff[:3])[:200]
+
+
+def _finish(result: VerifyResult, t0: float, reward: float | None,
+            found: list[Finding]) -> VerifyResult:
+    result.reward = reward
+    result.resolved = reward == 1.0
+    result.findings = found
+    result.tampering = [f.text() for f in found]
+    result.wall_seconds = round(time.monotonic() - t0, 3)
+    return result
+
+
+def verify_many(pairs: list[tuple[str | Path, Solution]], workers: int = 2,
+                timeout: float | None = None, defences: Defences | None = None,
+                pool: WarmPool | None = None, warm: int | None = None,
+                backend: str | None = None) -> list[VerifyResult]:
+    """Verify many (task, solution) pairs concurrently, results in input order.
+    One bad item never costs another its result: anything it raises becomes its
+    own error (reward None), and the rest are graded. Sandboxes come warm from
+    `pool`, or from a pool of this call keeping `warm` ready per task image
+    (default $TASKFORGE_WARM, else one per worker; 0: every sandbox cold). A
+    bubblewrap sandbox starts in milliseconds: it is never warmed by default."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from taskforge.sandbox import default_backend
+    from taskforge.sandbox.warm import pool_size_from_env
+
+    backend = backend or (pool.backend if pool else default_backend())
+    per_shape = (pool_size_from_env(workers if backend == "docker" else 0)
+                 if warm is None else warm)
+    own = (WarmPool(per_shape=per_shape, backend=backend)
+           if pool is None and per_shape > 0 else None)
+    use = pool or own
+
+    def one(pair):
+        try:
+            return verify(pair[0], pair[1], timeout=timeout, defences=defences, pool=use,
+                          backend=backend)
+        except Exception as exc:  # noqa: BLE001 - per-item isolation is the point
+            msg = exc.message if isinstance(exc, TaskforgeError) else \
+                f"internal error: {type(exc).__name__}: {str(exc)[:200]}"
+            return VerifyResult(instance_id=str(pair[0]), solution=pair[1].describe(), reward=None,
+                                resolved=False, f2p_passed=0, f2p_total=0, p2p_passed=0,
+                                p2p_total=0, p2p_regressions=[], f2p_failures=[], tests=[],
+                                error=msg)
+
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, workers)) as ex:
+            return list(ex.map(one, pairs))
+    finally:
+        if own is not None:
+            own.close()

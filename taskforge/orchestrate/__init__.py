@@ -1,0 +1,1 @@
+"""Running the stages: the generate pipeline, its resume journal, the Ray executor."""

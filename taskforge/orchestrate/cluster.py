@@ -1,0 +1,344 @@
+"""Ray as the executor: generation over a corpus and grading spread over a cluster.
+
+Optional (`pip install taskforge[ray]`); the local thread pools stay the default.
+Every trainer taskforge serves already runs on Ray, so this joins the cluster
+they have (`ray start`, `RAY_ADDRESS`) rather than bringing its own.
+
+- Generation: one Ray task per repository, running `pipeline.generate` into
+  OUT/<name>/ on the shared output path. A task that dies with its node is
+  retried elsewhere; generate's own journal (OUT/<name>/.state) makes the
+  retry resume, so the task set is the one an uninterrupted run writes.
+- Grading: actors (one per node by default; one lost with its node is replaced
+  wherever Ray can place it, its unfinished items sent again) each grade with
+  the node's own sandbox backend,
+  warm sandboxes on Docker. An environment missing on a node is realised
+  there from the task's recipe: a root filesystem for bwrap (no engine at
+  all), an image in the node's own engine for Docker. A call that still fails
+  is an infrastructure error (reward None), never a wrong answer.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+from pathlib import Path
+
+from taskforge.errors import InfraError, UserError
+
+
+def _ray():
+    try:
+        import ray
+    except ImportError:
+        raise UserError("Ray is not installed: pip install 'taskforge[ray]'") from None
+    return ray
+
+
+def connect(address: str | None = None) -> None:
+    """Join the cluster at `address` (default $RAY_ADDRESS, else a running local
+    one); a no-op when this process already has."""
+    ray = _ray()
+    if ray.is_initialized():
+        return
+    addr = address or os.environ.get("RAY_ADDRESS") or "auto"
+    # ray.init makes SIGTERM exit(15) at once; the process that joins (serve, a
+    # trainer) keeps its own handling, so a stop stays graceful.
+    main = threading.current_thread() is threading.main_thread()
+    before = signal.getsignal(signal.SIGTERM) if main else None
+    try:
+        ray.init(address=addr, logging_level="ERROR", log_to_driver=False)
+    except (ConnectionError, RuntimeError) as exc:
+        raise InfraError(f"cannot join the Ray cluster at {addr}: {str(exc).splitlines()[0][:200]}"
+                         " (start one with `ray start --head`, or set RAY_ADDRESS)") from None
+    finally:
+        if main and before is not None:
+            signal.signal(signal.SIGTERM, before)
+
+
+def alive_nodes() -> list[dict]:
+    return [n for n in _ray().nodes() if n.get("Alive")]
+
+
+# --------------------------------------------------------------------- generate
+
+def _generate_remote():
+    ray = _ray()
+
+    @ray.remote(max_retries=3, num_cpus=1)
+    def generate_one(repo: str, out: str, opts_json: str) -> dict:
+        from taskforge.errors import TaskforgeError
+        from taskforge.orchestrate.pipeline import Options, generate
+
+        opts = Options(**json.loads(opts_json))
+        try:
+            report = generate(repo, out, opts, log=lambda s: None)
+        except TaskforgeError as exc:
+            return {"repo": repo, "out": out, "error": exc.message, "node": ray.get_runtime_context().get_node_id()}
+        return {"repo": repo, "out": out, "tasks": sorted(report.tasks),
+                "node": ray.get_runtime_context().get_node_id()}
+
+    return generate_one
+
+
+def corpus_dirs(repos: list[str], out: Path) -> list[tuple[str, Path]]:
+    """(repository, OUT/<stable name>) for each; a name seen twice gets -2, -3..."""
+    from taskforge.repo.source import stable_name
+
+    seen: dict[str, int] = {}
+    dirs = []
+    for repo in repos:
+        name = stable_name(repo).replace("/", "__")
+        seen[name] = seen.get(name, 0) + 1
+        dirs.append((repo, out / (name if seen[name] == 1 else f"{name}-{seen[name]}")))
+    return dirs
+
+
+def generate_corpus(repos: list[str], out: str | Path, opts=None, address: str | None = None,
+                    progress=None) -> list[dict]:
+    """Generate from every repository on the cluster, each into OUT/<name>/;
+    results in input order ({repo, out, tasks} or {repo, out, error}). One
+    repository's failure never costs another its tasks."""
+    from dataclasses import asdict
+
+    from taskforge.orchestrate.pipeline import Options
+
+    connect(address)
+    ray = _ray()
+    opts = opts or Options()
+    opts_json = json.dumps({k: v for k, v in asdict(opts).items() if _jsonable(v)})
+    out = Path(out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    fn = _generate_remote()
+    refs = [fn.remote(repo, str(dest), opts_json) for repo, dest in corpus_dirs(repos, out)]
+    results = []
+    for i, ref in enumerate(refs):
+        try:
+            results.append(ray.get(ref))
+        except Exception as exc:  # noqa: BLE001 - a lost task is that repository's error only
+            results.append({"repo": repos[i], "error": f"infrastructure: {str(exc).splitlines()[0][:200]}"})
+        if progress:
+            progress(i + 1, len(refs))
+    from taskforge.fsutil import atomic_write
+
+    atomic_write(out / "corpus.json", json.dumps(results, indent=1, sort_keys=True))
+    return results
+
+
+def _jsonable(v) -> bool:
+    try:
+        json.dumps(v)
+        return True
+    except TypeError:
+        return False
+
+
+# ------------------------------------------------------------------------ grade
+
+def _grader_class():
+    ray = _ray()
+
+    @ray.remote(num_cpus=0)
+    class Grader:
+        """Grades on the node it lives on, with that node's backend and environments."""
+
+        def __init__(self, backend: str | None, warm: int):
+            from taskforge.sandbox import default_backend
+            from taskforge.sandbox.warm import WarmPool
+
+            self.backend = backend or default_backend()
+            self.pool = (WarmPool(per_shape=warm, backend=self.backend)
+                         if warm and self.backend == "docker" else None)
+            self.node = ray.get_runtime_context().get_node_id()
+            self.ready: set[str] = set()
+
+        def shutdown(self) -> None:
+            if self.pool is not None:
+                self.pool.close()
+
+        def grade(self, task: str, solution: dict, timeout: float | None) -> dict:
+            from taskforge.errors import TaskforgeError
+            from taskforge.grade.verify import verify
+
+            try:
+                self._environment(task)
+                res = verify(task, _solution(solution), timeout=timeout, pool=self.pool,
+                             backend=self.backend)
+                out = res.model_dump(mode="json")
+            except TaskforgeError as exc:
+                out = {"instance_id": task, "reward": None, "error": exc.message}
+            out["node"] = self.node
+            return out
+
+        def reward(self, task: str, solution_str: str, timeout: float | None) -> dict:
+            """The reward API's grading (patch extraction, the unsafe-diff check,
+            verify) on this node: a RewardResult as data."""
+            from taskforge.errors import TaskforgeError
+            from taskforge.grade.answer import RewardResult, grade_task
+
+            try:
+                self._environment(task)
+                res = grade_task(task, solution_str, timeout, pool=self.pool, backend=self.backend)
+            except TaskforgeError as exc:
+                res = RewardResult(instance_id=Path(task).name, reward=None,
+                                   infra_error=exc.message, reason=f"infrastructure: {exc.message}")
+            return {**res.model_dump(mode="json"), "node": self.node}
+
+        def _environment(self, task: str) -> None:
+            """The task's environment on this node, realised from its recipe if missing."""
+            if task in self.ready:
+                return
+            from taskforge.sandbox import backend_class
+
+            backend_class(self.backend).prepare_task_environment(task, log=lambda s: None)
+            self.ready.add(task)
+
+    return Grader
+
+
+def _solution(obj: dict):
+    from taskforge.grade.verify import Solution
+
+    kind = obj.get("kind")
+    if kind == "gold":
+        return Solution.gold()
+    if kind == "empty":
+        return Solution.empty()
+    if kind == "patch":
+        return Solution.from_patch(obj["patch"])
+    if kind == "dir":
+        return Solution.from_dir(obj["path"])
+    raise UserError(f"unknown solution {obj!r}")
+
+
+def _lost(pair, exc: BaseException) -> dict:
+    return {"instance_id": str(pair[0]), "reward": None,
+            "error": f"infrastructure: {str(exc).splitlines()[0][:200]}"}
+
+
+def solution_json(sol) -> dict:
+    """A Solution as data an actor on another node can rebuild."""
+    if sol.kind in ("gold", "empty"):
+        return {"kind": sol.kind}
+    if sol.kind == "patch":
+        return {"kind": "patch", "patch": sol.patch}
+    return {"kind": "dir", "path": str(sol.path)}
+
+
+class ClusterGrader:
+    """Actors pinned one per node (per_node each); `grade_many` keeps them all
+    busy and replaces an actor lost with its node by one wherever Ray can
+    place it, its unfinished items sent again. Thread-safe: `serve` and the
+    reward API call it from many threads at once, sharing one view of load."""
+
+    MAX_TRIES = 3
+
+    def __init__(self, address: str | None = None, per_node: int = 1, backend: str | None = None,
+                 warm: int = 1):
+        connect(address)
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        self._cls = _grader_class()
+        self._args = (backend, warm)
+        nodes = [n for n in alive_nodes() if n.get("Resources", {}).get("CPU", 0) > 0] \
+            or alive_nodes()
+        self.actors = [self._cls.options(scheduling_strategy=NodeAffinitySchedulingStrategy(
+            n["NodeID"], soft=False)).remote(*self._args)
+            for n in nodes for _ in range(max(1, per_node))]
+        self.replaced = 0
+        self._lock = threading.Lock()
+        self._load = [0] * len(self.actors)
+        self._generation = [0] * len(self.actors)
+
+    def grade_many(self, pairs: list[tuple[str | Path, object]], timeout: float | None = None,
+                   per_actor: int = 2, progress=None) -> list[dict]:
+        """Results in input order: VerifyResult fields plus `node`. An actor lost
+        with its node is restarted elsewhere and its calls retried; a call that
+        still fails comes back with reward None and `error` (infrastructure)."""
+        calls = [(str(Path(task).resolve()), solution_json(sol), timeout) for task, sol in pairs]
+        return self._run("grade", calls, per_actor, progress,
+                         lambda i, exc: _lost(pairs[i], exc))
+
+    def reward_many(self, items: list[tuple[str | Path, str]], timeout: float | None = None,
+                    per_actor: int = 2) -> list[dict]:
+        """The reward API over the cluster: RewardResult fields per (task
+        directory, model output), in input order."""
+        calls = [(str(Path(task).resolve()), text, timeout) for task, text in items]
+
+        def lost(i: int, exc: BaseException) -> dict:
+            msg = f"infrastructure: {str(exc).splitlines()[0][:200]}"
+            return {"instance_id": Path(items[i][0]).name, "reward": None, "infra_error": msg,
+                    "reason": msg}
+
+        return self._run("reward", calls, per_actor, None, lost)
+
+    def _submit(self, method: str, args: tuple) -> tuple:
+        with self._lock:
+            a = min(range(len(self.actors)), key=self._load.__getitem__)
+            self._load[a] += 1
+            ref = getattr(self.actors[a], method).remote(*args)
+            return ref, a, self._generation[a]
+
+    def _release(self, a: int) -> None:
+        with self._lock:
+            self._load[a] -= 1
+
+    def _replace(self, a: int, generation: int) -> None:
+        """A new actor, anywhere, for one lost with its node (once per loss)."""
+        with self._lock:
+            if generation == self._generation[a]:
+                self._generation[a] += 1
+                self.actors[a] = self._cls.remote(*self._args)
+                self.replaced += 1
+
+    def _run(self, method: str, calls: list[tuple], per_actor: int, progress, lost) -> list[dict]:
+        ray = _ray()
+        from ray.exceptions import RayActorError
+
+        results: list[dict | None] = [None] * len(calls)
+        pending: dict = {}
+        todo = list(range(len(calls)))
+        tries = [0] * len(calls)
+        done = 0
+        while todo or pending:
+            # Throttled per actor, but a call with nothing in flight always submits
+            # (other threads may hold every slot; Ray queues it at the actor).
+            while todo and (min(self._load) < per_actor or not pending):
+                i = todo.pop(0)
+                tries[i] += 1
+                ref, a, gen = self._submit(method, calls[i])
+                pending[ref] = (i, a, gen)
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            for ref in ready:
+                i, a, gen = pending.pop(ref)
+                self._release(a)
+                try:
+                    results[i] = ray.get(ref)
+                except RayActorError as exc:
+                    # The actor went with its node: a new one, and the item again
+                    # (grading is deterministic for a given answer).
+                    self._replace(a, gen)
+                    if tries[i] < self.MAX_TRIES:
+                        todo.insert(0, i)
+                        continue
+                    results[i] = lost(i, exc)
+                except Exception as exc:  # noqa: BLE001 - that item's infrastructure error
+                    results[i] = lost(i, exc)
+                done += 1
+                if progress:
+                    progress(done, len(calls))
+        return [r for r in results if r is not None]
+
+    def close(self) -> None:
+        """Destroy the actors' warm sandboxes, then the actors."""
+        ray = _ray()
+        try:
+            ray.get([a.shutdown.remote() for a in self.actors], timeout=120)
+        except Exception:  # noqa: BLE001 - an actor lost with its node has nothing left
+            pass
+        for actor in self.actors:
+            try:
+                ray.kill(actor, no_restart=True)
+            except Exception:  # noqa: BLE001 - already gone with its node
+                pass
+        self.actors = []

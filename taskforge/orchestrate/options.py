@@ -1,0 +1,34 @@
+"""What a `generate` run is asked for (the CLI's flags, the library's keyword)."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from taskforge.env.detect import RepoConfig
+from taskforge.models import FeatureKind, Tier
+from taskforge.propose.features import MIN_STATEMENTS
+from taskforge.validate import adequacy
+
+
+@dataclass
+class Options:
+    ref: str | None = None
+    max_tasks: int | None = None
+    jobs: int = max(1, min(os.cpu_count() or 1, 4))
+    timeout: float = 600.0
+    max_share: float = 0.4          # past it, a feature is the package's core, not a task
+    max_red: float = 0.05
+    kinds: tuple[str, ...] = tuple(FeatureKind)
+    min_statements: int = MIN_STATEMENTS     # smaller removals (aliases, one-line wrappers) drop
+    min_tier: Tier = Tier.EASY               # --difficulty: the lowest tier proposed
+    # The hidden tests must fail every do-nothing stand-in and kill this share of
+    # simple mutants of the gold; keep_weak writes such tasks anyway, score recorded.
+    min_mutation_score: float = adequacy.MIN_MUTATION_SCORE
+    keep_weak: bool = False
+    check_adequacy: bool = True              # False: no stand-ins, no gold mutants (red team only)
+    gold_mutants: int = adequacy.MAX_MUTANTS
+    only: tuple[str, ...] = ()               # candidates whose name contains one of these
+    # Every hidden test must have must-fail copies (a test without one can be
+    # forged by a solution that finds it); False keeps such tasks, marked.
+    require_copies: bool = True
+    config: RepoConfig | None = None        # CLI overrides; taskforge.toml is read too

@@ -1,0 +1,453 @@
+"""`generate`: from a repository to validated, packaged tasks.
+
+Stages (docs/architecture.md): fetch -> layout -> environment image ->
+baseline x2 with per-test coverage -> symbol index -> propose -> validate in
+parallel warm sandboxes -> package. Every drop is recorded with its reason.
+"""
+from __future__ import annotations
+
+import re
+import time
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from pathlib import Path
+from typing import Callable
+
+from taskforge import __version__
+from taskforge.analysis.coverage_map import CoverageMap
+from taskforge.analysis.dynamic import hopeless_check
+from taskforge.analysis.pyparse import parse as parse_python
+from taskforge.analysis.symbols import index_repo
+from taskforge.analysis.testindex import group_ids, index_tests
+from taskforge.env.detect import detect, find_config
+from taskforge.errors import InfraError, TaskforgeError, UserError
+from taskforge.fsutil import atomic_write, rmtree
+from taskforge.leaks.audit import cache_root
+from taskforge.leaks.scan import ImageIndex, Scanner, image_fs_cache, needles_for
+from taskforge.models import (
+    STAGE_ORDER,
+    DropReason,
+    EnvironmentRecipe,
+    FunnelStage,
+    GenerateReport,
+    MutantCoverage,
+    ResumeInfo,
+    Stage,
+    Tier,
+)
+from taskforge.orchestrate.options import Options
+from taskforge.orchestrate.settle import Settler
+from taskforge.orchestrate.state import BaselineState, RunState, make_scratch, reap_dead_runs
+from taskforge.package.store import load_task
+from taskforge.propose.features import propose
+from taskforge.repo.layout import scan, walk
+from taskforge.repo.source import fetch
+from taskforge.sandbox import GENERATION_BACKEND, backend_class
+from taskforge.validate.checks import Context, RunArgs, Verdict, Worker
+
+UNSTABLE_ID = re.compile(r"\b\d{1,2}:\d{2}:\d{2}\b|\b0x[0-9a-fA-F]{8,}\b")
+TEXT_SUFFIXES = (".py", ".pyi", ".md", ".rst", ".txt", ".cfg", ".toml", ".ini", ".json", ".yaml",
+                 ".yml", ".html", ".j2", ".tmpl")
+
+
+
+
+class Progress:
+    """Progress callbacks; the CLI plugs rich in, the library default is silent."""
+
+    def stage(self, text: str) -> None: ...
+
+    def start(self, total: int) -> None: ...
+
+    def advance(self, text: str) -> None: ...
+
+    def done(self) -> None: ...
+
+
+def generate(repo: str, out: str | Path, options: Options | None = None,
+             progress: Progress | None = None, log: Callable[[str], None] | None = None
+             ) -> GenerateReport:
+    opts = options or Options()
+    prog = progress or Progress()
+    say = log or (lambda s: None)
+    out_dir = Path(out).resolve()
+    timings: dict[str, float] = {}
+    t_all = time.monotonic()
+    created = not out_dir.exists()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    state = RunState(out_dir)
+    state.lock()
+    for stale in out_dir.glob(".tmp-*"):        # an interrupted run's half-written task
+        rmtree(stale)
+    reap_dead_runs()
+    scratch = make_scratch()
+    workers: list[Worker] = []
+    background = ThreadPoolExecutor(max_workers=2, thread_name_prefix="tf-bg")
+    try:
+        prog.stage("cloning")
+        t = time.monotonic()
+        src = fetch(repo, scratch / "src", ref=opts.ref)
+        timings["clone"] = time.monotonic() - t
+
+        prog.stage("reading the repository")
+        layout = scan(src.path)
+        if not layout.source_files and not layout.test_files:
+            raise UserError(f"not a Python repository: no Python files in {repo}")
+        if not layout.test_files:
+            raise UserError(f"no tests found in {repo} (looked for test_*.py, *_test.py, tests/)")
+        if not layout.source_files:
+            raise UserError(f"no package code found in {repo} outside its tests")
+        # Source files only: a test file this Python cannot parse (PEP 695 syntax a
+        # conftest skips below 3.12) is pytest's to collect or ignore.
+        check_syntax(src.path, layout.source_files)
+        # libcst indexing is slow and needs no container: it overlaps the image and baseline.
+        indexing = background.submit(lambda: (index_repo(src.path, layout),
+                                              index_tests(src.path, layout.test_files)))
+        config, config_files = find_config(src.path, repo)
+        if opts.config is not None:
+            config = config.merged(opts.config)
+        plan = detect(src.path, layout, config)
+        for f in config_files:
+            say(f"using overrides from {f}")
+        run_args = RunArgs(options=plan.test_options, paths=plan.test_paths, env=plan.env)
+
+        prog.stage("building the environment image")
+        t = time.monotonic()
+        envs = backend_class(GENERATION_BACKEND)
+        base = envs.ensure_base(plan.python, log=say)
+        try:
+            image, build_secs = envs.ensure_environment(src.path, src.name, src.commit, base,
+                                                        plan.script(), log=say)
+        except UserError as exc:
+            raise UserError(f"{exc.message} (tried: {plan.describe()})") from None
+        timings["image"] = time.monotonic() - t
+        for rel, text in envs.generated_files(image).items():
+            if not (src.path / rel).exists():    # a version file the build writes from git
+                say(f"adding {rel}, which the install generates")
+                atomic_write(src.path / rel, text)
+        image_scan = background.submit(ImageScan.open, image)
+
+        prog.stage("baseline runs")
+        t = time.monotonic()
+        key = RunState.baseline_key(src.commit, image, __version__, str(opts.timeout),
+                                    repr(run_args))
+        cached = state.load_baseline(key)
+        workers.append(Worker(src.path, image, scratch, 0, run_args=run_args))
+        if cached is None:
+            base_state, cov_file = run_baseline(workers, layout, opts, key,
+                                                lambda n: _open_workers(src.path, image, scratch,
+                                                                        n, run_args, workers))
+            cov_file = state.save_baseline(base_state, cov_file)
+            _open_workers(src.path, image, scratch, opts.jobs, run_args, workers)
+        else:
+            base_state, cov_file = cached
+            say("baseline: reusing the runs of an earlier, interrupted generate")
+            _open_workers(src.path, image, scratch, opts.jobs, run_args, workers)
+        timings["baseline"] = time.monotonic() - t
+        passing, flaky = set(base_state.passing), set(base_state.flaky)
+        all_ids = set(base_state.all_ids)
+        cov = CoverageMap.load(cov_file)
+        # Necessary: the two runs as bare runs; what coverage adds is taskforge's cost.
+        base_test_secs = base_state.bare_seconds + min(base_state.bare_seconds,
+                                                       base_state.coverage_seconds)
+
+        prog.stage("proposing features")
+        t = time.monotonic()
+        index, tests = indexing.result()
+        by_key = group_ids(all_ids)
+        hopeless, late = hopeless_check(src.path, layout, image_scan.result(), plan.python)
+        proposal = propose(index, cov, passing, all_ids, tests, max_share=opts.max_share,
+                           hopeless=hopeless, late=late, min_statements=opts.min_statements,
+                           min_tier=opts.min_tier)
+        drops = [DropReason(candidate=n, stage=Stage.CANDIDATES, reason=r)
+                 for n, r in proposal.drops]
+        wanted = []
+        for c in proposal.candidates:
+            if c.kind in opts.kinds and (not opts.only or any(o in c.name for o in opts.only)):
+                wanted.append(c)
+            else:
+                drops.append(DropReason(candidate=c.name, stage=Stage.CANDIDATES,
+                                        reason=f"not asked for: kind {c.kind}" if c.kind not in
+                                        opts.kinds else "not asked for: --only"))
+        proposal.candidates = wanted
+        timings["propose"] = time.monotonic() - t
+        texts = _text_files(src.path)
+        cap = max(1, int(opts.max_share * len(passing)))
+        ctx = Context(src=src.path, index=index, tests=tests, passing=passing, all_ids=all_ids,
+                      by_key=by_key, cap=cap, timeout=opts.timeout, layout=layout,
+                      run_args=run_args,
+                      recipe=EnvironmentRecipe(python=plan.python, script=plan.script()))
+
+        prog.stage("validating candidates")
+        t = time.monotonic()
+        protected = sorted(layout.protected_files)     # scan's own walk: no second one
+        n_flaky = len(flaky)
+
+        settler = Settler(opts=opts, ctx=ctx, cov=cov, texts=texts, image_scan=image_scan, src=src,
+                          image=image, n_flaky=n_flaky, protected=protected, state=state,
+                          out_dir=out_dir)
+        tid_of = settler.tid_of
+
+        verdicts = validate_all(workers, proposal.candidates, opts.max_tasks, prog, settler.settle,
+                                settler.earlier)
+        timings["validate"] = time.monotonic() - t
+
+        t = time.monotonic()
+        tasks: list[str] = []
+        necessary = base_test_secs
+        adequacy_secs = 0.0        # stand-in and gold-mutant runs of the tasks written
+        for v in verdicts:
+            if not v.ok:
+                drops.append(DropReason(candidate=v.candidate.name, stage=v.stage, reason=v.reason))
+                continue
+            tasks.append(tid_of(v.candidate))
+            necessary += v.seconds.get("remaining_suite", 0) + v.seconds.get("hidden_on_stripped", 0)
+            adequacy_secs += v.seconds.get("adequacy", 0)
+        for c in proposal.candidates[len(verdicts):]:
+            drops.append(DropReason(candidate=c.name, stage=Stage.TRIED,
+                                    reason=f"not tried: {opts.max_tasks} task(s) found first "
+                                           f"(--max-tasks)"))
+        # Tasks past the deterministic prefix (validated while it was settling) go,
+        # so the task set never depends on timing.
+        chosen = set(tasks)
+        for cand in proposal.candidates:
+            tid = tid_of(cand)
+            if tid not in chosen and (out_dir / tid / "task.json").is_file():
+                rmtree(out_dir / tid)
+        timings["package"] = time.monotonic() - t
+        timings["total"] = time.monotonic() - t_all
+        timings["test_seconds_all"] = (base_state.bare_seconds + base_state.coverage_seconds
+                                       + sum(v.test_seconds_total for v in verdicts))
+        timings["test_seconds_necessary"] = necessary
+        timings["test_seconds_adequacy"] = adequacy_secs
+        timings["image_build"] = build_secs
+        report = GenerateReport(
+            repo=src.repo, source_commit=src.commit, image_name=image,
+            baseline_tests=len(all_ids), baseline_passing=len(passing),
+            baseline_failing=len(base_state.failing), flaky_excluded=len(flaky),
+            funnel=funnel(proposal.considered, drops),
+            drops=drops, tasks=tasks, timings={k: round(v, 3) for k, v in timings.items()},
+            jobs=opts.jobs,
+            resumed=ResumeInfo(baseline=cached is not None,
+                               tasks=sum(1 for v in verdicts if v.resumed and v.ok),
+                               rejections=sum(1 for v in verdicts if v.resumed and not v.ok)),
+            mutants=_mutant_coverage(out_dir, tasks), **_distribution(out_dir, tasks))
+        atomic_write(out_dir / "report.json", report.model_dump_json(indent=2) + "\n")
+        return report
+    except TaskforgeError:
+        # Bad input or no engine leaves nothing behind; a run that got as far as a
+        # saved baseline keeps it for the rerun.
+        if created and not any(p.name != ".state" for p in out_dir.iterdir()) \
+                and not any(state.dir.glob("baseline-*.json")):
+            state.unlock()
+            rmtree(out_dir)
+        raise
+    finally:
+        background.shutdown(wait=True, cancel_futures=True)
+        if workers:        # removing a container takes a while: all at once
+            with ThreadPoolExecutor(max_workers=len(workers)) as closer:
+                list(closer.map(Worker.close, workers))
+        rmtree(scratch)
+        state.unlock()
+
+
+def funnel(considered: int, drops: list[DropReason]) -> list[FunnelStage]:
+    """Stage counts from the drops: every candidate is counted once, at the first
+    stage it did not pass (or as a task), so each step down is its drops."""
+    out, n = [], considered
+    for st in STAGE_ORDER:
+        n -= sum(1 for d in drops if d.stage == st)
+        out.append(FunnelStage(name=st, count=n))
+    return out
+
+
+def _distribution(out_dir: Path, tasks: list[str]) -> dict:
+    """Tasks per difficulty tier and per kind, and how many are large."""
+    tiers = {t.value: 0 for t in Tier}
+    kinds: dict[str, int] = {}
+    large = 0
+    for tid in tasks:
+        rec = load_task(out_dir / tid).record
+        tiers[rec.difficulty.tier.value] += 1
+        kinds[rec.feature.kind.value] = kinds.get(rec.feature.kind.value, 0) + 1
+        large += rec.difficulty.removed_lines >= 40 or rec.difficulty.files >= 2
+    return {"difficulty": tiers, "kinds": kinds, "large_tasks": large}
+
+
+def _text_files(root: Path) -> dict[str, str]:
+    """The repository's text files, read once: statements search them."""
+    out = {}
+    for rel in walk(root):
+        if rel.endswith(TEXT_SUFFIXES) or "/" not in rel:
+            try:
+                p = root / rel
+                if p.is_file() and p.stat().st_size <= 2_000_000:
+                    out[rel] = p.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
+    return out
+
+
+def _mutant_coverage(out_dir: Path, tasks: list[str]) -> MutantCoverage:
+    """How much of the written tasks' hidden tests the mutant pools cover."""
+    cov = MutantCoverage()
+    for tid in tasks:
+        g = load_task(out_dir / tid).record.grading
+        cov.tasks_with_mutants += bool(g.mutants)
+        cov.hidden_functions += g.hidden_functions
+        cov.hidden_with_mutant += g.hidden_with_mutant
+        cov.pool_size += len(g.mutants)
+    return cov
+
+
+def _open_workers(src: Path, image: str, scratch: Path, jobs: int, run_args,
+                  into: list[Worker]) -> None:
+    """Workers up to `jobs` in all, each added to `into` as soon as it exists (so
+    it is closed even if the run fails while the others are still starting)."""
+    for n in range(len(into), jobs):
+        into.append(Worker(src, image, scratch, n, run_args=run_args))
+
+
+class ImageScan:
+    """The environment image's files and identifier index, read once per generate."""
+
+    def __init__(self, root: Path, index: ImageIndex):
+        self.root, self.index = root, index
+
+    @classmethod
+    def open(cls, image: str) -> "ImageScan":
+        root = image_fs_cache(image, cache_root())
+        return cls(root, ImageIndex.load(root))
+
+    def hits(self, src: Path, symbols) -> dict[str, str]:
+        """{qualname: image path} for removed symbols whose code the image holds."""
+        needles = needles_for(src, symbols, set())
+        if not needles:
+            return {}
+        sc = Scanner(needles)
+        sc.scan_indexed(self.root, self.index)
+        out: dict[str, str] = {}
+        for f in sc.findings:
+            key = next((n.symbol for n in needles if f.symbol in (n.symbol, n.short)), f.symbol)
+            out.setdefault(key, f.path)
+        return out
+
+
+def check_syntax(root: Path, files: list[str]) -> None:
+    """A one-line error for a file Python cannot parse, before any image work."""
+    for rel in files:
+        try:
+            parse_python((root / rel).read_bytes(), rel)     # under pyparse's lock
+        except SyntaxError as exc:
+            raise UserError(f"syntax error in {rel} line {exc.lineno}: {exc.msg}") from None
+        except (ValueError, OSError) as exc:
+            raise UserError(f"cannot read {rel}: {exc}") from None
+
+
+def run_baseline(workers: list[Worker], layout, opts: Options, key: str, open_workers
+                 ) -> tuple[BaselineState, Path]:
+    """Two full runs: one with per-test coverage, one without; flaky = outcome differs.
+    With two jobs or more they run at once, each on its own worker and tree (they
+    are independent), while the remaining workers start."""
+    cov_sources = layout.source_roots() or [""]
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="tf-cov") as cov_run:
+        first = cov_run.submit(workers[0].runner.run, [], timeout=opts.timeout,
+                               cov_sources=cov_sources)
+        r2 = None
+        if opts.jobs > 1:
+            open_workers(2)
+            r2 = workers[1].runner.run([], timeout=opts.timeout)
+        r1 = first.result()
+    _check_baseline(r1)
+    if r2 is None:
+        r2 = workers[0].runner.run([], timeout=opts.timeout)
+    _check_baseline(r2)
+    ids = set(r1.outcomes) | set(r2.outcomes)
+    flaky = {i for i in ids if r1.outcomes.get(i) != r2.outcomes.get(i)}
+    # An id built from the clock or a memory address names a different test at
+    # every run: it can be neither hidden nor graded (two runs at once may agree).
+    flaky |= {i for i in ids if UNSTABLE_ID.search(i.partition("[")[2])}
+    passing = {i for i in ids - flaky if r1.outcomes.get(i) == "passed"}
+    failing = {i for i in ids - flaky if r1.outcomes.get(i) in ("failed", "error")}
+    considered = len(passing) + len(failing)
+    if considered and len(failing) > opts.max_red * considered:
+        ex = sorted(failing)[0]
+        raise UserError(f"the test suite is red at baseline: {len(failing)} of {considered} tests "
+                        f"fail (e.g. {ex})")
+    if not passing:
+        raise UserError("no test passes at baseline")
+    if r1.coverage_file is None:
+        raise InfraError("the baseline run wrote no coverage data")
+    st = BaselineState(key=key, passing=sorted(passing), flaky=sorted(flaky),
+                       failing=sorted(failing), all_ids=sorted(ids),
+                       coverage_seconds=r1.test_seconds, bare_seconds=r2.test_seconds)
+    return st, r1.coverage_file
+
+
+def _check_baseline(r) -> None:
+    if r.timed_out:
+        raise UserError("the test suite timed out at baseline")
+    if r.collect_errors:
+        nid, msg = sorted(r.collect_errors.items())[0]
+        raise UserError(f"the test suite does not collect at baseline: {nid or '<session>'}: {msg}")
+    if r.exit_code == 5 or (not r.outcomes and r.exit_code in (0, 5)):
+        raise UserError("no tests were collected at baseline")
+    if not r.outcomes:
+        tail = [ln for ln in r.log.splitlines() if ln.strip()][-1:] or ["no output"]
+        raise UserError(f"the test suite did not run at baseline (exit {r.exit_code}): {tail[0][:200]}")
+
+
+def validate_all(workers: list[Worker], candidates, max_tasks, prog, settle,
+                 earlier=lambda c: None) -> list[Verdict]:
+    """Settle candidates in order across workers; stop once max_tasks are found
+    among a completed prefix (so the chosen set does not depend on timing).
+    `earlier` returns a verdict an interrupted run already reached."""
+    results: dict[int, Verdict] = {}
+    prog.start(len(candidates))
+    free = list(workers)
+    next_i = 0
+
+    def enough() -> bool:
+        if max_tasks is None:
+            return False
+        ok = 0
+        for i in range(len(candidates)):
+            if i not in results:
+                return False
+            ok += results[i].ok
+            if ok >= max_tasks:
+                return True
+        return False
+
+    with ThreadPoolExecutor(max_workers=len(workers)) as pool:
+        running = {}
+        while True:
+            while free and next_i < len(candidates) and not enough():
+                prior = earlier(candidates[next_i])
+                if prior is not None:
+                    results[next_i] = prior
+                    prog.advance(f"{candidates[next_i].name}: settled by an earlier run")
+                    next_i += 1
+                    continue
+                w = free.pop()
+                running[pool.submit(settle, w, candidates[next_i])] = (next_i, w)
+                next_i += 1
+            if not running:
+                break
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for fut in done:
+                i, w = running.pop(fut)
+                results[i] = fut.result()
+                free.append(w)
+                v = results[i]
+                prog.advance(f"{v.candidate.name}: {'ok' if v.ok else v.reason[:60]}")
+    prog.done()
+    ordered = [results[i] for i in sorted(results)]
+    if max_tasks is not None:
+        ok, cut = 0, len(ordered)
+        for j, v in enumerate(ordered):
+            ok += v.ok
+            if ok >= max_tasks:
+                cut = j + 1
+                break
+        ordered = ordered[:cut]
+    return ordered

@@ -1,0 +1,1 @@
+"""Writing a task: workspace, patches, statement, archives; loading one back."""

@@ -1,0 +1,229 @@
+"""The problem statement: a template, no LLM. It names what was removed and the
+interface the hidden tests use (signatures and docstrings), never the code; it
+states the exact strings the hidden tests require that nothing in the workspace
+shows (a task graded on an unstated message measures recall, not skill); and it
+points at the workspace's own documentation of the feature. It claims no
+description it does not give."""
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+from taskforge.analysis.pyparse import parse as parse_python
+from taskforge.analysis.symbols import Symbol
+from taskforge.grade.mutants import test_ref
+
+KIND_WORD = {"function": "function", "method": "method", "class": "class", "module": "module",
+             "cluster": "feature"}
+MAX_REQUIRED = 30          # more unstated exact strings than this: the task is a test dump
+DOC_FILES = re.compile(r"^(README|CHANGELOG|CHANGES|HISTORY|NEWS)[^/]*$|^docs?/.*\.(md|rst|txt)$",
+                       re.I)
+_REPR = re.compile(r"^[A-Za-z_][\w.]*\(.*\)$", re.S)
+
+
+class Underspecified(Exception):
+    """The hidden tests assert more unstated exact strings than a statement can carry."""
+
+
+def _message_like(s: str) -> bool:
+    """A message, repr or format, as opposed to a computed value: prose or a call."""
+    s = s.strip()
+    return len(s) >= 4 and (bool(re.search(r"[A-Za-z]\s+\S", s)) or bool(_REPR.match(s)))
+
+
+def _direct(node: ast.AST) -> list[str]:
+    """String literals that are a compared value itself (or sit in a literal
+    container), not arguments of a call: `f("in") == "out"` gives "out" only."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return [node.value]
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        return [s for e in node.elts for s in _direct(e)]
+    if isinstance(node, ast.Dict):
+        return [s for e in [*node.keys, *node.values] if e is not None for s in _direct(e)]
+    return []
+
+
+def _checks(fn: ast.AST) -> list[tuple[ast.AST, list[str]]]:
+    """(statement, expected strings) for the asserts, assert* calls and `match=`
+    arguments of a test function."""
+    out = []
+    for node in ast.walk(fn):
+        strings: list[str] = []
+        if isinstance(node, ast.Assert):
+            for cmp in ast.walk(node.test):
+                if isinstance(cmp, ast.Compare):
+                    for side in [cmp.left, *cmp.comparators]:
+                        strings += [s for s in _direct(side) if _message_like(s)]
+        elif isinstance(node, ast.Call):
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else \
+                node.func.id if isinstance(node.func, ast.Name) else ""
+            if name.startswith("assert") and name not in ("assertTrue", "assertFalse"):
+                strings = [s for a in node.args for s in _direct(a) if _message_like(s)]
+            for kw in node.keywords:
+                if kw.arg == "match" and isinstance(kw.value, ast.Constant) and isinstance(
+                        kw.value.value, str) and kw.value.value.strip():
+                    strings.append(MATCH + kw.value.value)
+        if strings:
+            out.append((node, strings))
+    return out
+
+
+MATCH = "\0match:"      # marks a `match=` pattern among asserted strings
+
+
+def required_strings(src: Path, f2p: list[str], workspace_text: str) -> list[str]:
+    """The exact strings the hidden tests assert (messages, reprs, formats) that
+    appear nowhere in the workspace, as statement lines. The strings only, never
+    the assertion: the call that produces one stays the agent's to work out, so
+    the list is a specification, not an answer key."""
+    by_file: dict[str, set[tuple[tuple[str, ...], str]]] = {}
+    for nid in f2p:
+        ref = test_ref(nid)
+        if ref is not None:
+            by_file.setdefault(ref.file, set()).add((tuple(ref.cls), ref.func))
+    lines: list[str] = []
+    for rel in sorted(by_file):
+        try:
+            code = (src / rel).read_text(encoding="utf-8")
+            tree = parse_python(code)
+        except (OSError, SyntaxError, UnicodeDecodeError):
+            continue
+        want = by_file[rel]
+        for cls, fn in _functions(tree):
+            if (cls, fn.name) not in want:
+                continue
+            for _node, strings in _checks(fn):
+                for text in strings:
+                    pattern = text.startswith(MATCH)
+                    value = text[len(MATCH):] if pattern else text
+                    if value in workspace_text:
+                        continue
+                    shown = repr(value)          # exact: never shortened or re-spaced
+                    line = (f"an error message matching the pattern {shown}" if pattern
+                            else shown)
+                    if line not in lines:
+                        lines.append(line)
+    if len(lines) > MAX_REQUIRED:
+        raise Underspecified(f"under-specified: the hidden tests assert {len(lines)} exact "
+                             f"strings the workspace never shows (at most {MAX_REQUIRED} can be "
+                             f"stated)")
+    return lines
+
+
+def _functions(tree: ast.Module):
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield (), node
+        elif isinstance(node, ast.ClassDef):
+            for st in node.body:
+                if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    yield (node.name,), st
+
+
+def doc_pointers(files: dict[str, str], names: list[str], limit: int = 6) -> list[str]:
+    """`file:line` of documentation lines in the workspace that name the feature."""
+    names = [n for n in names if len(n) >= 4]
+    if not names:
+        return []
+    pat = re.compile(r"(?<![\w.])(?:%s)(?![\w])" % "|".join(map(re.escape, sorted(set(names)))))
+    out = []
+    for rel in sorted(files):
+        if not DOC_FILES.search(rel):
+            continue
+        for i, line in enumerate(files[rel].splitlines(), 1):
+            if pat.search(line):
+                out.append(f"{rel}:{i}")
+                if len(out) >= limit:
+                    return out
+    return out
+
+
+def _display(s: Symbol) -> str:
+    return f"{s.cls}.{s.name}" if s.kind == "method" else s.name
+
+
+def problem_statement(repo_name: str, root: Symbol, symbols: list[Symbol],
+                      exports: list[str], touched: list[str], hidden_count: int,
+                      kind: str | None = None, required: list[str] | None = None,
+                      docs: list[str] | None = None) -> str:
+    kind = str(kind or root.kind)
+    what = KIND_WORD.get(kind, kind)
+    public = [s for s in symbols if s.public and s.kind not in ("module", "assignment")]
+    tests = f"{hidden_count} hidden test{'s' if hidden_count != 1 else ''}"
+    rest = (" The rest of the repository is intact and its test suite passes. "
+            f"Implement it so that {tests} pass; they use the interface below"
+            + (", and check the exact behaviour listed after it." if required else "."))
+    if kind == "module":
+        lines = [f"# Implement the module `{root.module}`", "",
+                 f"The module `{root.module}` (`{root.path}`) has been removed from "
+                 f"`{repo_name}`, with every definition in it." + rest]
+    elif kind == "cluster":
+        files = sorted({s.path for s in symbols})
+        names = ", ".join(f"`{_display(s)}`" for s in public)
+        lines = [f"# Implement `{_display(root)}` and the code that uses it in `{root.module}`", "",
+                 f"{len(public)} related definitions ({names}) have been removed from "
+                 f"{', '.join(f'`{f}`' for f in files)} of `{repo_name}`. They use one "
+                 "another, and nothing left in the repository uses them." + rest]
+    else:
+        display = _display(root)
+        lines = [f"# Implement the {what} `{display}` in `{root.module}`", "",
+                 f"The {what} `{root.qualname}` has been removed from `{root.path}` of "
+                 f"`{repo_name}`." + rest]
+    lines += ["", "## Interface", ""]
+    shown = public if kind == "cluster" else [root]
+    for s in shown:
+        if s.kind == "method":
+            lines += [f"In class `{s.cls}` (in `{s.path}`):", ""]
+        elif kind == "cluster":
+            lines += [f"In `{s.path}`:", ""]
+        lines += ["```python", s.signature.rstrip(), "```", ""]
+    elsewhere = [s for s in public if kind == "module" and s.module != root.module]
+    if elsewhere:
+        lines += ["Code in other modules that used it was removed with it and must come back "
+                  "too:", ""]
+        for s in elsewhere:
+            where = f"in class `{s.cls}` of `{s.path}`" if s.kind == "method" else f"in `{s.path}`"
+            lines += [f"{where[0].upper()}{where[1:]}:", "", "```python", s.signature.rstrip(),
+                      "```", ""]
+    assigned: dict[str, list[Symbol]] = {}
+    for s in symbols:
+        if s.kind == "assignment" and s.public:
+            assigned.setdefault(s.path, []).append(s)
+    if assigned:
+        lines += ["Module-level names defined from it were removed with it and must be "
+                  "defined again:", ""]
+        for path, group in sorted(assigned.items()):
+            lines += [f"In `{path}`:", "", "```python",
+                      *[g.signature.rstrip() for g in group], "```", ""]
+    helpers = [s for s in symbols if s is not root and not s.public]
+    if helpers and kind != "module":
+        lines.append("Private helpers that only this feature used were removed with it; "
+                     "you may write your own:")
+        lines.append("")
+        for h in helpers:
+            lines.append(f"- `{h.qualname}`")
+        lines.append("")
+    if exports:
+        lines.append("It must also be importable as:")
+        lines.append("")
+        for e in exports:
+            lines.append(f"- `{e}`")
+        lines.append("")
+    if required:
+        lines += ["## Required behaviour", "",
+                  "The hidden tests expect these exact strings (messages, reprs, formats), "
+                  "which nothing in the repository shows; where the feature produces them, "
+                  "produce them character for character:", ""]
+        lines += [f"- {r}" if r.startswith("an error") else f"- `{r}`" for r in required]
+        lines.append("")
+    if docs:
+        lines.append("The repository's documentation describes it: "
+                     + ", ".join(f"`{d}`" for d in docs) + ".")
+        lines.append("")
+    if len(touched) > 1:
+        lines.append("Files changed by the removal: " + ", ".join(f"`{t}`" for t in touched) + ".")
+        lines.append("")
+    lines.append("Do not modify the existing tests or test configuration: they are restored "
+                 "before grading.")
+    return "\n".join(lines) + "\n"

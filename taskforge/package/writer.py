@@ -1,0 +1,230 @@
+"""Write a validated candidate as a task directory, atomically.
+
+DIR/<task_id>/
+  task.json             TaskRecord (SWE-bench fields + taskforge's own)
+  problem_statement.md  what to implement (interface only)
+  gold.patch            restores the removed code
+  test.patch            restores the hidden tests
+  workspace/            the stripped repo as the agent gets it: one fresh commit, no caches
+  hidden/               the task's own copy of every test file and test config (never
+                        shown to the agent; restored over the solution before grading)
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import struct
+import subprocess
+import tempfile
+from pathlib import Path
+
+from taskforge.fsutil import atomic_write, copy_tree
+from taskforge.repo.layout import walk
+
+GIT_ENV = {"GIT_AUTHOR_NAME": "taskforge", "GIT_AUTHOR_EMAIL": "taskforge@localhost",
+           "GIT_COMMITTER_NAME": "taskforge", "GIT_COMMITTER_EMAIL": "taskforge@localhost",
+           "GIT_AUTHOR_DATE": "2000-01-01T00:00:00+0000",
+           "GIT_COMMITTER_DATE": "2000-01-01T00:00:00+0000",
+           "GIT_CONFIG_NOSYSTEM": "1", "HOME": "/nonexistent", "GIT_TERMINAL_PROMPT": "0"}
+SCRUB_DIRS = {".git", "__pycache__", ".venv", ".tox", ".nox", ".eggs", ".mypy_cache",
+              ".pytest_cache", ".ruff_cache", ".hypothesis", "htmlcov", ".pytype", ".pyre"}
+SCRUB_TOP_DIRS = {"build", "dist", "wheelhouse"}
+SCRUB_SUFFIXES = (".pyc", ".pyo", ".orig", ".rej", ".whl")
+
+
+def git(cwd: Path, *args: str) -> str:
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("GIT_")}, **GIT_ENV}
+    res = subprocess.run(["git", "-c", "core.hooksPath=/dev/null", "-c", "init.defaultBranch=main",
+                          "-c", "core.autocrlf=false", "-c", "commit.gpgsign=false", *args],
+                         cwd=cwd, env=env, capture_output=True, text=True)
+    if res.returncode != 0:
+        raise RuntimeError(f"git {' '.join(args)} failed: {res.stderr.strip()[:300]}")
+    return res.stdout
+
+
+def task_id(repo_name: str, commit: str, qualname: str, kind: str) -> str:
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", repo_name).strip("-.") or "repo"
+    h = hashlib.sha256(f"{repo_name}\0{commit}\0{kind}\0{qualname}".encode()).hexdigest()[:8]
+    return f"{slug}__{qualname}-{h}"
+
+
+def scrub(tree: Path) -> list[str]:
+    """Remove caches, bytecode, build output and VCS data; returns what went."""
+    gone = []
+    for dirpath, dirnames, filenames in os.walk(tree, topdown=True):
+        rel_dir = Path(dirpath).relative_to(tree)
+        for d in list(dirnames):
+            top = rel_dir == Path(".")
+            if d in SCRUB_DIRS or d.endswith(".egg-info") or (top and d in SCRUB_TOP_DIRS):
+                shutil.rmtree(Path(dirpath) / d, ignore_errors=True)
+                dirnames.remove(d)
+                gone.append((rel_dir / d).as_posix())
+        for f in filenames:
+            if f.endswith(SCRUB_SUFFIXES) or f.startswith(".coverage"):
+                (Path(dirpath) / f).unlink(missing_ok=True)
+                gone.append((rel_dir / f).as_posix())
+    return gone
+
+
+def fresh_repo(tree: Path) -> str:
+    """Make `tree` a new git repository with one commit and nothing else."""
+    git(tree, "init", "-q", "--template=")
+    git(tree, "config", "core.logAllRefUpdates", "false")
+    git(tree, "add", "-A")
+    git(tree, "commit", "-q", "--no-verify", "-m", "Initial commit")
+    sha = git(tree, "rev-parse", "HEAD").strip()
+    for extra in ("hooks", "logs", "description", "COMMIT_EDITMSG", "info", "branches"):
+        p = tree / ".git" / extra
+        shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
+    normalize_index(tree / ".git" / "index")
+    return sha
+
+
+def normalize_index(path: Path) -> None:
+    """Zero the stat data (times, device, inode, owner) in a git index so two runs
+    write the same bytes. Git then re-reads each file once to see it is unchanged."""
+    data = bytearray(path.read_bytes())
+    if data[:4] != b"DIRC":
+        return
+    version, count = struct.unpack(">II", data[4:12])
+    if version not in (2, 3):
+        return
+    pos = 12
+    for _ in range(count):
+        data[pos:pos + 24] = bytes(24)             # ctime, mtime, dev, ino
+        data[pos + 28:pos + 36] = bytes(8)         # uid, gid (mode at +24 stays)
+        flags = struct.unpack(">H", data[pos + 60:pos + 62])[0]
+        name_at = pos + 62 + (2 if version == 3 and flags & 0x4000 else 0)
+        end = data.index(b"\0", name_at)
+        length = end - pos
+        pos += length + (8 - length % 8)            # 1-8 NULs pad each entry to 8 bytes
+    body = bytes(data[:-20])
+    path.write_bytes(body + hashlib.sha1(body).digest())
+
+
+_HEADER = re.compile(r"^(?:diff --git |--- |\+\+\+ |rename from |rename to |copy from |copy to )(.*)$",
+                     re.M)
+_PARENT = re.compile(r"(?:^|[/\s])\.\.(?:[/\s]|$)")
+_SYMLINK = re.compile(r"^(?:new file mode|new mode) 120000|^index [0-9a-f]+\.\.[0-9a-f]+ 120000", re.M)
+
+
+def unsafe_diff(diff: str) -> str | None:
+    """Why a diff may not be applied on the host, or None. Every path must stay
+    inside the workspace: no `..` component, no quoted or escaped names (git
+    would unescape them into anything), and no symbolic links, which could lead
+    a later write out of the tree."""
+    for m in _HEADER.finditer(diff):
+        rest = m.group(1)
+        if _PARENT.search(rest):
+            return f"unsafe path in {m.group(0)[:120]!r}"
+        if "\\" in rest or '"' in rest:
+            return f"quoted or escaped path in {m.group(0)[:120]!r}"
+    if _SYMLINK.search(diff):
+        return "creates or changes a symbolic link"
+    return None
+
+
+def apply_patch(tree: Path, text: str) -> str | None:
+    """Apply a unified diff to a tree (git apply, then patch -p1); the error line, or None."""
+    if not text.strip():
+        return None
+    why = unsafe_diff(text)
+    if why:
+        return why
+    # Never --unsafe-paths: a diff naming ../x must not write outside the tree (verify
+    # applies agents' diffs as root). git apply also refuses to write through symlinks;
+    # GNU patch, the fallback, ignores "dangerous" names with .. or absolute paths.
+    res = subprocess.run(["git", "apply", "--whitespace=nowarn", "-"],
+                         cwd=tree, input=text, capture_output=True, text=True)
+    if res.returncode != 0:
+        res2 = subprocess.run(["patch", "-p1", "--forward", "--batch", "--silent"], cwd=tree,
+                              input=text, capture_output=True, text=True) if shutil.which("patch") else res
+        if res2.returncode != 0:
+            msg = (res.stderr or res.stdout).strip().splitlines()
+            return msg[0] if msg else "patch does not apply"
+    return None
+
+
+def make_patches(base: Path, *groups: dict[str, bytes | None]) -> list[str]:
+    """Git-style diffs, one per group, each turning `base` (a tree) into `base`
+    with that group's files applied. One scratch repository serves every group."""
+    with tempfile.TemporaryDirectory(prefix="tf-patch-") as tmp:
+        t = Path(tmp)
+        every = [rel for g in groups for rel in g]
+        for rel in every:
+            if (base / rel).is_file():
+                (t / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(base / rel, t / rel)
+        git(t, "init", "-q", "--template=")
+        git(t, "add", "-A")
+        git(t, "commit", "-q", "--allow-empty", "--no-verify", "-m", "base")
+        for g in groups:
+            for rel, data in g.items():
+                p = t / rel
+                if data is None:
+                    p.unlink(missing_ok=True)
+                else:
+                    p.parent.mkdir(parents=True, exist_ok=True)
+                    p.write_bytes(data)
+        git(t, "add", "-A")
+        return [git(t, "diff", "--cached", "--binary", "--no-color", "--no-ext-diff",
+                    "--full-index", "--no-renames", "--", *sorted(g)) if g else ""
+                for g in groups]
+
+
+def write_task(out_dir: Path, tid: str, src: Path, source_changes: dict[str, str | None],
+               test_changes: dict[str, str | None], protected: list[str], build_record,
+               leak_check=None, final_check=None) -> Path:
+    """Assemble the task in a temp dir next to its destination, then rename it in.
+    `final_check(tmp_dir)` runs on the finished directory first (it may raise)."""
+    final = out_dir / tid
+    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{tid[:40]}-", dir=out_dir))
+    try:
+        ws = tmp / "workspace"
+        copy_tree(src, ws)
+        for rel, content in {**source_changes, **test_changes}.items():
+            p = ws / rel
+            if content is None:
+                p.unlink(missing_ok=True)
+            else:
+                p.parent.mkdir(parents=True, exist_ok=True)
+                p.write_text(content, encoding="utf-8")
+        scrub(ws)
+        if leak_check is not None:
+            leak_check(ws)          # scrubs text leaks; raises LeakError on what remains
+        base_commit = fresh_repo(ws)
+        hidden = tmp / "hidden"
+        for rel in protected:
+            if (src / rel).is_file():
+                (hidden / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(src / rel, hidden / rel)
+        def originals(rels):
+            return {rel: (src / rel).read_bytes() if (src / rel).is_file() else None
+                    for rel in sorted(rels)}
+
+        gold, test_patch = make_patches(ws, originals(source_changes), originals(test_changes))
+        n_files = sum(1 for _ in walk(ws))
+        record = build_record(base_commit=base_commit, patch=gold, test_patch=test_patch,
+                              workspace_files=n_files)
+        atomic_write(tmp / "task.json", record.model_dump_json(indent=2) + "\n")
+        atomic_write(tmp / "problem_statement.md", record.problem_statement)
+        atomic_write(tmp / "gold.patch", gold)
+        atomic_write(tmp / "test.patch", test_patch)
+        # Normal modes, but the executable bit as committed: a workspace whose
+        # `git status` shows changes before the agent acts misleads it.
+        for p in [tmp, *tmp.rglob("*")]:
+            if not p.is_symlink():
+                p.chmod(0o755 if p.is_dir() or p.stat().st_mode & 0o100 else 0o644)
+        if final_check is not None:
+            final_check(tmp)
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(tmp, final)
+        return final
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+

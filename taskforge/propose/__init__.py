@@ -1,0 +1,1 @@
+"""Which features to remove: candidates grown on the reference graph, their difficulty."""

@@ -1,0 +1,527 @@
+"""Propose features: a symbol with the private helpers only it uses, the code
+that uses it (its dependents, so "used by other code" is no reason to drop it)
+and the public code that exists only to serve them, which a specific subset of
+the passing tests exercises. Whole classes and whole modules are features too.
+
+Everything here is static and cheap: hopeless candidates (used at import time,
+covered by no test, covering too much of the suite, too small to be worth a
+task) are rejected before any test runs, each with its reason. Each candidate
+carries its measured difficulty, and the order spreads picks across tiers,
+kinds and modules, so a `--max-tasks` prefix is a sample, not the easy end.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import AbstractSet
+
+from taskforge.analysis.coverage_map import CoverageMap
+from taskforge.analysis.pyparse import parse as parse_python
+from taskforge.analysis.symbols import ModuleInfo, RepoIndex, Symbol
+from taskforge.analysis.testindex import TestModule, group_ids
+from taskforge.models import TIER_ORDER, Difficulty, FeatureKind, Tier
+from taskforge.propose.difficulty import measure, snippet
+from taskforge.remove.transform import TOP_KINDS, exported_bindings
+
+
+@dataclass
+class Candidate:
+    name: str                       # root symbol qualname
+    kind: str
+    root: Symbol
+    symbols: list[Symbol]           # root + private helpers
+    hidden: set[str] = field(default_factory=set)          # test ids to hide (P and others)
+    hidden_files: set[str] = field(default_factory=set)    # test files hidden whole
+    late: bool = False              # risky (dispatched by computed name): tried last
+    difficulty: Difficulty = field(default_factory=Difficulty)
+
+
+@dataclass
+class Proposal:
+    candidates: list[Candidate]
+    considered: int
+    drops: list[tuple[str, str]]    # (symbol, reason): considered == drops + candidates
+
+
+# A feature grows by its dependents and the code only it uses, up to this size;
+# past it the candidate is a rewrite of the package, not a task.
+MAX_FEATURE_SYMBOLS = 16
+MAX_FEATURE_FILES = 4
+MIN_STATEMENTS = 3          # a body of one or two statements (an alias, a wrapper) is no task
+
+
+class Users:
+    """Who references each symbol, computed once per symbol: features grow by
+    following these edges many times over."""
+
+    def __init__(self, index: RepoIndex):
+        self.index = index
+        self._cache: dict[str, list[str]] = {}
+        self.by_qual = {s.qualname: s for s in index.symbols()}
+        self.by_name: dict[str, list[Symbol]] = {}
+        for mod in index.modules.values():
+            for s in mod.symbols:
+                self.by_name.setdefault(s.name, []).append(s)
+
+    def of(self, sym: Symbol) -> list[str]:
+        if sym.qualname not in self._cache:
+            self._cache[sym.qualname] = _users(self.index, sym, {sym.qualname})
+        return self._cache[sym.qualname]
+
+    def outside(self, sym: Symbol, names: set[str]) -> list[str]:
+        """Users of `sym` not inside the feature `names` (a class covers its methods)."""
+        out = []
+        for u in self.of(sym):
+            base = u.split(" (")[0]
+            if u.endswith("(module level)") or not covered(base, names):
+                out.append(u)
+        return out
+
+
+def covered(qualname: str, names: set[str]) -> bool:
+    return qualname in names or any(qualname.startswith(n + ".") for n in names)
+
+
+def grow(index: RepoIndex, users: Users, root: Symbol, hopeless=lambda sym: None,
+         seeds: list[Symbol] | None = None, whole: str | None = None
+         ) -> tuple[list[Symbol] | None, str]:
+    """The feature of `root`: root, its private helpers, then every definition that
+    uses something in the feature (its dependents), then the public code that only
+    the feature uses. (None, reason) when a user cannot go: module-level code, a
+    special method, or a feature past MAX_FEATURE_SYMBOLS. `seeds` start it from
+    several definitions (a whole module, `whole`, whose own top level goes too)."""
+    feature: list[Symbol] = []
+    names: set[str] = set()
+    limit = MAX_FEATURE_SYMBOLS + len(seeds or ())
+
+    def add(sym: Symbol) -> None:
+        for x in [sym, *helpers_of(index, sym, users)]:
+            if not covered(x.qualname, names):
+                feature.append(x)
+                names.add(x.qualname)
+        # A class taken whole takes its methods: they are not listed twice.
+        feature[:] = [f for f in feature if not (
+            f.kind == "method" and f"{f.module}.{f.cls}" in names)]
+
+    for seed in seeds or [root]:
+        add(seed)
+    while True:
+        new: list[Symbol] = []
+        for s in list(feature):
+            for u in users.outside(s, names):
+                if whole is not None and u == f"{whole} (module level)":
+                    continue
+                if u.endswith("(module level)"):
+                    return None, f"used by other code: {u}"
+                dep = users.by_qual.get(u.split(" (")[0])
+                if dep is None:
+                    return None, f"used by other code: {u}"
+                if dep.dunder and dep.kind == "method":
+                    # A special method cannot go alone (every use of the class calls
+                    # it): its class goes whole.
+                    dep = users.by_qual.get(f"{dep.module}.{dep.cls}")
+                    if dep is None or not dep.public:
+                        return None, f"used by other code: {u} (a special method)"
+                why = hopeless(dep)
+                if why:
+                    return None, f"used by {dep.qualname}, which cannot go: {why}"
+                if dep not in new:
+                    new.append(dep)
+                    if len(feature) + len(new) > limit:      # a `get` with 3000 users
+                        return None, (f"used by other code: removing its dependents too takes "
+                                      f"more than {limit} definitions")
+        if not new:
+            break
+        for dep in new:
+            add(dep)
+        if len(feature) > limit:
+            return None, (f"used by other code: removing its dependents too takes more than "
+                          f"{limit} definitions")
+    # Downwards: public functions and classes that exist only to serve the feature.
+    while True:
+        refs = set().union(*(f.name_refs for f in _expand(feature)))
+        extra = [c for n in sorted(refs) for c in users.by_name.get(n, ())
+                 if c.public and not c.dunder and c.kind != "assignment"
+                 and not covered(c.qualname, names)
+                 and users.of(c) and not users.outside(c, names) and not hopeless(c)]
+        if not extra or len(feature) + len(extra) > limit:
+            break
+        for c in extra:
+            add(c)
+    if len({f.path for f in feature}) > MAX_FEATURE_FILES:
+        return None, f"used by other code in more than {MAX_FEATURE_FILES} files"
+    return feature, ""
+
+
+def entry_point(users: Users, feature: list[Symbol], root: Symbol) -> Symbol:
+    """The definition a feature is named after: one nothing else in it uses, the largest."""
+    # Module-level `NAME = value` lines that use the code are never its entry point.
+    names = {f.qualname for f in feature if f.kind != "assignment"}
+    tops = [f for f in feature if f.public and f.kind != "assignment" and not any(
+        covered(u.split(" (")[0], names) for u in users.of(f))]
+    if root in tops or not tops:
+        return root
+    return max(tops, key=lambda f: (f.end - f.start, f.qualname))
+
+
+def feature_kind(root: Symbol, feature: list[Symbol]) -> FeatureKind:
+    public = [f for f in feature if f.public and f.kind != "assignment"]
+    return FeatureKind.CLUSTER if len(public) > 1 else FeatureKind(root.kind)
+
+
+def difficulty_of(index: RepoIndex, feature: list[Symbol], whole_module: str | None = None,
+                  kept: set[str] | None = None) -> Difficulty:
+    """Measured on the removed source itself (methods of a removed class count once)."""
+    # A module-level `NAME = value` that went with the feature adds its lines, not
+    # a file or a public definition: a one-line alias elsewhere is no second file.
+    pieces, paths = [], {f.path for f in feature if f.kind != "assignment"}
+    if whole_module is not None:
+        mod = index.modules[whole_module]
+        pieces.append(mod.code)
+        paths.add(mod.path)
+    pieces += [snippet(index.modules[f.module].code, f.start, f.end) for f in feature
+               if f.module != whole_module]
+    names = {f.name for f in feature}
+    refs = set().union(*(f.name_refs for f in _expand(feature))) if feature else set()
+    if kept is None:
+        kept = {s.name for m in index.modules.values() for s in m.symbols}
+    kept = kept - names
+    return measure(pieces, files=len(paths), symbols=len(feature),
+                   public=sum(1 for f in feature if f.public and f.kind != "assignment"),
+                   fan_out=len(refs & kept))
+
+
+def _users(index: RepoIndex, sym: Symbol, exclude: set[str]) -> list[str]:
+    """Code outside `exclude` that references `sym` (lexically, conservatively)."""
+    users = []
+    for mod in index.modules.values():
+        for other in mod.all_symbols():
+            if other.qualname in exclude or any(other.qualname.startswith(e + ".") for e in exclude):
+                continue
+            if other.kind == "class":
+                continue  # its methods are checked one by one; class-level code below
+            if _references(mod, other.name_refs, other.attr_refs, sym):
+                users.append(other.qualname)
+        if _references(mod, mod.toplevel_name_refs, mod.toplevel_attr_refs, sym):
+            users.append(f"{mod.module} (module level)")
+        for cls in mod.symbols:
+            if cls.kind == "class" and cls.qualname not in exclude:
+                class_level_names = cls.name_refs - {m.name for m in cls.methods}
+                for m in cls.methods:
+                    class_level_names -= m.name_refs
+                if sym.kind != "method" and sym.name in class_level_names:
+                    if not any(cls.qualname == e for e in exclude):
+                        users.append(cls.qualname)
+                # `IFEXP = IF` or `@IF.setter` in a class body uses method IF at import time.
+                if sym.kind == "method" and sym.cls == cls.name and mod.module == sym.module \
+                        and sym.name in _class_body_names(mod, cls.name):
+                    users.append(f"{cls.qualname} (class body)")
+    return sorted(set(users))
+
+
+_CLASS_BODY: dict[tuple[str, int], dict[str, set[str]]] = {}
+
+
+def _class_body_names(mod: ModuleInfo, cls_name: str) -> set[str]:
+    """Names a class body itself loads (assignments, decorators, defaults), not
+    those inside its methods' bodies. One parse per module, for all its classes."""
+    key = (mod.path, hash(mod.code))          # by content: a library may index many repos
+    if key not in _CLASS_BODY:
+        import ast
+
+        try:
+            tree = parse_python(mod.code)
+        except SyntaxError:
+            tree = ast.Module(body=[], type_ignores=[])
+        table: dict[str, set[str]] = {}
+        for node in tree.body:
+            if not isinstance(node, ast.ClassDef):
+                continue
+            names: set[str] = set()
+            for st in node.body:
+                parts: list[ast.AST | None]
+                if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    parts = [*st.decorator_list, *st.args.defaults, *st.args.kw_defaults]
+                elif isinstance(st, ast.ClassDef):
+                    parts = [*st.decorator_list, *st.bases]
+                else:
+                    parts = [st]
+                for part in parts:
+                    if part is not None:
+                        names |= {n.id for n in ast.walk(part) if isinstance(n, ast.Name)
+                                  and isinstance(n.ctx, ast.Load)}
+            table[node.name] = names
+        _CLASS_BODY[key] = table
+    return _CLASS_BODY[key].get(cls_name, set())
+
+
+def _references(mod: ModuleInfo, names: set[str], attrs: set[str], sym: Symbol) -> bool:
+    if sym.kind == "method":
+        return sym.name in attrs
+    if sym.name in names and (mod.module == sym.module or any(
+            b.local == sym.name and b.name for b in mod.bindings) or mod.star_imports):
+        return True
+    module_aliases = {b.local for b in mod.bindings}
+    return sym.name in attrs and bool(module_aliases & names)
+
+
+def helpers_of(index: RepoIndex, root: Symbol, users: "Users | None" = None) -> list[Symbol]:
+    """Private helpers (same module, or same class for methods) used only by the feature."""
+    mod = index.modules[root.module]
+    if root.kind == "class":
+        pool = [s for s in mod.symbols if s.kind == "function"]
+    elif root.kind == "method":
+        cls = next(s for s in mod.symbols if s.kind == "class" and s.name == root.cls)
+        pool = [m for m in cls.methods] + [s for s in mod.symbols if s.kind == "function"]
+    else:
+        pool = [s for s in mod.symbols if s.kind == "function"]
+    pool = [s for s in pool if s.name.startswith("_") and not s.dunder and s is not root]
+    feature = [root]
+    changed = True
+    while changed:
+        changed = False
+        names = {f.qualname for f in feature}
+        for h in pool:
+            if h.qualname in names:
+                continue
+            used_by_feature = any(_uses(f, h) for f in _expand(feature))
+            if not used_by_feature:
+                continue
+            outside = (users.outside(h, names | {h.qualname}) if users is not None
+                       else _users(index, h, names | {h.qualname}))
+            if not outside:
+                feature.append(h)
+                changed = True
+    return feature[1:]
+
+
+def _expand(symbols):
+    for s in symbols:
+        yield s
+        yield from s.methods
+
+
+def _uses(user: Symbol, h: Symbol) -> bool:
+    return h.name in (user.attr_refs if h.kind == "method" else user.name_refs)
+
+
+def lexical_tests(tests: dict[str, TestModule], exported: set[tuple[str, str]],
+                  module_names: set[str], removed_names: set[str]) -> tuple[set[str], set[str]]:
+    """Tests (as (file, path) keys) and whole files that name removed top-level symbols."""
+    hits: set[str] = set()
+    files: set[str] = set()
+    for rel, tm in tests.items():
+        bound = {b.local for b in tm.bindings if b.name and (b.module, b.name) in exported}
+        aliases = {b.local for b in tm.bindings if (b.name is None and b.module.split(".")[0] in
+                   {m.split(".")[0] for m in module_names}) or
+                   (b.name and f"{b.module}.{b.name}" in module_names)}
+        if not bound and not aliases:
+            continue
+        if bound & tm.toplevel_name_refs or (removed_names & tm.toplevel_attr_refs
+                                             and aliases & tm.toplevel_name_refs):
+            files.add(rel)
+            continue
+        for d in tm.defs:
+            if bound & d.name_refs or (removed_names & d.attr_refs and aliases & d.name_refs):
+                hits.add(rel + "::" + "::".join(d.path))
+    return hits, files
+
+
+def hidden_tests(index, cov: CoverageMap, tests, module_names, by_key, all_ids,
+                 feature: list[Symbol], top: list[Symbol], extra_files: AbstractSet[str] = frozenset()):
+    """Tests that depend on a feature: by coverage of its body lines, and by naming it."""
+    hidden: set[str] = set()
+    for s in feature:
+        hidden |= cov.tests_for(s.path, s.body_lines)
+    exported = exported_bindings(index, top) if top else set()
+    keys, files = lexical_tests(tests, exported, module_names, {s.name for s in top})
+    files = files | set(extra_files)
+    for k in [*keys, *files]:
+        hidden |= by_key.get(k, set())
+    return hidden & all_ids, files
+
+
+def propose(index: RepoIndex, cov: CoverageMap, passing: set[str], all_ids: set[str],
+            tests: dict[str, TestModule], max_share: float = 0.4,
+            hopeless=lambda sym: None, late=lambda sym: False,
+            min_statements: int = MIN_STATEMENTS, min_tier: Tier = Tier.EASY) -> Proposal:
+    """`hopeless(symbol)` gives a reason a symbol cannot go that references do not
+    show, or None; `late(symbol)` puts a risky candidate at the end of the order
+    (dynamic.hopeless_check makes both). Every symbol considered ends as one
+    candidate or one drop."""
+    drops: list[tuple[str, str]] = []
+    cands: list[Candidate] = []
+    considered = 0
+    cap = max(1, int(max_share * len(passing)))
+    module_names = set(index.modules)
+    by_key = group_ids(all_ids)
+    users = Users(index)
+    seen: dict[frozenset[str], str] = {}
+    kept = {s.name for m in index.modules.values() for s in m.symbols}
+
+    def small(d: Difficulty) -> str | None:
+        if d.statements < min_statements:
+            return (f"too small: {d.statements} statement(s) of code removed "
+                    f"(minimum {min_statements})")
+        if TIER_ORDER.index(d.tier) < TIER_ORDER.index(min_tier):
+            return f"below the difficulty asked: {d.tier.value} (minimum {min_tier.value})"
+        return None
+
+    for sym in index.symbols():
+        if sym.dunder or not sym.public or sym.kind == "assignment":
+            continue          # a module-level NAME = value only goes with what it uses
+        if sym.kind == "method" and sym.cls and sym.cls.startswith("_"):
+            continue
+        considered += 1
+        if not cov.measured(sym.path):
+            drops.append((sym.qualname, "module never imported by the tests"))
+            continue
+        why = hopeless(sym)
+        if why:
+            drops.append((sym.qualname, why))
+            continue
+        feature, why = grow(index, users, sym, hopeless)
+        if feature is None:
+            drops.append((sym.qualname, why))
+            continue
+        key = frozenset(f.qualname for f in feature)
+        if key in seen:
+            drops.append((sym.qualname, f"same feature as {seen[key]}"))
+            continue
+        diff = difficulty_of(index, feature, kept=kept)
+        why = small(diff)
+        if why:                 # (an @overload stub must not claim the key of its function)
+            drops.append((sym.qualname, why))
+            continue
+        seen[key] = sym.qualname
+        root = entry_point(users, feature, sym)
+        feature = [root, *[f for f in feature if f is not root]]
+        top = [s for s in feature if s.kind in TOP_KINDS]
+        hidden, files = hidden_tests(index, cov, tests, module_names, by_key, all_ids, feature, top)
+        n_pass = len(hidden & passing)
+        if n_pass == 0:
+            drops.append((sym.qualname, "no passing test exercises it"))
+            continue
+        if n_pass > cap:
+            drops.append((sym.qualname, f"too central: {n_pass} of {len(passing)} passing tests "
+                                        f"depend on it (cap {cap})"))
+            continue
+        kind = feature_kind(root, feature)
+        # Two clusters may share an entry point: the name (and so the task id) says which.
+        name = root.qualname if kind != FeatureKind.CLUSTER else (
+            root.qualname + "+" + hashlib.sha256("\0".join(sorted(key)).encode()).hexdigest()[:6])
+        cands.append(Candidate(name=name, kind=kind, root=root, symbols=feature,
+                               hidden=hidden, hidden_files=files,
+                               late=any(late(f) for f in feature), difficulty=diff))
+    for mod in index.modules.values():
+        cand, reason = _module_candidate(index, mod, cov, tests, module_names, by_key, all_ids,
+                                         hopeless, users)
+        if cand is None and reason is None:
+            continue
+        considered += 1
+        n_pass = len(cand.hidden & passing) if cand else 0
+        if reason is None and n_pass == 0:
+            reason = "no passing test exercises it"
+        if reason is None and n_pass > cap:
+            reason = (f"too central: {n_pass} of {len(passing)} passing tests depend on it "
+                      f"(cap {cap})")
+        if reason is None:
+            cand.difficulty = difficulty_of(index, cand.symbols, whole_module=mod.module)
+            reason = small(cand.difficulty)
+        if reason:
+            drops.append((mod.module, reason))
+        else:
+            cands.append(cand)
+    return Proposal(candidates=order(cands), considered=considered, drops=drops)
+
+
+def module_symbol(mod: ModuleInfo, tops: list[Symbol]) -> Symbol:
+    """A stand-in Symbol for a whole module: its interface is every top-level one."""
+    doc = ""
+    if mod.tree is not None and mod.tree.body:
+        first = mod.tree.body[0]
+        import libcst as cst
+
+        if (isinstance(first, cst.SimpleStatementLine) and isinstance(first.body[0], cst.Expr)
+                and isinstance(first.body[0].value, (cst.SimpleString, cst.ConcatenatedString))):
+            doc = mod.tree.code_for_node(first).strip() + "\n\n"
+    sig = doc + "\n\n".join(s.signature.rstrip() for s in tops) + "\n"
+    return Symbol(qualname=mod.module, module=mod.module, path=mod.path,
+                  name=mod.module.rsplit(".", 1)[-1], kind="module", cls=None, start=1,
+                  end=mod.code.count("\n") + 1, signature=sig)
+
+
+def _module_candidate(index: RepoIndex, mod: ModuleInfo, cov: CoverageMap, tests, module_names,
+                      by_key, all_ids, hopeless=lambda sym: None, users: Users | None = None):
+    """A whole module as a feature: (candidate, None), (None, drop reason) or (None, None)."""
+    if mod.is_package:
+        return None, None
+    tops = [s for s in mod.symbols if s.kind in ("function", "class")]
+    if sum(1 for s in tops if s.public) < 2:
+        return None, None          # a one-symbol module is that symbol's candidate
+    if not cov.measured(mod.path):
+        return None, "module never imported by the tests"
+    names = {s.name for s in mod.symbols}
+    for other in index.modules.values():
+        if other is mod:
+            continue
+        for b in other.bindings:
+            if b.name is None and b.module == mod.module:
+                return None, f"imported as a module by {other.module}"
+            if b.name and f"{b.module}.{b.name}" == mod.module:
+                return None, f"imported as a module by {other.module}"
+            if b.name and b.module == mod.module and b.name not in names:
+                return None, f"{other.module} imports {b.name} from it"
+    for s in tops:
+        why = hopeless(s)
+        if why:
+            return None, why
+    # Code elsewhere that uses the module's definitions goes with it (a multi-file feature).
+    feature, why = grow(index, users or Users(index), tops[0], hopeless,
+                        seeds=[*tops, *(s for s in mod.symbols if s.kind == "assignment")],
+                        whole=mod.module)
+    if feature is None:
+        return None, why
+    module_refs = {rel for rel, tm in tests.items() if any(
+        b.module == mod.module or (b.name and f"{b.module}.{b.name}" == mod.module)
+        for b in tm.bindings)}     # a test file importing the module itself cannot stay
+    top = [s for s in feature if s.kind in TOP_KINDS]
+    hidden, files = hidden_tests(index, cov, tests, module_names, by_key, all_ids, feature, top,
+                                 extra_files=module_refs)
+    root = module_symbol(mod, tops)
+    return Candidate(name=mod.module, kind="module", root=root, symbols=feature, hidden=hidden,
+                     hidden_files=files), None
+
+
+# Picks cycle through tiers in this pattern (hard first, and half of the picks:
+# they are what a strong policy still fails), so any prefix mixes sizes.
+TIER_PATTERN = [Tier.HARD, Tier.MEDIUM, Tier.HARD, Tier.EASY, Tier.HARD, Tier.MEDIUM]
+
+
+def order(cands: list[Candidate]) -> list[Candidate]:
+    """Spread over tiers (TIER_PATTERN), and within a tier round-robin over
+    (kind, module) so no one module or kind fills the prefix; larger first within
+    a group. Risky candidates (Candidate.late) go last. Deterministic."""
+    risky = sorted((c for c in cands if c.late), key=lambda c: (c.root.path, c.root.start, c.name))
+    by_tier: dict[Tier, list[Candidate]] = {}
+    for t in TIER_ORDER:
+        groups: dict[tuple[str, str], list[Candidate]] = {}
+        for c in cands:
+            if not c.late and c.difficulty.tier == t:
+                groups.setdefault((str(c.kind), c.root.path), []).append(c)
+        lists = [sorted(v, key=lambda c: (-c.difficulty.score, c.root.start, c.name))
+                 for _, v in sorted(groups.items())]
+        out: list[Candidate] = []
+        i = 0
+        while any(i < len(v) for v in lists):
+            out += [v[i] for v in lists if i < len(v)]
+            i += 1
+        by_tier[t] = out
+    merged: list[Candidate] = []
+    pos = {t: 0 for t in TIER_ORDER}
+    while any(pos[t] < len(by_tier[t]) for t in TIER_ORDER):
+        for t in TIER_PATTERN:
+            if pos[t] < len(by_tier[t]):
+                merged.append(by_tier[t][pos[t]])
+                pos[t] += 1
+    return merged + risky

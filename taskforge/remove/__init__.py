@@ -1,0 +1,1 @@
+"""Removing a feature: libcst transforms for definitions, aliases, exports and tests."""

@@ -1,0 +1,180 @@
+"""Where things are in a repository: source modules, test files, test configs.
+
+No configuration: test files are found by pytest's own naming conventions and
+by the usual test directories; source modules are the other Python files under
+the import roots (the repo root, or src/ for src layouts).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+SKIP_DIRS = {".git", "__pycache__", ".tox", ".nox", ".venv", "venv", "env", "build", "dist",
+             "node_modules", ".eggs", ".mypy_cache", ".pytest_cache", ".ruff_cache",
+             ".hypothesis", "htmlcov", ".pytype", ".pyre", "site-packages"}
+NON_SOURCE_TOP = {"docs", "doc", "examples", "example", "benchmarks", "bench", "scripts",
+                  "tools", "ci", ".github", "tasks", "contrib", "asv_bench", "bin", "demo",
+                  "demos", "samples", "sample"}
+# Directories of test data: Python files there are inputs, not tests or helpers.
+TEST_DATA_DIRS = {"testdata", "test_data", "data", "fixtures", "snapshots", "cassettes", "samples",
+                  "resources", "input", "inputs", "expected"}
+NON_SOURCE_FILES = {"setup.py", "noxfile.py", "fabfile.py", "conftest.py", "tasks.py",
+                    "runtests.py", "run_tests.py"}
+TEST_DIRS = {"tests", "test", "testing", "unittests", "unit_tests"}
+TEST_CONFIGS = ("pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml", "noxfile.py",
+                ".pytest.ini")
+
+
+def is_test_data(rel: str) -> bool:
+    """A non-test file under a test-data directory inside the tests: an input the
+    tests read (sometimes not even valid Python 3), never imported as code."""
+    p = PurePosixPath(rel)
+    name = p.name
+    if name == "conftest.py" or name.startswith("test_") or name.endswith("_test.py"):
+        return False
+    parts = p.parts[:-1]
+    return any(part in TEST_DIRS for part in parts) and any(part in TEST_DATA_DIRS for part in parts)
+
+
+def is_test_path(rel: str) -> bool:
+    """True for anything pytest would treat as test code or test support."""
+    p = PurePosixPath(rel)
+    name = p.name
+    if name == "conftest.py":
+        return True
+    if name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py")
+                                 or name == "tests.py"):
+        return True
+    return any(part in TEST_DIRS for part in p.parts[:-1])
+
+
+def is_protected_path(rel: str) -> bool:
+    """Files restored from the task's own copy before grading."""
+    p = PurePosixPath(rel)
+    if p.name == "conftest.py" or (p.suffix == ".py" and is_test_path(rel)):
+        return True
+    if len(p.parts) == 1 and p.name in TEST_CONFIGS:
+        return True
+    return any(part in TEST_DIRS for part in p.parts[:-1])
+
+
+@dataclass
+class RepoLayout:
+    root: Path
+    source_files: list[str] = field(default_factory=list)   # relative posix paths
+    test_files: list[str] = field(default_factory=list)
+    protected_files: list[str] = field(default_factory=list)
+    import_roots: list[str] = field(default_factory=list)   # "" or "src"
+    packages: list[str] = field(default_factory=list)       # top-level package/module names
+
+    def module_name(self, rel: str) -> str | None:
+        """Dotted module name of a source file, or None outside the import roots."""
+        p = PurePosixPath(rel)
+        for root in sorted(self.import_roots, key=len, reverse=True):
+            if root and not rel.startswith(root + "/"):
+                continue
+            sub = PurePosixPath(rel[len(root) + 1:] if root else rel)
+            parts = list(sub.with_suffix("").parts)
+            if parts and parts[-1] == "__init__":
+                parts.pop()
+            return ".".join(parts) if parts else None
+        return p.stem
+
+    def source_roots(self) -> list[str]:
+        """Repo-relative paths of the top-level packages and modules (for coverage)."""
+        out = []
+        for name in self.packages:
+            for root in self.import_roots:
+                base = f"{root}/{name}" if root else name
+                if (self.root / base).is_dir() or (self.root / f"{base}.py").is_file():
+                    out.append(base if (self.root / base).is_dir() else f"{base}.py")
+                    break
+        return out
+
+
+def walk_all(root: Path) -> list[str]:
+    """Every regular file under `root` but .git's, as sorted relative posix paths.
+    Grading walks this way: a solution can hide files in any directory, the ones
+    `walk` skips as build output included."""
+    out = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d != ".git"]
+        for name in filenames:
+            p = Path(dirpath) / name
+            if p.is_file() and not p.is_symlink():
+                out.append(p.relative_to(root).as_posix())
+    return sorted(out)
+
+
+def walk(root: Path) -> list[str]:
+    out = []
+    stack = [root]
+    while stack:
+        d = stack.pop()
+        for entry in sorted(d.iterdir()):
+            if entry.is_symlink():
+                continue
+            if entry.is_dir():
+                if entry.name in SKIP_DIRS or entry.name.endswith(".egg-info"):
+                    continue
+                stack.append(entry)
+            elif entry.is_file():
+                out.append(entry.relative_to(root).as_posix())
+    return sorted(out)
+
+
+def configured_test_files(root: Path, files: list[str]) -> set[str]:
+    """Python files pytest collects because its config says so, whatever their
+    names: a `testpaths` entry that is a file (python-slugify's `test.py`), and
+    files matching `python_files` patterns."""
+    from fnmatch import fnmatch
+
+    from taskforge.env.pytestcfg import read
+
+    try:
+        cfg = read(root)
+    except Exception:              # a broken config is reported where it is used
+        return set()
+    py = [f for f in files if f.endswith(".py")]
+    out = {f for f in py if f in {t.strip("./").rstrip("/") for t in cfg.testpaths}}
+    patterns = [p for p in cfg.python_files if p not in ("test_*.py", "*_test.py")]
+    if patterns:
+        roots = [t.strip("./").rstrip("/") for t in cfg.testpaths if (root / t).is_dir()]
+        out |= {f for f in py if any(fnmatch(f.rsplit("/", 1)[-1], p) for p in patterns)
+                and (not roots or any(f.startswith(r + "/") for r in roots))}
+    return out
+
+
+def scan(root: Path) -> RepoLayout:
+    files = walk(root)
+    layout = RepoLayout(root=root)
+    layout.import_roots = ["src"] if (root / "src").is_dir() and any(
+        f.startswith("src/") and f.endswith(".py") for f in files) else [""]
+    if layout.import_roots == ["src"] and any(
+            f.endswith("__init__.py") and "/" in f and not f.startswith(("src/", "tests/"))
+            and not is_test_path(f) and f.split("/")[0] not in NON_SOURCE_TOP for f in files):
+        layout.import_roots.append("")
+    named = configured_test_files(root, files)
+    for f in files:
+        if is_protected_path(f) or f in named:
+            layout.protected_files.append(f)
+        if not f.endswith(".py"):
+            continue
+        if is_test_path(f) or f in named:
+            if not is_test_data(f):
+                layout.test_files.append(f)
+            continue
+        top = f.split("/")[0]
+        if top in NON_SOURCE_TOP or (("/" not in f) and f in NON_SOURCE_FILES):
+            continue
+        if layout.import_roots == ["src"] and not f.startswith("src/"):
+            continue
+        layout.source_files.append(f)
+    pkgs = set()
+    for f in layout.source_files:
+        mod = layout.module_name(f)
+        if mod:
+            pkgs.add(mod.split(".")[0])
+    layout.packages = sorted(pkgs)
+    return layout

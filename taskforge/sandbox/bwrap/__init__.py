@@ -1,0 +1,1 @@
+"""The bubblewrap backend: daemonless sandboxes and root-filesystem environments."""

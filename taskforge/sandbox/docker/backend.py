@@ -1,0 +1,232 @@
+"""Docker backend, through the docker SDK against a real engine.
+
+SDK gotchas handled here: exec has no timeout (commands are wrapped in
+`timeout -s KILL` and the call itself is bounded by a thread join), a stuck
+container is killed and always removed with force in close().
+"""
+from __future__ import annotations
+
+import io
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from taskforge.errors import InfraError
+from taskforge.sandbox.base import MAX_OUTPUT, ExecResult, Sandbox, SandboxSpec
+from taskforge.sandbox.docker import images
+from taskforge.sandbox.docker.engine import LABEL, _short, client, docker_errors
+from taskforge.sandbox.owner import owner_token
+
+
+class DockerSandbox(Sandbox):
+    @classmethod
+    def reap_orphans(cls, owner_alive) -> int:
+        return reap_orphans(owner_alive)
+
+    @classmethod
+    def environment_exists(cls, name: str) -> bool:
+        return images.image_exists(name)
+
+    @classmethod
+    def prepare_task_environment(cls, task_dir, log) -> str:
+        from taskforge.package.store import load_task
+        name = load_task(task_dir).record.image_name
+        return name if images.image_exists(name) else images.prepare_task_image(task_dir, log=log)
+
+    @classmethod
+    def ensure_base(cls, python: str, log) -> str:
+        return images.ensure_base_image(log=log, python=python)
+
+    @classmethod
+    def ensure_environment(cls, tree, repo_name, commit, base, script, log) -> tuple[str, float]:
+        return images.ensure_env_image(tree, repo_name, commit, base, script, log=log)
+
+    @classmethod
+    def generated_files(cls, name: str) -> dict[str, str]:
+        return images.generated_files(name)
+
+    @classmethod
+    def remove_leftovers(cls) -> int:
+        return remove_leftovers()
+
+    @classmethod
+    def environment_id(cls, name: str) -> str:
+        try:
+            return client().images.get(name).id
+        except docker_errors() as exc:
+            raise InfraError(f"no image {name}: {_short(exc)}") from None
+
+    @classmethod
+    @contextmanager
+    def export_environment(cls, name: str) -> Iterator[io.RawIOBase]:
+        container = client().containers.create(name, command=["true"], labels={LABEL: "1"})
+        try:
+            yield _IterReader(container.export(chunk_size=1 << 20))
+        finally:
+            container.remove(force=True)
+
+    def __init__(self, spec: SandboxSpec):
+        super().__init__(spec)
+        self.container: Any = None          # docker's Container once started (the SDK is untyped)
+
+    @classmethod
+    def check(cls) -> str | None:
+        try:
+            client().ping()
+            return None
+        except InfraError as exc:
+            return exc.message
+        except Exception as exc:          # the SDK raises several unrelated types
+            return f"{type(exc).__name__}: {_short(exc)}"
+
+    @property
+    def started(self) -> bool:
+        return self.container is not None
+
+    def start(self) -> None:
+        if self.container is not None:
+            return
+        spec = self.spec
+        kwargs = dict(
+            command=["sleep", "infinity"],
+            detach=True,
+            # PID 1 reaps: orphans a killed run leaves would stay zombies and use up
+            # the pids limit for every later command (episodes run many).
+            init=True,
+            # With a supervisor, the container's own process is root (with only the
+            # capabilities below): an exec as root keeps them under no-new-privileges
+            # only then. Every command still runs as spec.user unless asked otherwise.
+            user="0:0" if spec.supervisor else spec.user,
+            working_dir=spec.workdir,
+            environment=spec.env,
+            labels={LABEL: "1", "taskforge.owner": owner_token(), **spec.labels},
+            volumes={m.host: {"bind": m.container, "mode": "ro" if m.read_only else "rw"}
+                     for m in spec.mounts},
+            network_mode=spec.network,
+            pids_limit=spec.limits.pids,
+            mem_limit=f"{spec.limits.memory_mb}m",
+            memswap_limit=f"{spec.limits.memory_mb}m",
+            nano_cpus=int(spec.limits.cpus * 1e9),
+            tmpfs={"/tmp": f"rw,exec,nosuid,size={spec.limits.tmp_mb}m,mode=1777"},
+        )
+        if spec.hardened:
+            kwargs.update(read_only=True, cap_drop=["ALL"],
+                          security_opt=["no-new-privileges"])
+            if spec.supervisor:
+                kwargs["cap_add"] = ["SETUID", "SETGID"]
+        import docker.errors
+
+        try:
+            client().images.get(spec.image)      # never pull: images are built here
+        except docker.errors.ImageNotFound:
+            raise InfraError(f"image {spec.image} not found; build it first") from None
+        except docker.errors.DockerException as exc:
+            raise InfraError(f"cannot inspect image {spec.image}: {_short(exc)}") from None
+        try:
+            self.container = client().containers.run(spec.image, **kwargs)
+        except docker.errors.ImageNotFound:
+            raise InfraError(f"image {spec.image} not found; build it first") from None
+        except docker.errors.DockerException as exc:
+            raise InfraError(f"cannot start a container from {spec.image}: {_short(exc)}") from None
+
+    def exec(self, argv, timeout, env=None, user=None) -> ExecResult:
+        api = client().api
+        cmd = ["timeout", "-s", "KILL", str(max(1, int(timeout + 0.999))), *argv]
+        box: dict = {"chunks": [], "size": 0, "overflow": False}
+
+        def run() -> None:
+            try:
+                exec_id = api.exec_create(self.container.id, cmd, user=user or self.spec.user,
+                                          workdir=self.spec.workdir, environment=env or {})
+                box["id"] = exec_id["Id"]
+                # Streamed and bounded: whatever the command prints, the host holds
+                # at most MAX_OUTPUT bytes of it.
+                for chunk in api.exec_start(exec_id["Id"], stream=True):
+                    box["size"] += len(chunk)
+                    if box["size"] > MAX_OUTPUT:
+                        box["overflow"] = True
+                        break
+                    box["chunks"].append(chunk)
+            except Exception as exc:  # surfaced below as InfraError
+                if not box["overflow"]:
+                    box["exc"] = exc
+
+        started = time.monotonic()
+        worker = threading.Thread(target=run, daemon=True)
+        worker.start()
+        worker.join(timeout + 15)
+        seconds = time.monotonic() - started
+        if worker.is_alive() or box["overflow"]:
+            # Something holds the exec stream open past the kill, or floods it: end the sandbox.
+            overflow = box["overflow"]
+            self.close()
+            worker.join(5)
+            return ExecResult(exit_code=None, output="", seconds=seconds,
+                              timed_out=not overflow, overflow=overflow)
+        if "exc" in box:
+            raise InfraError(f"docker exec failed: {_short(box['exc'])}")
+        code = api.exec_inspect(box["id"]).get("ExitCode")
+        out = b"".join(box["chunks"]).decode("utf-8", "replace")
+        return ExecResult(exit_code=code, output=out, seconds=seconds,
+                          timed_out=code in (124, 137) and seconds >= timeout)
+
+    def close(self) -> None:
+        if self.container is None:
+            return
+        container, self.container = self.container, None
+        try:
+            container.remove(force=True, v=True)
+        except Exception:
+            pass
+
+
+def reap_orphans(owner_alive) -> int:
+    """Remove the containers whose owning process is dead; returns how many."""
+    n = 0
+    try:
+        found = client().containers.list(all=True, filters={"label": LABEL})
+    except InfraError:
+        return 0
+    for c in found:
+        owner = (c.labels or {}).get("taskforge.owner")
+        if owner and not owner_alive(owner):
+            try:
+                c.remove(force=True, v=True)
+                n += 1
+            except docker_errors():
+                pass
+    return n
+
+
+
+
+def remove_leftovers() -> int:
+    """Remove every container taskforge labelled; returns how many."""
+    n = 0
+    for c in client().containers.list(all=True, filters={"label": LABEL}):
+        try:
+            c.remove(force=True, v=True)
+            n += 1
+        except Exception:
+            pass
+    return n
+
+
+class _IterReader(io.RawIOBase):
+    def __init__(self, it):
+        self.it, self.buf = iter(it), b""
+
+    def readable(self):
+        return True
+
+    def readinto(self, b):
+        while not self.buf:
+            try:
+                self.buf = next(self.it)
+            except StopIteration:
+                return 0
+        n = min(len(b), len(self.buf))
+        b[:n], self.buf = self.buf[:n], self.buf[n:]
+        return n

@@ -1,0 +1,142 @@
+"""Run pytest inside a sandbox and read per-test outcomes from its report events.
+
+The in-sandbox supervisor (data/tfrun.py) runs as its own uid, drops pytest to
+the sandbox user, and prints one JSON line: its own observations (exit code,
+bare test time, overflow) and the report events the pytest process sent it.
+The events are parsed against a schema (grade/events.py), never console text.
+`test_seconds` is the bare test run, `wall_seconds` includes the exec round trip.
+"""
+from __future__ import annotations
+
+import shutil
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from taskforge.fsutil import share_with_sandbox
+from taskforge.grade.events import Monitor, RunMeta, parse_events, parse_meta
+from taskforge.grade.findings import FindingKind
+from taskforge.sandbox import RUNTIME, Sandbox
+
+OUT_IN_SANDBOX = "/opt/tf/out"
+LIB_IN_SANDBOX = "/opt/tf/lib"              # taskforge/data, mounted read-only
+RUNNER = f"{LIB_IN_SANDBOX}/tfrun.py"
+SUPERVISOR_USER = "0"        # the supervisor; it runs pytest as the sandbox's own user
+LIB_HOST = RUNTIME
+BASE_ARGS = ["-p", "no:cacheprovider", "-q", "-rN", "-o", "console_output_style=classic"]
+ENV = {"PYTHONDONTWRITEBYTECODE": "1", "HOME": "/tmp", "PYTHONHASHSEED": "0",
+       "COLUMNS": "120", "COVERAGE_CORE": "ctrace"}
+
+
+def runner_mount():
+    """The runner and guard plugin, read-only in every sandbox that runs tests."""
+    from taskforge.sandbox import Mount
+
+    return Mount(host=str(LIB_HOST), container=LIB_IN_SANDBOX, read_only=True)
+
+
+@dataclass
+class RunResult:
+    outcomes: dict[str, str] = field(default_factory=dict)      # nodeid -> outcome
+    durations: dict[str, float] = field(default_factory=dict)
+    collect_errors: dict[str, str] = field(default_factory=dict)  # nodeid -> message
+    exit_code: int | None = None
+    session_exit: int | None = None
+    test_seconds: float = 0.0
+    wall_seconds: float = 0.0
+    timed_out: bool = False
+    log: str = ""
+    coverage_file: Path | None = None
+    session_finished: bool = False
+    meta: RunMeta | None = None          # the supervisor's own observations
+    monitor: list[Monitor] = field(default_factory=list)
+    problems: list[tuple[FindingKind, str]] = field(default_factory=list)
+
+
+class PytestRunner:
+    """Runs pytest in one sandbox whose /opt/tf/out is `out_host` on the host."""
+
+    _lock = threading.Lock()
+    _counter = 0
+
+    def __init__(self, sandbox: Sandbox, out_host: Path | None, options: list[str] | None = None,
+                 paths: list[str] | None = None, env: dict[str, str] | None = None,
+                 naive: bool = False):
+        """`options` go to every run (the project's test command and pytest config);
+        `paths` only to whole-suite runs, never to runs of chosen test ids. `naive`
+        runs the old same-uid design (for the red-team suite's naive grader)."""
+        self.sandbox = sandbox
+        self.out_host = out_host
+        self.options = list(options or [])
+        self.paths = list(paths or [])
+        self.env = dict(env or {})
+        self.naive = naive
+
+    def _next(self) -> str:
+        with PytestRunner._lock:
+            PytestRunner._counter += 1
+            return f"r{PytestRunner._counter}"
+
+    def run(self, args: list[str], timeout: float, cov_sources: list[str] | None = None,
+            extra_args: list[str] | None = None) -> RunResult:
+        tag = self._next()
+        host = None
+        inside = f"{OUT_IN_SANDBOX}/{tag}"
+        env = {**self.env, **ENV}
+        argv = list(BASE_ARGS)
+        if cov_sources is not None:
+            if self.out_host is None:
+                raise ValueError("a coverage run needs an output directory")
+            host = self.out_host / tag
+            host.mkdir(parents=True, exist_ok=True)
+            (host / "covrc").write_text("[run]\nparallel = False\nbranch = False\n")
+            share_with_sandbox(host)
+            # A directory by path; a single-module project by module name (coverage
+            # measures nothing for a .py path given as a source).
+            argv += [f"--cov={PurePosixPath(s).stem}" if s.endswith(".py")
+                     else f"--cov=/workspace/{s}" if s else "--cov=/workspace" for s in cov_sources]
+            argv += ["--cov-context=test", "--cov-report=", f"--cov-config={inside}/covrc"]
+            env["COVERAGE_FILE"] = f"{inside}/coverage.db"
+        whole_suite = all(a.startswith("-") for a in args)
+        argv += self.options + list(extra_args or []) + list(args)
+        if whole_suite:
+            argv += self.paths
+        sup = ["python", "-I", "-S", RUNNER, "--timeout", str(timeout)]
+        uid, _, gid = self.sandbox.spec.user.partition(":")
+        if self.naive:
+            sup.append("--naive")
+            user = self.sandbox.spec.user
+        else:
+            sup += ["--uid", uid, "--gid", gid or uid]
+            user = SUPERVISOR_USER
+        res = self.sandbox.exec([*sup, "--", *argv], timeout=timeout + 10, env=env, user=user)
+        result = RunResult(wall_seconds=res.seconds, timed_out=res.timed_out)
+        meta = parse_meta(res.output)
+        result.meta = meta
+        if res.overflow:
+            result.problems.append((FindingKind.OUTPUT_OVERFLOW,
+                                    "the sandbox wrote more than the host reads"))
+        if meta is not None:
+            result.exit_code = meta.exit_code
+            result.test_seconds = meta.seconds
+            result.timed_out = result.timed_out or meta.timed_out
+            result.log = meta.log
+            parsed = parse_events(meta.results, strict=not self.naive)
+            if meta.overflow and not self.naive:
+                result.problems.append((FindingKind.RESULTS_OVERFLOW,
+                                        f"more than {meta.results_bytes} bytes of reports"))
+        else:
+            result.exit_code = res.exit_code if not res.timed_out else None
+            result.test_seconds = res.seconds
+            result.log = res.output[-4000:]
+            parsed = parse_events("", strict=False)
+        result.outcomes, result.durations = parsed.outcomes, parsed.durations
+        result.collect_errors, result.session_exit = parsed.collect_errors, parsed.session_exit
+        result.monitor = parsed.monitor
+        result.problems += parsed.problems
+        result.session_finished = result.session_exit is not None
+        if host is not None and (host / "coverage.db").is_file():
+            result.coverage_file = host / "coverage.db"
+        elif host is not None:
+            shutil.rmtree(host, ignore_errors=True)
+        return result

@@ -1,0 +1,1 @@
+"""What trainers use: shards, the reward API and server, curriculum, exports, episodes."""

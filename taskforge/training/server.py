@@ -1,0 +1,427 @@
+"""`taskforge serve`: an HTTP reward server (Starlette on uvicorn), JSON in and out.
+
+    GET  /health         {"status": "ok", ...counters}; 503 when the engine is unreachable
+    POST /reward         {"instance_id", "solution", "timeout"?} -> RewardResult
+    POST /reward/batch   {"items": [...]} -> {"results": [RewardResult, ...]}
+    POST /get_reward     OpenRLHF's remote reward protocol (also /openrlhf)
+    GET  /stats          per-task attempts, solves and solve rate (taskforge.training.curriculum)
+    /episodes...         an agent's turns in a task's sandbox (taskforge.training.episode_api)
+
+Why it is built this way:
+- Grading is blocking (docker, git), so it runs in a thread pool of
+  `concurrency` workers; the event loop only parses, admits and answers.
+- Admission control: at most `concurrency + max_queue` answers are admitted at
+  once (4096 waiting by default, so a rollout burst queues rather than bounces);
+  past that a request gets 503 with Retry-After instead of waiting forever.
+- The body is read as a stream and refused with 413 once it passes
+  `max_body`; what remains is drained (up to a bound) so the client reads the
+  answer instead of a reset connection.
+- Each answer has a deadline. Past it, it comes back flagged as an
+  infrastructure error (reward null); the grading thread finishes on its own
+  (verify has the same timeout), and its slot is held until then.
+- Bad requests get a 4xx with {"error": "..."}; nothing a client sends, and no
+  engine failure, stops the server.
+- Every answer sent back with a reward is recorded as an attempt in the solve
+  stats store (`stats`, default `curriculum.default_stats_path`), one atomic
+  append per answer; ungradable answers and refused OpenRLHF batches are not.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from taskforge.errors import InfraError, TaskforgeError, UserError
+from taskforge.sandbox import BACKENDS, backend_class, default_backend
+from taskforge.sandbox.warm import WarmPool
+from taskforge.training import curriculum
+from taskforge.training.episodes import NoEpisode
+from taskforge.training.rewards import RewardResult, TaskSource, instance_id_of, score_task
+
+log = logging.getLogger("taskforge.serve")
+DRAIN_LIMIT = 256 * 1024 * 1024     # past this an oversized body is cut off, not drained
+
+
+# A rollout burst waits in the queue (a coroutine each, no thread) instead of
+# being refused: OpenRLHF's client retries a refusal 5 times, 1 s apart, then
+# gives up with a None reward. Each answer's deadline, queue included, stays
+# under that client's 180 s total, so an answer is graded or flagged before the
+# client stops waiting.
+MAX_QUEUE = 4096
+ANSWER_TIMEOUT = 170.0
+
+
+class ServeConfig(BaseModel):
+    tasks: str                       # a directory of task directories, or a shard directory
+    host: str = "127.0.0.1"
+    port: int = 8000
+    concurrency: int = Field(2, ge=1)
+    max_queue: int = Field(MAX_QUEUE, ge=0)
+    max_body: int = Field(8 * 1024 * 1024, ge=1024)
+    timeout: float = Field(ANSWER_TIMEOUT, gt=0)
+    infra_score: float | None = None   # OpenRLHF: the score for an ungradable answer
+    cache: str | None = None           # where shard rows become task directories
+    stats: str | None = None           # solve stats store (default: default_stats_path(tasks))
+    record_stats: bool = True          # False: record nothing, /stats answers 404
+    max_episodes: int = Field(64, ge=0)    # agent episodes open at once (/episodes)
+    episode_idle: float = Field(900.0, gt=0)   # an episode unused this long is closed
+    warm: int | None = Field(None, ge=0)       # sandboxes started ahead per image (None: concurrency)
+    sandbox: str | None = None                 # backend (None: $TASKFORGE_SANDBOX, else docker)
+    ray: str | None = None                     # grade on this Ray cluster ("auto" or an address)
+
+
+class RewardRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    instance_id: str = Field(min_length=1, max_length=512)
+    solution: str = Field(max_length=64 * 1024 * 1024)
+    timeout: float | None = Field(default=None, gt=0)
+
+
+class BatchRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    items: list[RewardRequest] = Field(min_length=1, max_length=4096)
+
+
+class OpenRLHFRequest(BaseModel):
+    model_config = ConfigDict(extra="allow")      # OpenRLHF sends extra keys over time
+    query: list[str]
+    prompts: list[str] | None = None
+    labels: list[str]
+
+
+class HTTPError(Exception):
+    def __init__(self, status: int, message: str, headers: dict | None = None):
+        super().__init__(message)
+        self.status, self.message, self.headers = status, message, headers or {}
+
+
+class Gate:
+    """Bounded admission and concurrency for the blocking grading work."""
+
+    def __init__(self, concurrency: int, max_queue: int):
+        self.capacity = concurrency + max_queue
+        self.pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="tf-grade")
+        self.lock = threading.Lock()
+        self.admitted = 0            # queued + running, including timed-out ones still running
+        self.running = 0
+        self.served = 0
+        self.infra_errors = 0
+        self.timeouts = 0
+
+    def admit(self, n: int) -> bool:
+        with self.lock:
+            if self.admitted + n > self.capacity:
+                return False
+            self.admitted += n
+            return True
+
+    def _release(self, _future=None) -> None:
+        with self.lock:
+            self.admitted -= 1
+
+    def _run(self, fn):
+        with self.lock:
+            self.running += 1
+        try:
+            return fn()
+        finally:
+            with self.lock:
+                self.running -= 1
+
+    async def run(self, fn, timeout: float):
+        """fn() in the pool, already admitted; None when the deadline passed."""
+        cf = self.pool.submit(self._run, fn)
+        cf.add_done_callback(self._release)       # also called when cancelled while queued
+        try:
+            return await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(cf)), timeout)
+        except asyncio.TimeoutError:
+            cf.cancel()                           # a no-op once it runs: then it finishes alone
+            with self.lock:
+                self.timeouts += 1
+            return None
+
+    def stats(self) -> dict:
+        with self.lock:
+            return {"in_flight": self.running, "queued": max(0, self.admitted - self.running),
+                    "served": self.served, "infra_errors": self.infra_errors,
+                    "timeouts": self.timeouts}
+
+
+def create_app(cfg: ServeConfig):
+    from pathlib import Path
+
+    from starlette.applications import Starlette
+    from starlette.exceptions import HTTPException
+    from starlette.requests import ClientDisconnect, Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    source = TaskSource(cfg.tasks, Path(cfg.cache) if cfg.cache else None)
+    n_tasks = len(source.ids())
+    if not n_tasks:
+        raise UserError(f"no tasks in {cfg.tasks}")
+    gate = Gate(cfg.concurrency, cfg.max_queue)
+    backend = cfg.sandbox or default_backend()
+    if backend not in BACKENDS:
+        raise UserError(f"unknown sandbox backend {backend!r}: choose from {', '.join(BACKENDS)}")
+    # bubblewrap starts in milliseconds: nothing to gain from starting ahead.
+    per_shape = (cfg.concurrency if backend == "docker" else 0) if cfg.warm is None else cfg.warm
+    cluster = None
+    if cfg.ray:
+        # Grading on actors over the cluster, each with warm sandboxes on its node;
+        # task directories must be on a path every node sees.
+        from taskforge.orchestrate.cluster import ClusterGrader
+
+        cluster = ClusterGrader(address=None if cfg.ray == "auto" else cfg.ray,
+                                backend=cfg.sandbox, warm=per_shape or 1)
+    warm = WarmPool(per_shape=per_shape, backend=backend) if per_shape and not cluster else None
+    engine: dict[str, Any] = {"checked": 0.0, "error": None}
+    store = None
+    if cfg.record_stats:
+        store = curriculum.SolveStats(cfg.stats or curriculum.default_stats_path(cfg.tasks))
+
+    def answer(status: int, body: dict, headers: Mapping[str, str] | None = None) -> JSONResponse:
+        return JSONResponse(body, status_code=status, headers=headers)
+
+    async def read_json(request: Request):
+        declared = request.headers.get("content-length")
+        if declared is not None and not declared.strip().isdigit():
+            raise HTTPError(400, "bad Content-Length header")
+        if declared is not None and int(declared) > DRAIN_LIMIT:
+            raise HTTPError(413, f"request body over {cfg.max_body} bytes", {"Connection": "close"})
+        chunks: list[bytes]
+        chunks, total, over = [], 0, False
+        async for chunk in request.stream():
+            total += len(chunk)
+            if total > cfg.max_body:
+                over = True
+                chunks = []
+                if total > DRAIN_LIMIT:
+                    break
+            elif not over:
+                chunks.append(chunk)
+        if over:
+            raise HTTPError(413, f"request body over {cfg.max_body} bytes",
+                            {"Connection": "close"} if total > DRAIN_LIMIT else None)
+        raw = b"".join(chunks)
+        if not raw.strip():
+            raise HTTPError(400, "empty request body: expected JSON")
+        try:
+            return json.loads(raw)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise HTTPError(400, f"malformed JSON: {str(exc)[:200]}") from None
+
+    def parse(model, data):
+        if not isinstance(data, dict):
+            raise HTTPError(422, "expected a JSON object")
+        try:
+            return model.model_validate(data)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            loc = ".".join(str(x) for x in first.get("loc", ()))
+            raise HTTPError(422, f"{loc or 'body'}: {first.get('msg')}") from None
+
+    def check_known(ids: list[str]) -> None:
+        for iid in ids:
+            if iid not in source:
+                raise HTTPError(404, f"no task {iid!r}")
+
+    def admit(n: int) -> None:
+        if n > gate.capacity:               # would never fit: retrying cannot help
+            raise HTTPError(422, f"{n} answers in one request; this server admits at most "
+                                 f"{gate.capacity} at once (--concurrency + --max-queue)")
+        if not gate.admit(n):
+            raise HTTPError(503, f"server busy: more than {gate.capacity} answers admitted",
+                            {"Retry-After": "5"})
+
+    def flagged(instance_id: str, message: str) -> RewardResult:
+        return RewardResult(instance_id=instance_id, reward=None, infra_error=message,
+                            reason=f"infrastructure: {message}")
+
+    def grade_blocking(item: RewardRequest, timeout: float) -> RewardResult:
+        t0 = time.monotonic()
+        try:
+            # Recorded by the endpoint once answered: a timed-out answer is not an attempt.
+            return score_task(source.get(item.instance_id), item.solution, timeout, t0,
+                              stats=False, pool=warm, backend=backend, cluster=cluster or False)
+        except TaskforgeError as exc:     # a task that cannot be loaded or rebuilt
+            return flagged(item.instance_id, exc.message)
+        except Exception as exc:          # a bug must not take the server down
+            log.exception("grading %s failed", item.instance_id)
+            return flagged(item.instance_id, f"internal error: {type(exc).__name__}: {exc}")
+
+    async def grade(item: RewardRequest) -> RewardResult:
+        timeout = min(item.timeout or cfg.timeout, cfg.timeout)
+        res = await gate.run(lambda: grade_blocking(item, timeout), timeout)
+        if res is None:
+            res = flagged(item.instance_id, f"timed out after {timeout:g}s")
+        with gate.lock:
+            gate.served += 1
+            gate.infra_errors += res.infra_error is not None
+        return res
+
+    def record(results: list[RewardResult]) -> None:
+        if store is not None:
+            for r in results:       # a small append each; a failure only logs
+                curriculum.record(r, store)
+
+    async def reward_one(request: Request):
+        item = parse(RewardRequest, await read_json(request))
+        check_known([item.instance_id])
+        admit(1)
+        res = await grade(item)
+        record([res])
+        return answer(200, res.model_dump())
+
+    async def reward_batch(request: Request):
+        batch = parse(BatchRequest, await read_json(request))
+        check_known([i.instance_id for i in batch.items])
+        admit(len(batch.items))
+        results = await asyncio.gather(*(grade(i) for i in batch.items))
+        record(results)
+        return answer(200, {"results": [r.model_dump() for r in results]})
+
+    async def openrlhf(request: Request):
+        req = parse(OpenRLHFRequest, await read_json(request))
+        n = len(req.query)
+        if len(req.labels) != n or (req.prompts is not None and len(req.prompts) != n):
+            raise HTTPError(422, "query, prompts and labels must have the same length")
+        labels = [instance_id_of(label) for label in req.labels]   # an id, or its JSON
+        check_known(labels)
+        admit(n)
+        items = []
+        for q, p, label in zip(req.query, req.prompts or [""] * n, labels):
+            sol = q[len(p):] if p and q.startswith(p) else q
+            items.append(RewardRequest(instance_id=label, solution=sol))
+        results = await asyncio.gather(*(grade(i) for i in items))
+        bad = [r for r in results if r.infra_error is not None]
+        if bad and cfg.infra_score is None:
+            # OpenRLHF's client retries on an HTTP error: a retry beats a fake score.
+            return answer(503, {"error": f"{len(bad)} of {n} could not be graded: "
+                                         f"{bad[0].infra_error}"}, {"Retry-After": "5"})
+        record(results)             # (not before: a 503 batch is retried, then recorded)
+        rewards = [cfg.infra_score if r.infra_error is not None else r.reward for r in results]
+        return answer(200, {"rewards": rewards, "scores": rewards,
+                            "extra_logs": {"resolved": [float(r.resolved) for r in results],
+                                           "infra_error": [float(r.infra_error is not None)
+                                                           for r in results]}})
+
+    def ping() -> str | None:
+        if cluster is not None:
+            from taskforge.orchestrate.cluster import alive_nodes
+
+            return None if alive_nodes() else "no live node in the Ray cluster"
+        return backend_class(backend).check()
+
+    async def health(request: Request):
+        now = time.monotonic()
+        if now - engine["checked"] > 2.0:
+            try:
+                engine["error"] = await asyncio.wait_for(
+                    asyncio.get_running_loop().run_in_executor(None, ping), 10)
+            except asyncio.TimeoutError:
+                engine["error"] = f"the {backend} sandbox backend did not answer a check in 10s"
+            engine["checked"] = now
+        body = {"status": "ok" if engine["error"] is None else "degraded",
+                "engine": engine["error"] or "ok", "sandbox": backend, "tasks": n_tasks,
+                "ray": len(cluster.actors) if cluster is not None else None,
+                "concurrency": cfg.concurrency, "max_queue": cfg.max_queue, **gate.stats()}
+        body["stats"] = str(store.path) if store is not None else None
+        return answer(200 if engine["error"] is None else 503, body)
+
+    async def stats(request: Request):
+        if store is None:
+            raise HTTPError(404, "solve stats are off (serve --no-stats)")
+        report = await asyncio.get_running_loop().run_in_executor(None, store.report)
+        return answer(200, report.model_dump())
+
+    def wrap(handler):
+        async def endpoint(request: Request):
+            try:
+                return await handler(request)
+            except HTTPError as exc:
+                return answer(exc.status, {"error": exc.message}, exc.headers)
+            except ClientDisconnect:
+                return answer(400, {"error": "client went away"})
+            except NoEpisode as exc:
+                return answer(404, {"error": exc.message})
+            except UserError as exc:
+                return answer(400, {"error": exc.message})
+            except InfraError as exc:          # the engine, or every episode slot taken
+                return answer(503, {"error": exc.message}, {"Retry-After": "5"})
+            except Exception as exc:
+                log.exception("request failed")
+                return answer(500, {"error": f"internal error: {type(exc).__name__}"})
+        return endpoint
+
+    async def http_error(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, HTTPException)     # the handler of HTTPException only
+        return answer(exc.status_code, {"error": exc.detail or "error"}, exc.headers)
+
+    @asynccontextmanager
+    async def lifespan(app):
+        print(f"taskforge serve: {n_tasks} task(s) from {cfg.tasks} on http://{cfg.host}:{cfg.port}"
+              f"; solve stats {store.path if store is not None else 'off'}",
+              file=sys.stderr, flush=True)
+        yield
+        # Answers being graded finish (their containers go with them); queued ones are
+        # dropped; open episodes are closed (their sandboxes destroyed).
+        await asyncio.get_running_loop().run_in_executor(None, episodes.close_all)
+        await asyncio.get_running_loop().run_in_executor(
+            None, lambda: gate.pool.shutdown(wait=True, cancel_futures=True))
+        ep_pool.shutdown(wait=False, cancel_futures=True)
+        if warm is not None:
+            await asyncio.get_running_loop().run_in_executor(None, warm.close)
+        if cluster is not None:
+            await asyncio.get_running_loop().run_in_executor(None, cluster.close)
+        print(f"taskforge serve: stopped after {gate.served} answer(s)", file=sys.stderr, flush=True)
+
+    async def grade_episode(instance_id: str, patch: str) -> RewardResult:
+        admit(1)
+        res = await grade(RewardRequest(instance_id=instance_id, solution=patch))
+        record([res])
+        return res
+
+    from types import SimpleNamespace
+
+    from taskforge.training.episode_api import episode_routes
+    from taskforge.training.episodes import EpisodeLimits, Episodes
+
+    episodes = Episodes(EpisodeLimits(idle_seconds=cfg.episode_idle),
+                        max_episodes=max(1, cfg.max_episodes))
+    ep_routes, ep_pool = episode_routes(episodes, source, SimpleNamespace(
+        read_json=read_json, parse=parse, answer=answer, check_known=check_known, wrap=wrap,
+        grade_episode=grade_episode))
+    if cfg.max_episodes == 0:
+        ep_routes = []
+
+    routes = [Route("/health", health, methods=["GET"]),
+              Route("/stats", wrap(stats), methods=["GET"]),
+              Route("/reward", wrap(reward_one), methods=["POST"]),
+              Route("/reward/batch", wrap(reward_batch), methods=["POST"]),
+              Route("/get_reward", wrap(openrlhf), methods=["POST"]),
+              Route("/openrlhf", wrap(openrlhf), methods=["POST"]), *ep_routes]
+    app = Starlette(routes=routes, exception_handlers={HTTPException: http_error},
+                    lifespan=lifespan)
+    app.state.gate, app.state.source, app.state.config = gate, source, cfg
+    app.state.stats = store
+    return app
+
+
+def serve(cfg: ServeConfig, log_level: str = "warning") -> None:
+    import uvicorn
+
+    app = create_app(cfg)
+    logging.basicConfig(level=log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
+    uvicorn.run(app, host=cfg.host, port=cfg.port, log_level=log_level, access_log=False,
+                timeout_keep_alive=5, limit_concurrency=max(64, 4 * (cfg.concurrency + cfg.max_queue)),
+                timeout_graceful_shutdown=int(cfg.timeout) + 30)

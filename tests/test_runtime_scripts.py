@@ -1,0 +1,124 @@
+"""The in-sandbox scripts (taskforge/sandbox/runtime/) as the code they are:
+each imported from its file and its functions run on real files and processes."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from taskforge.sandbox import RUNTIME
+
+
+def load(name: str):
+    spec = importlib.util.spec_from_file_location(f"tf_runtime_{name}", RUNTIME / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in RUNTIME.glob("*.py")))
+def test_every_script_compiles_and_says_why(name):
+    mod = load(name) if name not in ("tfboot",) else None
+    text = (RUNTIME / f"{name}.py").read_text()
+    compile(text, name, "exec")
+    assert text.lstrip().startswith('"""'), f"{name}.py has no docstring"
+    if mod is not None:
+        assert mod.__doc__ and len(mod.__doc__.split()) > 10
+
+
+def test_missing_imports_finds_unguarded_third_party_imports(tmp_path):
+    mi = load("missing_imports")
+    (tmp_path / "test_a.py").write_text(
+        "import os\nimport yaml\nfrom mypkg import thing\nimport numpy.linalg\n"
+        "try:\n    import ujson\nexcept ImportError:\n    ujson = None\n"
+        "def f():\n    import scipy\n"
+        "if os.name == 'nt':\n    import winreg_extra\n")
+    (tmp_path / "test_b.py").write_text("import yaml\nimport requests as r\n")
+    (tmp_path / "broken.py").write_text("def (:\n")
+    files = [str(tmp_path / n) for n in ("test_a.py", "test_b.py", "broken.py", "missing.py")]
+    got = mi.wanted(files, {"mypkg"})
+    assert got == {"yaml": files[0], "numpy": files[0], "requests": files[1]}
+
+
+def test_missing_imports_as_the_build_runs_it(tmp_path):
+    """As envdetect pipes it into the build: `python - FILES LOCAL`; a module
+    mapped to no distribution is left alone, an installed one too."""
+    (tmp_path / "test_c.py").write_text("import pytest\nimport google.protobuf\n")
+    res = subprocess.run([sys.executable, "-", json.dumps([str(tmp_path / "test_c.py")]), "[]"],
+                         input=(RUNTIME / "missing_imports.py").read_text(), text=True,
+                         capture_output=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert "pip install" not in res.stdout
+
+
+def test_strip_metadata_keeps_headers_of_editable_installs_only(tmp_path):
+    sm = load("strip_metadata")
+    for name, editable in (("proj-1.0.dist-info", True), ("other-2.0.dist-info", False)):
+        d = tmp_path / name
+        d.mkdir()
+        (d / "direct_url.json").write_text(json.dumps({"url": "file:///w",
+                                                       "dir_info": {"editable": editable}}))
+        (d / "METADATA").write_text("Metadata-Version: 2.1\nName: proj\nDescription: x\n\n"
+                                    "# Readme\n\n    def removed(): return 42\n")
+    done = sm.strip([str(tmp_path)])
+    assert done == [tmp_path / "proj-1.0.dist-info" / "METADATA"]
+    assert (tmp_path / "proj-1.0.dist-info" / "METADATA").read_text() == \
+        "Metadata-Version: 2.1\nName: proj\n"
+    assert "removed" in (tmp_path / "other-2.0.dist-info" / "METADATA").read_text()
+
+
+def test_drop_vendoring_names_the_installer_that_vendors_the_repository(tmp_path):
+    dv = load("drop_vendoring")
+    (tmp_path / "pip" / "_vendor" / "packaging").mkdir(parents=True)
+    (tmp_path / "setuptools" / "_vendor").mkdir(parents=True)
+    (tmp_path / "setuptools" / "_vendor" / "more_itertools.py").write_text("")
+    assert dv.vendoring(tmp_path, ["packaging"]) == ["pip"]
+    assert dv.vendoring(tmp_path, ["more_itertools"]) == ["setuptools"]
+    assert dv.vendoring(tmp_path, ["textkit"]) == []
+
+
+def test_supervisor_arguments_and_json_line():
+    tf = load("tfrun")
+    opts, rest = tf.parse_args(["--timeout", "12.5", "--uid", "1000", "--gid", "1001", "--",
+                                "-q", "tests/"])
+    assert opts == {"timeout": 12.5, "uid": 1000, "gid": 1001, "naive": False}
+    assert rest == ["-q", "tests/"]
+    with pytest.raises(SystemExit):
+        tf.parse_args(["--bogus"])
+    meta = {"$tf": "run", "exit_code": -9, "seconds": 0.25, "timed_out": True, "none": None,
+            "log": 'quote " back\\slash \n nl \x00 and é ☃', "results": ""}
+    assert json.loads(tf.dump_json(meta)) == meta
+
+
+def test_supervisor_spawn_reports_exit_and_exec_failure(tmp_path):
+    tf = load("tfrun")
+    r, w = os.pipe()
+    keep_r, keep_w = os.pipe()
+    pid = tf.spawn([sys.executable, "-c",
+                    f"import os,sys; os.write({keep_w}, b'k'); print('out'); sys.exit(3)"],
+                   dict(os.environ), w, keep_w)
+    os.close(w)
+    os.close(keep_w)
+    child = tf.Child(pid)
+    assert child.wait(30) == 3
+    assert os.read(r, 100) == b"out\n" and os.read(keep_r, 10) == b"k"
+    if child.fd is not None:
+        os.close(child.fd)
+    with pytest.raises(OSError, match="cannot start"):
+        tf.spawn([str(tmp_path / "nope")], {}, 1, 1)
+
+
+def test_supervisor_end_to_end_prints_one_line(tmp_path):
+    (tmp_path / "test_x.py").write_text("def test_ok():\n    assert 1\n")
+    t0 = time.monotonic()
+    res = subprocess.run([sys.executable, "-I", "-S", str(RUNTIME / "tfrun.py"), "--timeout", "60",
+                          "--", "-q", "-p", "no:cacheprovider", str(tmp_path)],
+                         capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    meta = json.loads(res.stdout.strip().splitlines()[-1])
+    assert meta["$tf"] == "run" and meta["exit_code"] == 0, meta
+    assert "1 passed" in meta["log"] and 0 < meta["seconds"] < time.monotonic() - t0

@@ -1,0 +1,136 @@
+"""Stage modules on their own, with no engine: each removal kind as before/after
+source (as LibCST's codemod tests are written), and the packaging, difficulty
+and statement rules on small inputs where the right answer is known."""
+from __future__ import annotations
+
+import io
+import os
+import tarfile
+import time
+
+import pytest
+
+from taskforge.analysis.symbols import index_repo
+from taskforge.models import Difficulty, Tier
+from taskforge.package import archive
+from taskforge.package.statement import MAX_REQUIRED, Underspecified, required_strings
+from taskforge.package.writer import task_id, unsafe_diff
+from taskforge.propose.difficulty import measure, rate
+from taskforge.remove.transform import remove_source
+from taskforge.repo.layout import scan
+
+# kind -> (files before, the symbol removed, files after: only those that change)
+REMOVALS = {
+    "function": (
+        {"pkg/__init__.py": "from pkg.ops import add, mul\n\n__all__ = ['add', 'mul']\n",
+         "pkg/ops.py": "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a * b\n"},
+        "mul",
+        {"pkg/__init__.py": "from pkg.ops import add\n\n__all__ = ['add']\n",
+         "pkg/ops.py": "def add(a, b):\n    return a + b\n"}),
+    "class": (
+        {"pkg/__init__.py": "",
+         "pkg/shapes.py": "import math\n\n\nclass Circle:\n    def __init__(self, r):\n        self.r = r\n\n"
+                          "    def area(self):\n        return math.pi * self.r ** 2\n\n\n"
+                          "class Square:\n    def __init__(self, s):\n        self.s = s\n"},
+        "Circle",
+        {"pkg/shapes.py": "import math\n\n\nclass Square:\n    def __init__(self, s):\n        self.s = s\n"}),
+    "method": (
+        {"pkg/__init__.py": "",
+         "pkg/acc.py": "class Account:\n    def __init__(self):\n        self.total = 0\n\n"
+                       "    def deposit(self, x):\n        self.total += x\n        return self.total\n\n"
+                       "    def reset(self):\n        self.total = 0\n"},
+        "deposit",
+        {"pkg/acc.py": "class Account:\n    def __init__(self):\n        self.total = 0\n\n"
+                       "    def reset(self):\n        self.total = 0\n"}),
+    "assignment": (
+        {"pkg/__init__.py": "",
+         "pkg/consts.py": "def _norm(s):\n    return s.strip().lower()\n\n\nDEFAULT = 'x'\n"
+                          "NORMALIZED = _norm(' Hello ')\n"},
+        "NORMALIZED",
+        {"pkg/consts.py": "def _norm(s):\n    return s.strip().lower()\n\n\nDEFAULT = 'x'\n"}),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(REMOVALS))
+def test_each_removal_kind_before_and_after(kind, tmp_path):
+    before, name, after = REMOVALS[kind]
+    for rel, text in before.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    index = index_repo(tmp_path, scan(tmp_path))
+    symbols = [s for s in index.symbols() if s.name == name]
+    assert [s.kind for s in symbols] == [kind]
+    removal = remove_source(index, symbols)
+    assert removal.changes == after
+    for text in removal.changes.values():
+        compile(text, kind, "exec")
+
+
+def test_archives_are_byte_identical_whatever_the_mtimes_and_keep_exec_bits(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    for root in (a, b):
+        (root / "pkg").mkdir(parents=True)
+        (root / "pkg" / "m.py").write_text("x = 1\n")
+        (root / "run.sh").write_text("#!/bin/sh\n")
+        (root / ".git").mkdir()
+        (root / ".git" / "HEAD").write_text("ref\n")
+    os.utime(b / "pkg" / "m.py", (time.time() - 10_000, time.time() - 10_000))
+    packed = archive.pack(a, {"run.sh"})
+    assert packed == archive.pack(b, {"run.sh"})
+    with tarfile.open(fileobj=io.BytesIO(packed)) as t:
+        members = {m.name: m for m in t.getmembers()}
+    assert not any(n.startswith(".git") for n in members)
+    assert members["run.sh"].mode == 0o755 and members["pkg/m.py"].mode == 0o644
+    assert {m.mtime for m in members.values()} == {0}
+    archive.unpack(packed, tmp_path / "out")
+    assert (tmp_path / "out" / "pkg" / "m.py").read_text() == "x = 1\n"
+    assert archive.sha256(packed) != archive.sha256(archive.pack(a))     # the exec bit counts
+
+
+@pytest.mark.parametrize("diff,why", [
+    ("--- a/pkg/m.py\n+++ b/pkg/m.py\n@@ -1 +1 @@\n-x\n+y\n", None),
+    ("--- a/../etc/passwd\n+++ b/../etc/passwd\n", "unsafe path"),
+    ("diff --git a/x b/x\n--- a/pkg/../../x\n+++ b/pkg/../../x\n", "unsafe path"),
+    ('--- "a/pkg/\\155.py"\n+++ "b/pkg/\\155.py"\n', "quoted or escaped"),
+    ("diff --git a/l b/l\nnew file mode 120000\n--- /dev/null\n+++ b/l\n@@ -0,0 +1 @@\n+/etc\n",
+     "symbolic link"),
+])
+def test_unsafe_diffs_are_named(diff, why):
+    got = unsafe_diff(diff)
+    assert (got is None) if why is None else (got is not None and why in got), got
+
+
+def test_task_ids_are_stable_and_tell_kinds_apart():
+    one = task_id("lib-1.0", "abc", "lib.f", "function")
+    assert one == task_id("lib-1.0", "abc", "lib.f", "function")
+    assert one.startswith("lib-1.0__lib.f-")
+    assert one != task_id("lib-1.0", "abc", "lib.f", "cluster")
+    assert one != task_id("lib-1.0", "abd", "lib.f", "function")
+    assert task_id("a/b c", "x", "m.g", "function").startswith("a-b-c__m.g-")
+
+
+def test_difficulty_tiers_follow_size_files_and_public_definitions():
+    small = measure(["def f(x):\n    return x + 1\n"], files=1, symbols=1, public=1, fan_out=0)
+    assert small.tier == Tier.EASY and small.statements == 1
+    body = "def g(x):\n" + "".join(f"    y{i} = x + {i}\n" for i in range(45)) + "    return x\n"
+    assert measure([body], files=1, symbols=1, public=1, fan_out=0).tier == Tier.HARD
+    assert rate(Difficulty(removed_lines=5, files=2)).tier == Tier.HARD
+    branchy = "def h(x):\n" + "".join(f"    if x == {i}:\n        return {i}\n" for i in range(8))
+    assert measure([branchy], files=1, symbols=1, public=1, fan_out=0).tier >= Tier.MEDIUM
+    assert rate(Difficulty(removed_lines=80)).score > rate(Difficulty(removed_lines=8)).score
+
+
+def test_required_strings_lists_only_what_the_workspace_never_shows(tmp_path):
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_m.py").write_text(
+        "import pytest\nfrom m import f\n\n\n"
+        "def test_msg():\n    with pytest.raises(ValueError, match='bad value: -1'):\n        f(-1)\n"
+        "    assert f(1) == 'one is odd'\n    assert repr(f) == 'shown'\n\n\n"
+        "def test_other():\n    assert f(2) == 'not hidden'\n")
+    got = required_strings(tmp_path, ["tests/test_m.py::test_msg"], "x = 'shown'\n")
+    assert "'one is odd'" in got and any("bad value: -1" in g and "pattern" in g for g in got)
+    assert not any("shown" in g or "not hidden" in g for g in got)
+    many = "".join(f"    assert f({i}) == 'message number {i}'\n" for i in range(MAX_REQUIRED + 1))
+    (tmp_path / "tests" / "test_n.py").write_text("from m import f\n\n\ndef test_many():\n" + many)
+    with pytest.raises(Underspecified):
+        required_strings(tmp_path, ["tests/test_n.py::test_many"], "")
