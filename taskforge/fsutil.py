@@ -6,7 +6,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-SANDBOX_UID = 1000
+from taskforge.sandbox.base import SANDBOX_UID
 
 
 def umask() -> int:

@@ -134,3 +134,23 @@ def test_required_strings_lists_only_what_the_workspace_never_shows(tmp_path):
     (tmp_path / "tests" / "test_n.py").write_text("from m import f\n\n\ndef test_many():\n" + many)
     with pytest.raises(Underspecified):
         required_strings(tmp_path, ["tests/test_n.py::test_many"], "")
+
+
+def test_test_requirements_are_read_from_every_declaration_style(tmp_path):
+    from taskforge.env.detect import _groups
+
+    (tmp_path / "setup.cfg").write_text("[options]\ntests_require =\n    pytest\n    mock\n")
+    (tmp_path / "setup.py").write_text("setup(tests_require=['nose', \"coverage>=5\"])\n")
+    data = {
+        "tool": {"poetry": {"group": {"test": {"dependencies": {"pytest": "^7"}},
+                                      "docs": {"dependencies": {"sphinx": "*"}}}},
+                 "pdm": {"dev-dependencies": {"test": ["hypothesis", "-e ."], "lint": ["ruff"]}},
+                 "hatch": {"envs": {"test": {"extra-dependencies": ["freezegun", "x{y}"]}}}},
+        "dependency-groups": {"test": ["pytest-mock", {"include-group": "cov"}], "cov": ["coverage"]},
+    }
+    reqs, where = _groups(data, tmp_path)
+    assert reqs == ["pytest>=7", "hypothesis", "freezegun", "pytest-mock", "coverage", "pytest", "mock",
+                    "nose", "coverage>=5"]
+    assert where == ["poetry group test", "pdm dev-dependencies test",
+                     "hatch env test extra-dependencies", "dependency-groups test",
+                     "setup.cfg tests_require", "setup.py tests_require"]

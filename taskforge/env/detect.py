@@ -225,34 +225,45 @@ def _poetry_req(name: str, spec) -> str | None:
     return f"{name}{extras}{','.join(out)}"
 
 
-def _groups(data: dict, root: Path) -> tuple[list[str], list[str]]:
-    """Test requirements declared outside extras: (requirements, where from)."""
-    reqs: list[str] = []
-    where: list[str] = []
-    tool = data.get("tool") or {}
+Found = list[tuple[list[str], str]]          # (requirements, where they were declared)
+
+
+def _poetry_groups(tool: dict) -> Found:
     poetry = tool.get("poetry") or {}
+    found: Found = []
     for g, body in (poetry.get("group") or {}).items():
         if g in TEST_GROUPS and isinstance(body, dict):
             got = [r for n, sp in (body.get("dependencies") or {}).items()
                    if (r := _poetry_req(n, sp))]
-            reqs += got
-            where.append(f"poetry group {g}") if got else None
+            if got:
+                found.append((got, f"poetry group {g}"))
     if poetry.get("dev-dependencies"):
-        reqs += [r for n, sp in poetry["dev-dependencies"].items() if (r := _poetry_req(n, sp))]
-        where.append("poetry dev-dependencies")
+        found.append(([r for n, sp in poetry["dev-dependencies"].items() if (r := _poetry_req(n, sp))],
+                      "poetry dev-dependencies"))
+    return found
+
+
+def _pdm_groups(tool: dict) -> Found:
     pdm = (tool.get("pdm") or {}).get("dev-dependencies") or {}
-    for g, items in pdm.items():
-        if g in TEST_GROUPS and isinstance(items, list):
-            reqs += [r for r in items if isinstance(r, str) and not r.startswith("-")]
-            where.append(f"pdm dev-dependencies {g}")
+    return [([r for r in items if isinstance(r, str) and not r.startswith("-")],
+             f"pdm dev-dependencies {g}")
+            for g, items in pdm.items() if g in TEST_GROUPS and isinstance(items, list)]
+
+
+def _hatch_envs(tool: dict) -> Found:
     hatch = ((tool.get("hatch") or {}).get("envs")) or {}
+    found: Found = []
     for env in ("default", "test", "tests", "testing", "dev", "hatch-test"):
         body = hatch.get(env) or {}
         for key in ("dependencies", "extra-dependencies"):
             items = [r for r in body.get(key) or [] if isinstance(r, str) and "{" not in r]
             if items:
-                reqs += items
-                where.append(f"hatch env {env} {key}")
+                found.append((items, f"hatch env {env} {key}"))
+    return found
+
+
+def _dependency_groups(data: dict) -> Found:
+    """PEP 735 groups, with include-group followed (once each)."""
     groups = data.get("dependency-groups") or {}
 
     def group(name: str, seen: set[str]) -> list[str]:
@@ -264,20 +275,33 @@ def _groups(data: dict, root: Path) -> tuple[list[str], list[str]]:
                 inc = item["include-group"]
                 out += group(inc, seen | {inc})
         return out
-    for g in TEST_GROUPS:
-        if g in groups:
-            reqs += group(g, {g})
-            where.append(f"dependency-groups {g}")
+    return [(group(g, {g}), f"dependency-groups {g}") for g in TEST_GROUPS if g in groups]
+
+
+def _tests_require(root: Path) -> Found:
+    found: Found = []
     cfg = _cfg(root, "setup.cfg")
     if cfg is not None and cfg.has_option("options", "tests_require"):
-        reqs += [r.strip() for r in cfg.get("options", "tests_require").splitlines() if r.strip()]
-        where.append("setup.cfg tests_require")
+        found.append(([r.strip() for r in cfg.get("options", "tests_require").splitlines() if r.strip()],
+                      "setup.cfg tests_require"))
     if (root / "setup.py").is_file():
         text = (root / "setup.py").read_text(encoding="utf-8", errors="replace")
         m = re.search(r"tests_require\s*=\s*\[(.*?)\]", text, re.S)
         if m:
-            reqs += re.findall(r"['\"]([^'\"]+)['\"]", m.group(1))
-            where.append("setup.py tests_require")
+            found.append((re.findall(r"['\"]([^'\"]+)['\"]", m.group(1)), "setup.py tests_require"))
+    return found
+
+
+def _groups(data: dict, root: Path) -> tuple[list[str], list[str]]:
+    """Test requirements declared outside extras: (requirements, where from), in
+    the order Poetry, PDM, Hatch, PEP 735 groups, tests_require."""
+    tool = data.get("tool") or {}
+    reqs: list[str] = []
+    where: list[str] = []
+    for got, source in (_poetry_groups(tool) + _pdm_groups(tool) + _hatch_envs(tool)
+                        + _dependency_groups(data) + _tests_require(root)):
+        reqs += got
+        where.append(source)
     return reqs, where
 
 

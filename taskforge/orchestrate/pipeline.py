@@ -10,7 +10,7 @@ import re
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from taskforge import __version__
 from taskforge.analysis.coverage_map import CoverageMap
@@ -89,41 +89,17 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
         timings["clone"] = time.monotonic() - t
 
         prog.stage("reading the repository")
-        layout = scan(src.path)
-        if not layout.source_files and not layout.test_files:
-            raise UserError(f"not a Python repository: no Python files in {repo}")
-        if not layout.test_files:
-            raise UserError(f"no tests found in {repo} (looked for test_*.py, *_test.py, tests/)")
-        if not layout.source_files:
-            raise UserError(f"no package code found in {repo} outside its tests")
-        # Source files only: a test file this Python cannot parse (PEP 695 syntax a
-        # conftest skips below 3.12) is pytest's to collect or ignore.
-        check_syntax(src.path, layout.source_files)
+        layout = read_repository(src.path, repo)
         # libcst indexing is slow and needs no container: it overlaps the image and baseline.
         indexing = background.submit(lambda: (index_repo(src.path, layout),
                                               index_tests(src.path, layout.test_files)))
-        config, config_files = find_config(src.path, repo)
-        if opts.config is not None:
-            config = config.merged(opts.config)
-        plan = detect(src.path, layout, config)
-        for f in config_files:
-            say(f"using overrides from {f}")
+        plan = install_plan(src.path, repo, layout, opts, say)
         run_args = RunArgs(options=plan.test_options, paths=plan.test_paths, env=plan.env)
 
         prog.stage("building the environment image")
         t = time.monotonic()
-        envs = backend_class(GENERATION_BACKEND)
-        base = envs.ensure_base(plan.python, log=say)
-        try:
-            image, build_secs = envs.ensure_environment(src.path, src.name, src.commit, base,
-                                                        plan.script(), log=say)
-        except UserError as exc:
-            raise UserError(f"{exc.message} (tried: {plan.describe()})") from None
+        image, build_secs = build_environment(src, plan, say)
         timings["image"] = time.monotonic() - t
-        for rel, text in envs.generated_files(image).items():
-            if not (src.path / rel).exists():    # a version file the build writes from git
-                say(f"adding {rel}, which the install generates")
-                atomic_write(src.path / rel, text)
         image_scan = background.submit(ImageScan.open, image)
 
         prog.stage("baseline runs")
@@ -160,15 +136,7 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
                            min_tier=opts.min_tier)
         drops = [DropReason(candidate=n, stage=Stage.CANDIDATES, reason=r)
                  for n, r in proposal.drops]
-        wanted = []
-        for c in proposal.candidates:
-            if c.kind in opts.kinds and (not opts.only or any(o in c.name for o in opts.only)):
-                wanted.append(c)
-            else:
-                drops.append(DropReason(candidate=c.name, stage=Stage.CANDIDATES,
-                                        reason=f"not asked for: kind {c.kind}" if c.kind not in
-                                        opts.kinds else "not asked for: --only"))
-        proposal.candidates = wanted
+        proposal.candidates = asked_for(proposal.candidates, opts, drops)
         timings["propose"] = time.monotonic() - t
         texts = _text_files(src.path)
         cap = max(1, int(opts.max_share * len(passing)))
@@ -192,20 +160,8 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
         timings["validate"] = time.monotonic() - t
 
         t = time.monotonic()
-        tasks: list[str] = []
-        necessary = base_test_secs
-        adequacy_secs = 0.0        # stand-in and gold-mutant runs of the tasks written
-        for v in verdicts:
-            if not v.ok:
-                drops.append(DropReason(candidate=v.candidate.name, stage=v.stage, reason=v.reason))
-                continue
-            tasks.append(tid_of(v.candidate))
-            necessary += v.seconds.get("remaining_suite", 0) + v.seconds.get("hidden_on_stripped", 0)
-            adequacy_secs += v.seconds.get("adequacy", 0)
-        for c in proposal.candidates[len(verdicts):]:
-            drops.append(DropReason(candidate=c.name, stage=Stage.TRIED,
-                                    reason=f"not tried: {opts.max_tasks} task(s) found first "
-                                           f"(--max-tasks)"))
+        tasks, necessary, adequacy_secs = tally(verdicts, proposal.candidates, tid_of, opts, drops)
+        necessary += base_test_secs
         # Tasks past the deterministic prefix (validated while it was settling) go,
         # so the task set never depends on timing.
         chosen = set(tasks)
@@ -248,6 +204,87 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
                 list(closer.map(Worker.close, workers))
         rmtree(scratch)
         state.unlock()
+
+
+def read_repository(root: Path, repo: str):
+    """The file layout, refusing what is no task material (no code, no tests,
+    source that this Python cannot parse)."""
+    layout = scan(root)
+    if not layout.source_files and not layout.test_files:
+        raise UserError(f"not a Python repository: no Python files in {repo}")
+    if not layout.test_files:
+        raise UserError(f"no tests found in {repo} (looked for test_*.py, *_test.py, tests/)")
+    if not layout.source_files:
+        raise UserError(f"no package code found in {repo} outside its tests")
+    # Source files only: a test file this Python cannot parse (PEP 695 syntax a
+    # conftest skips below 3.12) is pytest's to collect or ignore.
+    check_syntax(root, layout.source_files)
+    return layout
+
+
+def install_plan(root: Path, repo: str, layout, opts: Options, say: Callable[[str], None]):
+    """How to install and test the repository: detected, then taskforge.toml and
+    the options' overrides on top."""
+    config, config_files = find_config(root, repo)
+    if opts.config is not None:
+        config = config.merged(opts.config)
+    plan = detect(root, layout, config)
+    for f in config_files:
+        say(f"using overrides from {f}")
+    return plan
+
+
+def build_environment(src, plan, say: Callable[[str], None]) -> tuple[str, float]:
+    """The repository's environment on the generation backend: (name, build
+    seconds). Files the install writes from git metadata (a version file) are
+    added to the tree, which a clone lacks."""
+    envs = backend_class(GENERATION_BACKEND)
+    base = envs.ensure_base(plan.python, log=say)
+    try:
+        image, build_secs = envs.ensure_environment(src.path, src.name, src.commit, base,
+                                                    plan.script(), log=say)
+    except UserError as exc:
+        raise UserError(f"{exc.message} (tried: {plan.describe()})") from None
+    for rel, text in envs.generated_files(image).items():
+        if not (src.path / rel).exists():
+            say(f"adding {rel}, which the install generates")
+            atomic_write(src.path / rel, text)
+    return image, build_secs
+
+
+def asked_for(candidates: list, opts: Options, drops: list[DropReason]) -> list:
+    """The candidates of the kinds (--kind) and names (--only) asked for; the
+    others join `drops`."""
+    wanted = []
+    for c in candidates:
+        if c.kind in opts.kinds and (not opts.only or any(o in c.name for o in opts.only)):
+            wanted.append(c)
+        else:
+            drops.append(DropReason(candidate=c.name, stage=Stage.CANDIDATES,
+                                    reason=f"not asked for: kind {c.kind}" if c.kind not in
+                                    opts.kinds else "not asked for: --only"))
+    return wanted
+
+
+def tally(verdicts: list[Verdict], candidates: list, tid_of: Callable[[Any], str], opts: Options,
+          drops: list[DropReason]) -> tuple[list[str], float, float]:
+    """(task ids, necessary test seconds of the tasks, their adequacy seconds);
+    every rejection and every candidate past the --max-tasks prefix joins `drops`."""
+    tasks: list[str] = []
+    necessary = 0.0
+    adequacy_secs = 0.0        # stand-in and gold-mutant runs of the tasks written
+    for v in verdicts:
+        if not v.ok:
+            drops.append(DropReason(candidate=v.candidate.name, stage=v.stage, reason=v.reason))
+            continue
+        tasks.append(tid_of(v.candidate))
+        necessary += v.seconds.get("remaining_suite", 0) + v.seconds.get("hidden_on_stripped", 0)
+        adequacy_secs += v.seconds.get("adequacy", 0)
+    for c in candidates[len(verdicts):]:
+        drops.append(DropReason(candidate=c.name, stage=Stage.TRIED,
+                                reason=f"not tried: {opts.max_tasks} task(s) found first "
+                                       f"(--max-tasks)"))
+    return tasks, necessary, adequacy_secs
 
 
 def funnel(considered: int, drops: list[DropReason]) -> list[FunnelStage]:

@@ -19,6 +19,9 @@ from pydantic import BaseModel, Field
 
 from taskforge.errors import InfraError
 
+# The unprivileged user code under test runs as, in every backend.
+SANDBOX_UID = 1000
+
 
 class Limits(BaseModel):
     memory_mb: int = 2048
@@ -38,7 +41,7 @@ class SandboxSpec(BaseModel):
     mounts: list[Mount] = Field(default_factory=list)
     network: Literal["none", "host"] = "none"
     hardened: bool = True          # read-only root, no capabilities, non-root user
-    user: str = "1000:1000"        # who the code under test runs as
+    user: str = f"{SANDBOX_UID}:{SANDBOX_UID}"   # who the code under test runs as
     # The supervisor runs as root with only SETUID/SETGID to drop the tests to
     # `user`; the backend grants exactly that (see taskforge/sandbox/runtime/tfrun.py).
     supervisor: bool = True

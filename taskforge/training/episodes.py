@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import io
+import logging
 import secrets
 import tarfile
 import tempfile
@@ -34,6 +35,8 @@ from taskforge.fsutil import copy_tree, rmtree, share_with_sandbox
 from taskforge.package.store import load_task
 from taskforge.repo.layout import walk_all
 from taskforge.sandbox import Limits, Mount, Sandbox, SandboxSpec, open_sandbox
+
+log = logging.getLogger(__name__)
 
 MAX_FILE_BYTES = 4 * 1024 * 1024        # one read or write
 MAX_TREE_BYTES = 64 * 1024 * 1024       # the whole tree, for a diff
@@ -198,8 +201,8 @@ class Episode:
         if self.sandbox is not None:
             try:
                 self.sandbox.close()
-            except Exception:
-                pass
+            except Exception as exc:  # noqa: BLE001 - closing must not fail: the copy still goes
+                log.warning("closing the sandbox of episode %s: %s", self.id, exc)
         rmtree(self._dir)
 
     def _turn(self):

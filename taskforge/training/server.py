@@ -156,86 +156,113 @@ class Gate:
                     "timeouts": self.timeouts}
 
 
-def create_app(cfg: ServeConfig):
-    from pathlib import Path
-
-    from starlette.applications import Starlette
-    from starlette.exceptions import HTTPException
-    from starlette.requests import ClientDisconnect, Request
+def answer(status: int, body: dict, headers: Mapping[str, str] | None = None):
     from starlette.responses import JSONResponse
-    from starlette.routing import Route
 
-    source = TaskSource(cfg.tasks, Path(cfg.cache) if cfg.cache else None)
-    n_tasks = len(source.ids())
-    if not n_tasks:
-        raise UserError(f"no tasks in {cfg.tasks}")
-    gate = Gate(cfg.concurrency, cfg.max_queue)
-    backend = cfg.sandbox or default_backend()
-    if backend not in BACKENDS:
-        raise UserError(f"unknown sandbox backend {backend!r}: choose from {', '.join(BACKENDS)}")
-    # bubblewrap starts in milliseconds: nothing to gain from starting ahead.
-    per_shape = (cfg.concurrency if backend == "docker" else 0) if cfg.warm is None else cfg.warm
-    cluster = None
-    if cfg.ray:
-        # Grading on actors over the cluster, each with warm sandboxes on its node;
-        # task directories must be on a path every node sees.
-        from taskforge.orchestrate.cluster import ClusterGrader
+    return JSONResponse(body, status_code=status, headers=headers)
 
-        cluster = ClusterGrader(address=None if cfg.ray == "auto" else cfg.ray,
-                                backend=cfg.sandbox, warm=per_shape or 1)
-    warm = WarmPool(per_shape=per_shape, backend=backend) if per_shape and not cluster else None
-    engine: dict[str, Any] = {"checked": 0.0, "error": None}
-    store = None
-    if cfg.record_stats:
-        store = curriculum.SolveStats(cfg.stats or curriculum.default_stats_path(cfg.tasks))
 
-    def answer(status: int, body: dict, headers: Mapping[str, str] | None = None) -> JSONResponse:
-        return JSONResponse(body, status_code=status, headers=headers)
+async def read_json(request, max_body: int) -> Any:
+    """The body as JSON, read as a stream and refused past `max_body` (what
+    remains is drained up to a bound, so the client reads the 413)."""
+    declared = request.headers.get("content-length")
+    if declared is not None and not declared.strip().isdigit():
+        raise HTTPError(400, "bad Content-Length header")
+    if declared is not None and int(declared) > DRAIN_LIMIT:
+        raise HTTPError(413, f"request body over {max_body} bytes", {"Connection": "close"})
+    chunks: list[bytes]
+    chunks, total, over = [], 0, False
+    async for chunk in request.stream():
+        total += len(chunk)
+        if total > max_body:
+            over = True
+            chunks = []
+            if total > DRAIN_LIMIT:
+                break
+        elif not over:
+            chunks.append(chunk)
+    if over:
+        raise HTTPError(413, f"request body over {max_body} bytes",
+                        {"Connection": "close"} if total > DRAIN_LIMIT else None)
+    raw = b"".join(chunks)
+    if not raw.strip():
+        raise HTTPError(400, "empty request body: expected JSON")
+    try:
+        return json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise HTTPError(400, f"malformed JSON: {str(exc)[:200]}") from None
 
-    async def read_json(request: Request):
-        declared = request.headers.get("content-length")
-        if declared is not None and not declared.strip().isdigit():
-            raise HTTPError(400, "bad Content-Length header")
-        if declared is not None and int(declared) > DRAIN_LIMIT:
-            raise HTTPError(413, f"request body over {cfg.max_body} bytes", {"Connection": "close"})
-        chunks: list[bytes]
-        chunks, total, over = [], 0, False
-        async for chunk in request.stream():
-            total += len(chunk)
-            if total > cfg.max_body:
-                over = True
-                chunks = []
-                if total > DRAIN_LIMIT:
-                    break
-            elif not over:
-                chunks.append(chunk)
-        if over:
-            raise HTTPError(413, f"request body over {cfg.max_body} bytes",
-                            {"Connection": "close"} if total > DRAIN_LIMIT else None)
-        raw = b"".join(chunks)
-        if not raw.strip():
-            raise HTTPError(400, "empty request body: expected JSON")
-        try:
-            return json.loads(raw)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise HTTPError(400, f"malformed JSON: {str(exc)[:200]}") from None
 
-    def parse(model, data):
-        if not isinstance(data, dict):
-            raise HTTPError(422, "expected a JSON object")
-        try:
-            return model.model_validate(data)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            loc = ".".join(str(x) for x in first.get("loc", ()))
-            raise HTTPError(422, f"{loc or 'body'}: {first.get('msg')}") from None
+def parse(model, data):
+    if not isinstance(data, dict):
+        raise HTTPError(422, "expected a JSON object")
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(x) for x in first.get("loc", ()))
+        raise HTTPError(422, f"{loc or 'body'}: {first.get('msg')}") from None
 
-    def check_known(ids: list[str]) -> None:
+
+def flagged(instance_id: str, message: str) -> RewardResult:
+    return RewardResult(instance_id=instance_id, reward=None, infra_error=message,
+                        reason=f"infrastructure: {message}")
+
+
+class RewardService:
+    """One server's state (task source, admission gate, sandboxes or cluster,
+    solve stats, episodes) and its endpoints as methods."""
+
+    def __init__(self, cfg: ServeConfig):
+        from pathlib import Path
+
+        from taskforge.training.episodes import EpisodeLimits, Episodes
+
+        self.cfg = cfg
+        self.source = TaskSource(cfg.tasks, Path(cfg.cache) if cfg.cache else None)
+        self.n_tasks = len(self.source.ids())
+        if not self.n_tasks:
+            raise UserError(f"no tasks in {cfg.tasks}")
+        self.gate = Gate(cfg.concurrency, cfg.max_queue)
+        self.backend = cfg.sandbox or default_backend()
+        if self.backend not in BACKENDS:
+            raise UserError(f"unknown sandbox backend {self.backend!r}: choose from {', '.join(BACKENDS)}")
+        # bubblewrap starts in milliseconds: nothing to gain from starting ahead.
+        per_shape = ((cfg.concurrency if self.backend == "docker" else 0) if cfg.warm is None
+                     else cfg.warm)
+        self.cluster = None
+        if cfg.ray:
+            # Grading on actors over the cluster, each with warm sandboxes on its node;
+            # task directories must be on a path every node sees.
+            from taskforge.orchestrate.cluster import ClusterGrader
+
+            self.cluster = ClusterGrader(address=None if cfg.ray == "auto" else cfg.ray,
+                                         backend=cfg.sandbox, warm=per_shape or 1)
+        self.warm = (WarmPool(per_shape=per_shape, backend=self.backend)
+                     if per_shape and not self.cluster else None)
+        self.engine: dict[str, Any] = {"checked": 0.0, "error": None}
+        self.store = None
+        if cfg.record_stats:
+            self.store = curriculum.SolveStats(cfg.stats or curriculum.default_stats_path(cfg.tasks))
+        self.episodes = Episodes(EpisodeLimits(idle_seconds=cfg.episode_idle),
+                                 max_episodes=max(1, cfg.max_episodes))
+        self.ep_pool: ThreadPoolExecutor | None = None
+
+    # -- helpers the episode routes share (episode_api takes this object) ---------
+
+    answer = staticmethod(answer)
+    parse = staticmethod(parse)
+
+    async def read_json(self, request) -> Any:
+        return await read_json(request, self.cfg.max_body)
+
+    def check_known(self, ids: list[str]) -> None:
         for iid in ids:
-            if iid not in source:
+            if iid not in self.source:
                 raise HTTPError(404, f"no task {iid!r}")
 
-    def admit(n: int) -> None:
+    def admit(self, n: int) -> None:
+        gate = self.gate
         if n > gate.capacity:               # would never fit: retrying cannot help
             raise HTTPError(422, f"{n} answers in one request; this server admits at most "
                                  f"{gate.capacity} at once (--concurrency + --max-queue)")
@@ -243,109 +270,10 @@ def create_app(cfg: ServeConfig):
             raise HTTPError(503, f"server busy: more than {gate.capacity} answers admitted",
                             {"Retry-After": "5"})
 
-    def flagged(instance_id: str, message: str) -> RewardResult:
-        return RewardResult(instance_id=instance_id, reward=None, infra_error=message,
-                            reason=f"infrastructure: {message}")
+    def wrap(self, handler):
+        from starlette.requests import ClientDisconnect
 
-    def grade_blocking(item: RewardRequest, timeout: float) -> RewardResult:
-        t0 = time.monotonic()
-        try:
-            # Recorded by the endpoint once answered: a timed-out answer is not an attempt.
-            return score_task(source.get(item.instance_id), item.solution, timeout, t0,
-                              stats=False, pool=warm, backend=backend, cluster=cluster or False)
-        except TaskforgeError as exc:     # a task that cannot be loaded or rebuilt
-            return flagged(item.instance_id, exc.message)
-        except Exception as exc:          # a bug must not take the server down
-            log.exception("grading %s failed", item.instance_id)
-            return flagged(item.instance_id, f"internal error: {type(exc).__name__}: {exc}")
-
-    async def grade(item: RewardRequest) -> RewardResult:
-        timeout = min(item.timeout or cfg.timeout, cfg.timeout)
-        res = await gate.run(lambda: grade_blocking(item, timeout), timeout)
-        if res is None:
-            res = flagged(item.instance_id, f"timed out after {timeout:g}s")
-        with gate.lock:
-            gate.served += 1
-            gate.infra_errors += res.infra_error is not None
-        return res
-
-    def record(results: list[RewardResult]) -> None:
-        if store is not None:
-            for r in results:       # a small append each; a failure only logs
-                curriculum.record(r, store)
-
-    async def reward_one(request: Request):
-        item = parse(RewardRequest, await read_json(request))
-        check_known([item.instance_id])
-        admit(1)
-        res = await grade(item)
-        record([res])
-        return answer(200, res.model_dump())
-
-    async def reward_batch(request: Request):
-        batch = parse(BatchRequest, await read_json(request))
-        check_known([i.instance_id for i in batch.items])
-        admit(len(batch.items))
-        results = await asyncio.gather(*(grade(i) for i in batch.items))
-        record(results)
-        return answer(200, {"results": [r.model_dump() for r in results]})
-
-    async def openrlhf(request: Request):
-        req = parse(OpenRLHFRequest, await read_json(request))
-        n = len(req.query)
-        if len(req.labels) != n or (req.prompts is not None and len(req.prompts) != n):
-            raise HTTPError(422, "query, prompts and labels must have the same length")
-        labels = [instance_id_of(label) for label in req.labels]   # an id, or its JSON
-        check_known(labels)
-        admit(n)
-        items = []
-        for q, p, label in zip(req.query, req.prompts or [""] * n, labels):
-            sol = q[len(p):] if p and q.startswith(p) else q
-            items.append(RewardRequest(instance_id=label, solution=sol))
-        results = await asyncio.gather(*(grade(i) for i in items))
-        bad = [r for r in results if r.infra_error is not None]
-        if bad and cfg.infra_score is None:
-            # OpenRLHF's client retries on an HTTP error: a retry beats a fake score.
-            return answer(503, {"error": f"{len(bad)} of {n} could not be graded: "
-                                         f"{bad[0].infra_error}"}, {"Retry-After": "5"})
-        record(results)             # (not before: a 503 batch is retried, then recorded)
-        rewards = [cfg.infra_score if r.infra_error is not None else r.reward for r in results]
-        return answer(200, {"rewards": rewards, "scores": rewards,
-                            "extra_logs": {"resolved": [float(r.resolved) for r in results],
-                                           "infra_error": [float(r.infra_error is not None)
-                                                           for r in results]}})
-
-    def ping() -> str | None:
-        if cluster is not None:
-            from taskforge.orchestrate.cluster import alive_nodes
-
-            return None if alive_nodes() else "no live node in the Ray cluster"
-        return backend_class(backend).check()
-
-    async def health(request: Request):
-        now = time.monotonic()
-        if now - engine["checked"] > 2.0:
-            try:
-                engine["error"] = await asyncio.wait_for(
-                    asyncio.get_running_loop().run_in_executor(None, ping), 10)
-            except asyncio.TimeoutError:
-                engine["error"] = f"the {backend} sandbox backend did not answer a check in 10s"
-            engine["checked"] = now
-        body = {"status": "ok" if engine["error"] is None else "degraded",
-                "engine": engine["error"] or "ok", "sandbox": backend, "tasks": n_tasks,
-                "ray": len(cluster.actors) if cluster is not None else None,
-                "concurrency": cfg.concurrency, "max_queue": cfg.max_queue, **gate.stats()}
-        body["stats"] = str(store.path) if store is not None else None
-        return answer(200 if engine["error"] is None else 503, body)
-
-    async def stats(request: Request):
-        if store is None:
-            raise HTTPError(404, "solve stats are off (serve --no-stats)")
-        report = await asyncio.get_running_loop().run_in_executor(None, store.report)
-        return answer(200, report.model_dump())
-
-    def wrap(handler):
-        async def endpoint(request: Request):
+        async def endpoint(request):
             try:
                 return await handler(request)
             except HTTPError as exc:
@@ -363,57 +291,165 @@ def create_app(cfg: ServeConfig):
                 return answer(500, {"error": f"internal error: {type(exc).__name__}"})
         return endpoint
 
-    async def http_error(request: Request, exc: Exception) -> JSONResponse:
+    # -- grading -----------------------------------------------------------------
+
+    def grade_blocking(self, item: RewardRequest, timeout: float) -> RewardResult:
+        t0 = time.monotonic()
+        try:
+            # Recorded by the endpoint once answered: a timed-out answer is not an attempt.
+            return score_task(self.source.get(item.instance_id), item.solution, timeout, t0,
+                              stats=False, pool=self.warm, backend=self.backend,
+                              cluster=self.cluster or False)
+        except TaskforgeError as exc:     # a task that cannot be loaded or rebuilt
+            return flagged(item.instance_id, exc.message)
+        except Exception as exc:          # a bug must not take the server down
+            log.exception("grading %s failed", item.instance_id)
+            return flagged(item.instance_id, f"internal error: {type(exc).__name__}: {exc}")
+
+    async def grade(self, item: RewardRequest) -> RewardResult:
+        timeout = min(item.timeout or self.cfg.timeout, self.cfg.timeout)
+        res = await self.gate.run(lambda: self.grade_blocking(item, timeout), timeout)
+        if res is None:
+            res = flagged(item.instance_id, f"timed out after {timeout:g}s")
+        with self.gate.lock:
+            self.gate.served += 1
+            self.gate.infra_errors += res.infra_error is not None
+        return res
+
+    def record(self, results: list[RewardResult]) -> None:
+        if self.store is not None:
+            for r in results:       # a small append each; a failure only logs
+                curriculum.record(r, self.store)
+
+    async def grade_episode(self, instance_id: str, patch: str) -> RewardResult:
+        self.admit(1)
+        res = await self.grade(RewardRequest(instance_id=instance_id, solution=patch))
+        self.record([res])
+        return res
+
+    # -- endpoints ---------------------------------------------------------------
+
+    async def reward_one(self, request):
+        item = parse(RewardRequest, await self.read_json(request))
+        self.check_known([item.instance_id])
+        self.admit(1)
+        res = await self.grade(item)
+        self.record([res])
+        return answer(200, res.model_dump())
+
+    async def reward_batch(self, request):
+        batch = parse(BatchRequest, await self.read_json(request))
+        self.check_known([i.instance_id for i in batch.items])
+        self.admit(len(batch.items))
+        results = await asyncio.gather(*(self.grade(i) for i in batch.items))
+        self.record(results)
+        return answer(200, {"results": [r.model_dump() for r in results]})
+
+    async def openrlhf(self, request):
+        cfg = self.cfg
+        req = parse(OpenRLHFRequest, await self.read_json(request))
+        n = len(req.query)
+        if len(req.labels) != n or (req.prompts is not None and len(req.prompts) != n):
+            raise HTTPError(422, "query, prompts and labels must have the same length")
+        labels = [instance_id_of(label) for label in req.labels]   # an id, or its JSON
+        self.check_known(labels)
+        self.admit(n)
+        items = []
+        for q, p, label in zip(req.query, req.prompts or [""] * n, labels):
+            sol = q[len(p):] if p and q.startswith(p) else q
+            items.append(RewardRequest(instance_id=label, solution=sol))
+        results = await asyncio.gather(*(self.grade(i) for i in items))
+        bad = [r for r in results if r.infra_error is not None]
+        if bad and cfg.infra_score is None:
+            # OpenRLHF's client retries on an HTTP error: a retry beats a fake score.
+            return answer(503, {"error": f"{len(bad)} of {n} could not be graded: "
+                                         f"{bad[0].infra_error}"}, {"Retry-After": "5"})
+        self.record(results)             # (not before: a 503 batch is retried, then recorded)
+        rewards = [cfg.infra_score if r.infra_error is not None else r.reward for r in results]
+        return answer(200, {"rewards": rewards, "scores": rewards,
+                            "extra_logs": {"resolved": [float(r.resolved) for r in results],
+                                           "infra_error": [float(r.infra_error is not None)
+                                                           for r in results]}})
+
+    def ping(self) -> str | None:
+        if self.cluster is not None:
+            from taskforge.orchestrate.cluster import alive_nodes
+
+            return None if alive_nodes() else "no live node in the Ray cluster"
+        return backend_class(self.backend).check()
+
+    async def health(self, request):
+        cfg, engine = self.cfg, self.engine
+        now = time.monotonic()
+        if now - engine["checked"] > 2.0:
+            try:
+                engine["error"] = await asyncio.wait_for(
+                    asyncio.get_running_loop().run_in_executor(None, self.ping), 10)
+            except asyncio.TimeoutError:
+                engine["error"] = f"the {self.backend} sandbox backend did not answer a check in 10s"
+            engine["checked"] = now
+        body = {"status": "ok" if engine["error"] is None else "degraded",
+                "engine": engine["error"] or "ok", "sandbox": self.backend, "tasks": self.n_tasks,
+                "ray": len(self.cluster.actors) if self.cluster is not None else None,
+                "concurrency": cfg.concurrency, "max_queue": cfg.max_queue, **self.gate.stats()}
+        body["stats"] = str(self.store.path) if self.store is not None else None
+        return answer(200 if engine["error"] is None else 503, body)
+
+    async def stats(self, request):
+        if self.store is None:
+            raise HTTPError(404, "solve stats are off (serve --no-stats)")
+        report = await asyncio.get_running_loop().run_in_executor(None, self.store.report)
+        return answer(200, report.model_dump())
+
+    async def http_error(self, request, exc: Exception):
+        from starlette.exceptions import HTTPException
+
         assert isinstance(exc, HTTPException)     # the handler of HTTPException only
         return answer(exc.status_code, {"error": exc.detail or "error"}, exc.headers)
 
     @asynccontextmanager
-    async def lifespan(app):
-        print(f"taskforge serve: {n_tasks} task(s) from {cfg.tasks} on http://{cfg.host}:{cfg.port}"
+    async def lifespan(self, app):
+        cfg, store = self.cfg, self.store
+        print(f"taskforge serve: {self.n_tasks} task(s) from {cfg.tasks} on http://{cfg.host}:{cfg.port}"
               f"; solve stats {store.path if store is not None else 'off'}",
               file=sys.stderr, flush=True)
         yield
         # Answers being graded finish (their containers go with them); queued ones are
         # dropped; open episodes are closed (their sandboxes destroyed).
-        await asyncio.get_running_loop().run_in_executor(None, episodes.close_all)
-        await asyncio.get_running_loop().run_in_executor(
-            None, lambda: gate.pool.shutdown(wait=True, cancel_futures=True))
-        ep_pool.shutdown(wait=False, cancel_futures=True)
-        if warm is not None:
-            await asyncio.get_running_loop().run_in_executor(None, warm.close)
-        if cluster is not None:
-            await asyncio.get_running_loop().run_in_executor(None, cluster.close)
-        print(f"taskforge serve: stopped after {gate.served} answer(s)", file=sys.stderr, flush=True)
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(None, self.episodes.close_all)
+        await loop.run_in_executor(None, lambda: self.gate.pool.shutdown(wait=True, cancel_futures=True))
+        if self.ep_pool is not None:
+            self.ep_pool.shutdown(wait=False, cancel_futures=True)
+        if self.warm is not None:
+            await loop.run_in_executor(None, self.warm.close)
+        if self.cluster is not None:
+            await loop.run_in_executor(None, self.cluster.close)
+        print(f"taskforge serve: stopped after {self.gate.served} answer(s)", file=sys.stderr, flush=True)
 
-    async def grade_episode(instance_id: str, patch: str) -> RewardResult:
-        admit(1)
-        res = await grade(RewardRequest(instance_id=instance_id, solution=patch))
-        record([res])
-        return res
 
-    from types import SimpleNamespace
+def create_app(cfg: ServeConfig):
+    """The Starlette app: the service's endpoints as routes, and the episode routes."""
+    from starlette.applications import Starlette
+    from starlette.exceptions import HTTPException
+    from starlette.routing import Route
 
     from taskforge.training.episode_api import episode_routes
-    from taskforge.training.episodes import EpisodeLimits, Episodes
 
-    episodes = Episodes(EpisodeLimits(idle_seconds=cfg.episode_idle),
-                        max_episodes=max(1, cfg.max_episodes))
-    ep_routes, ep_pool = episode_routes(episodes, source, SimpleNamespace(
-        read_json=read_json, parse=parse, answer=answer, check_known=check_known, wrap=wrap,
-        grade_episode=grade_episode))
+    svc = RewardService(cfg)
+    ep_routes, svc.ep_pool = episode_routes(svc.episodes, svc.source, svc)
     if cfg.max_episodes == 0:
         ep_routes = []
-
-    routes = [Route("/health", health, methods=["GET"]),
-              Route("/stats", wrap(stats), methods=["GET"]),
-              Route("/reward", wrap(reward_one), methods=["POST"]),
-              Route("/reward/batch", wrap(reward_batch), methods=["POST"]),
-              Route("/get_reward", wrap(openrlhf), methods=["POST"]),
-              Route("/openrlhf", wrap(openrlhf), methods=["POST"]), *ep_routes]
-    app = Starlette(routes=routes, exception_handlers={HTTPException: http_error},
-                    lifespan=lifespan)
-    app.state.gate, app.state.source, app.state.config = gate, source, cfg
-    app.state.stats = store
+    routes = [Route("/health", svc.health, methods=["GET"]),
+              Route("/stats", svc.wrap(svc.stats), methods=["GET"]),
+              Route("/reward", svc.wrap(svc.reward_one), methods=["POST"]),
+              Route("/reward/batch", svc.wrap(svc.reward_batch), methods=["POST"]),
+              Route("/get_reward", svc.wrap(svc.openrlhf), methods=["POST"]),
+              Route("/openrlhf", svc.wrap(svc.openrlhf), methods=["POST"]), *ep_routes]
+    app = Starlette(routes=routes, exception_handlers={HTTPException: svc.http_error},
+                    lifespan=svc.lifespan)
+    app.state.gate, app.state.source, app.state.config = svc.gate, svc.source, cfg
+    app.state.stats = svc.store
     return app
 
 

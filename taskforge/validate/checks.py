@@ -200,106 +200,143 @@ def validate(worker: Worker, ctx: Context, cand: Candidate) -> Verdict:
     once on the final tree in the common case. B's tree (stripped source, every
     test file as shipped) is the same in every round, so each hidden test runs there
     once; A reruns only when it shows more tests depend on the feature."""
-    v = Verdict(candidate=cand, ok=False, stage=Stage.REMOVED)
-    removal = remove_source(ctx.index, cand.symbols)
-    if cand.kind == "module":
-        removal.changes[cand.root.path] = None       # the whole file goes
-    if not removal.changes:
-        v.reason = "nothing to remove"
-        return v
-    v.source_changes, v.exported, v.removed_lines = removal.changes, removal.exported, removal.removed_lines
-    v.stage = Stage.HIDDEN_FAIL
-    v.vanished = vanished_doctests(ctx, cand, removal.changes)
-    hidden = expand(ctx, set(cand.hidden) | named_in_params(ctx, cand)) - v.vanished
-    hidden_files = set(cand.hidden_files)
-    secs = {"remaining_suite": 0.0, "hidden_on_stripped": 0.0}
-    on_stripped: dict[str, str] = {}       # hidden test -> outcome on the stripped source
+    return Validation(worker, ctx, cand).run()
 
-    def run_hidden(targets: list[str]) -> None:
-        new = [t for t in targets if t not in on_stripped]
+
+class Retry(Exception):
+    """A round ended with more tests hidden (or test files to strip): run again."""
+
+
+class Validation:
+    """One candidate's rounds on its own tree; each step may turn it down by
+    returning with `v.reason` set, or ask for another round (Retry)."""
+
+    def __init__(self, worker: Worker, ctx: Context, cand: Candidate):
+        self.worker, self.ctx, self.cand = worker, ctx, cand
+        self.v = Verdict(candidate=cand, ok=False, stage=Stage.REMOVED)
+        self.secs = {"remaining_suite": 0.0, "hidden_on_stripped": 0.0}
+        self.on_stripped: dict[str, str] = {}    # hidden test -> outcome on the stripped source
+
+    def run(self) -> Verdict:
+        v, ctx, cand = self.v, self.ctx, self.cand
+        removal = remove_source(ctx.index, cand.symbols)
+        if cand.kind == "module":
+            removal.changes[cand.root.path] = None       # the whole file goes
+        if not removal.changes:
+            v.reason = "nothing to remove"
+            return v
+        self.removal = removal
+        v.source_changes, v.exported, v.removed_lines = (removal.changes, removal.exported,
+                                                         removal.removed_lines)
+        v.stage = Stage.HIDDEN_FAIL
+        v.vanished = vanished_doctests(ctx, cand, removal.changes)
+        self.hidden = expand(ctx, set(cand.hidden) | named_in_params(ctx, cand)) - v.vanished
+        self.hidden_files = set(cand.hidden_files)
+        try:
+            for rnd in range(1, MAX_ROUNDS + 1):
+                v.rounds = rnd
+                v.stage = Stage.HIDDEN_FAIL
+                test_changes = self.hidden_fail()
+                if test_changes is None:
+                    return v
+                v.stage = Stage.REMAINING_GREEN
+                try:
+                    if not self.remaining_green(rnd, test_changes):
+                        return v
+                except Retry:
+                    continue
+                # Both hold on this exact tree: A just passed, and every hidden test failed
+                # on the stripped source.
+                # C, the gold patch, needs no run of its own: workspace + gold + hidden tests
+                # is the source tree (less caches, bytecode and doc lines that quoted the
+                # feature), and the baseline ran the whole suite, as verify does, on that
+                # tree twice with every one of these tests passing.
+                v.stage = Stage.COPIES          # the next stage: orchestrate/settle goes on
+                v.ok = True
+                v.hidden = self.hidden
+                v.test_changes = test_changes
+                v.seconds = self.secs
+                return v
+            v.stage = Stage.REMAINING_GREEN
+            v.reason = "did not settle in %d rounds" % MAX_ROUNDS
+            return v
+        finally:
+            self.worker.reset()
+
+    def run_hidden(self, targets: list[str]) -> None:
+        """B's runs: each hidden test once on the stripped source."""
+        v, ctx, worker = self.v, self.ctx, self.worker
+        new = [t for t in targets if t not in self.on_stripped]
         if not new:
             return
         worker.reset()
-        worker.apply(removal.changes)
+        worker.apply(self.removal.changes)
         # These are meant to fail: one line per failure, not a traceback.
         b = worker.runner.run(new, timeout=ctx.timeout,
                               extra_args=["--continue-on-collection-errors", "--tb=line"])
         v.test_seconds_total += b.test_seconds
-        if not on_stripped:          # necessary: one run of the hidden tests (later top-ups
-            secs["hidden_on_stripped"] = b.test_seconds     # count as overhead)
+        if not self.on_stripped:     # necessary: one run of the hidden tests (later top-ups
+            self.secs["hidden_on_stripped"] = b.test_seconds     # count as overhead)
         for t in new:
-            on_stripped[t] = "timeout" if b.timed_out else b.outcomes.get(t, "missing")
+            self.on_stripped[t] = "timeout" if b.timed_out else b.outcomes.get(t, "missing")
 
-    try:
-        for rnd in range(1, MAX_ROUNDS + 1):
-            v.rounds = rnd
-            v.stage = Stage.HIDDEN_FAIL
-            # B: hidden tests restored on the stripped source; unhide whole test
-            # functions that pass without the feature.
-            while True:
-                test_changes, gone = plan_tests(ctx, hidden, hidden_files, removal.exported)
-                hidden |= gone
-                if len(hidden & ctx.passing) > ctx.cap:
-                    v.reason = f"too central: {len(hidden & ctx.passing)} passing tests depend on it"
-                    return v
-                targets = sorted((hidden & ctx.passing) - v.vanished)
-                run_hidden(targets)
-                still = {t for t in targets if on_stripped[t] == "passed"}
-                if not still:
-                    break
-                keep_out = {t for t in still if expand(ctx, {t}) <= still}
-                if not keep_out or len(keep_out) == len(targets) or not keep_out & hidden - gone:
-                    v.reason = (f"hidden tests still pass without the feature: "
-                                f"{len(still)} of {len(targets)}, e.g. {sorted(still)[0]}")
-                    return v
-                hidden -= keep_out
-            # A: the stripped workspace, hidden tests out.
-            v.stage = Stage.REMAINING_GREEN
-            worker.reset()
-            worker.apply({**removal.changes, **test_changes})
-            # Past this many failures the candidate is too central anyway: stop the run
-            # there (a suite that fails everywhere is slow to run to the end).
-            budget = ctx.cap - len(hidden & ctx.passing) + 1 + len(ctx.all_ids - ctx.passing)
-            a = worker.runner.run([], timeout=ctx.timeout,
-                                  extra_args=[f"--maxfail={budget}", "--tb=line"])
-            v.test_seconds_total += a.test_seconds
-            secs["remaining_suite"] = a.test_seconds
-            if a.timed_out:
-                v.reason = "remaining suite timed out"
-                return v
-            if a.collect_errors:
-                bad = {k.split("::")[0] for k in a.collect_errors}
-                non_test = [b for b in bad if b not in ctx.tests or b.endswith("conftest.py") or not b]
-                if non_test or rnd == MAX_ROUNDS:
-                    first = next(iter(sorted(a.collect_errors.items())))
-                    v.reason = f"stripped tree does not collect: {first[0] or '<session>'}: {first[1]}"
-                    return v
-                hidden_files |= bad
-                continue
-            expected = ctx.passing - hidden - v.vanished
-            failing = {t for t in expected if a.outcomes.get(t) != "passed"}
-            if failing:
-                if rnd == MAX_ROUNDS or len((hidden | failing) & ctx.passing) > ctx.cap:
-                    ex = sorted(failing)[0]
-                    v.reason = (f"remaining suite red: {len(failing)} test(s) fail without the "
-                                f"feature, e.g. {ex} ({a.outcomes.get(ex, 'missing')})")
-                    return v
-                hidden |= expand(ctx, failing) - v.vanished
-                continue
-            # Both hold on this exact tree: A just passed, and every hidden test failed
-            # on the stripped source.
-            # C, the gold patch, needs no run of its own: workspace + gold + hidden tests
-            # is the source tree (less caches, bytecode and doc lines that quoted the
-            # feature), and the baseline ran the whole suite, as verify does, on that
-            # tree twice with every one of these tests passing.
-            v.stage = Stage.COPIES          # the next stage: pipeline.settle goes on
-            v.ok = True
-            v.hidden = hidden
-            v.test_changes = test_changes
-            v.seconds = secs
-            return v
-        v.stage = Stage.REMAINING_GREEN
-        v.reason = "did not settle in %d rounds" % MAX_ROUNDS
-        return v
-    finally:
+    def hidden_fail(self) -> dict | None:
+        """B: hidden tests restored on the stripped source; unhide whole test
+        functions that pass without the feature. The test files' changes, or None
+        (turned down)."""
+        v, ctx = self.v, self.ctx
+        while True:
+            test_changes, gone = plan_tests(ctx, self.hidden, self.hidden_files, self.removal.exported)
+            self.hidden |= gone
+            hidden = self.hidden
+            if len(hidden & ctx.passing) > ctx.cap:
+                v.reason = f"too central: {len(hidden & ctx.passing)} passing tests depend on it"
+                return None
+            targets = sorted((hidden & ctx.passing) - v.vanished)
+            self.run_hidden(targets)
+            still = {t for t in targets if self.on_stripped[t] == "passed"}
+            if not still:
+                return test_changes
+            keep_out = {t for t in still if expand(ctx, {t}) <= still}
+            if not keep_out or len(keep_out) == len(targets) or not keep_out & hidden - gone:
+                v.reason = (f"hidden tests still pass without the feature: "
+                            f"{len(still)} of {len(targets)}, e.g. {sorted(still)[0]}")
+                return None
+            self.hidden -= keep_out
+
+    def remaining_green(self, rnd: int, test_changes: dict) -> bool:
+        """A: the stripped workspace, hidden tests out, collects and passes. False:
+        turned down; Retry: more tests depend on the feature, run the round again."""
+        v, ctx, worker, hidden = self.v, self.ctx, self.worker, self.hidden
         worker.reset()
+        worker.apply({**self.removal.changes, **test_changes})
+        # Past this many failures the candidate is too central anyway: stop the run
+        # there (a suite that fails everywhere is slow to run to the end).
+        budget = ctx.cap - len(hidden & ctx.passing) + 1 + len(ctx.all_ids - ctx.passing)
+        a = worker.runner.run([], timeout=ctx.timeout,
+                              extra_args=[f"--maxfail={budget}", "--tb=line"])
+        v.test_seconds_total += a.test_seconds
+        self.secs["remaining_suite"] = a.test_seconds
+        if a.timed_out:
+            v.reason = "remaining suite timed out"
+            return False
+        if a.collect_errors:
+            bad = {k.split("::")[0] for k in a.collect_errors}
+            non_test = [b for b in bad if b not in ctx.tests or b.endswith("conftest.py") or not b]
+            if non_test or rnd == MAX_ROUNDS:
+                first = next(iter(sorted(a.collect_errors.items())))
+                v.reason = f"stripped tree does not collect: {first[0] or '<session>'}: {first[1]}"
+                return False
+            self.hidden_files |= bad
+            raise Retry
+        expected = ctx.passing - hidden - v.vanished
+        failing = {t for t in expected if a.outcomes.get(t) != "passed"}
+        if failing:
+            if rnd == MAX_ROUNDS or len((hidden | failing) & ctx.passing) > ctx.cap:
+                ex = sorted(failing)[0]
+                v.reason = (f"remaining suite red: {len(failing)} test(s) fail without the "
+                            f"feature, e.g. {ex} ({a.outcomes.get(ex, 'missing')})")
+                return False
+            self.hidden |= expand(ctx, failing) - v.vanished
+            raise Retry
+        return True

@@ -7,6 +7,7 @@ container is killed and always removed with force in close().
 from __future__ import annotations
 
 import io
+import logging
 import threading
 import time
 from collections.abc import Iterator
@@ -18,6 +19,8 @@ from taskforge.sandbox.base import MAX_OUTPUT, ExecResult, Sandbox, SandboxSpec
 from taskforge.sandbox.docker import images
 from taskforge.sandbox.docker.engine import LABEL, _short, client, docker_errors
 from taskforge.sandbox.owner import owner_token
+
+logger = logging.getLogger(__name__)
 
 
 class DockerSandbox(Sandbox):
@@ -178,8 +181,8 @@ class DockerSandbox(Sandbox):
         container, self.container = self.container, None
         try:
             container.remove(force=True, v=True)
-        except Exception:
-            pass
+        except docker_errors() as exc:        # already gone; `taskforge cleanup` reaps the rest
+            logger.debug("removing %s: %s", container.name, _short(exc))
 
 
 def reap_orphans(owner_alive) -> int:
@@ -209,8 +212,8 @@ def remove_leftovers() -> int:
         try:
             c.remove(force=True, v=True)
             n += 1
-        except Exception:
-            pass
+        except docker_errors() as exc:        # removed meanwhile by its owner
+            logger.debug("removing %s: %s", c.name, _short(exc))
     return n
 
 

@@ -161,7 +161,7 @@ def _install_monitor(fd: int) -> None:
             site = package_site(2, walk)
             if site is not None:
                 report(kind, site, detail)
-        except Exception:
+        except Exception:  # noqa: BLE001 - the monitor never breaks the run it watches
             pass
         finally:
             busy[0] = False
