@@ -7,6 +7,7 @@ import io
 import os
 import tarfile
 import time
+from pathlib import Path
 
 import pytest
 
@@ -154,3 +155,46 @@ def test_test_requirements_are_read_from_every_declaration_style(tmp_path):
     assert where == ["poetry group test", "pdm dev-dependencies test",
                      "hatch env test extra-dependencies", "dependency-groups test",
                      "setup.cfg tests_require", "setup.py tests_require"]
+
+
+def _index(tmp_path: Path, files: dict[str, str]):
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    return index_repo(tmp_path, scan(tmp_path))
+
+
+def test_a_feature_grows_by_helpers_dependents_and_code_only_it_uses(tmp_path):
+    from taskforge.propose.features import Users, feature_kind, grow
+
+    index = _index(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/text.py": (
+            "def _clean(s):\n    return s.strip().lower()\n\n\n"
+            "def tokens(s):\n    return _clean(s).split()\n\n\n"
+            "def count(s):\n    return len(tokens(s))\n\n\n"
+            "def fmt_only_for_count(n):\n    return f'{n} words'\n\n\n"
+            "def report(s):\n    return fmt_only_for_count(count(s))\n\n\n"
+            "def unrelated(x):\n    return x * 2\n"),
+    })
+    users = Users(index)
+    root = next(s for s in index.symbols() if s.name == "tokens")
+    feature, why = grow(index, users, root)
+    assert why == "" and feature is not None
+    names = {s.name for s in feature}
+    # its private helper, its dependents (count, then report), and the public code
+    # only they use; never what nothing in the feature touches
+    assert names == {"tokens", "_clean", "count", "report", "fmt_only_for_count"}
+    assert feature_kind(root, feature) == "cluster"
+
+
+def test_a_feature_used_at_import_time_cannot_go(tmp_path):
+    from taskforge.propose.features import Users, grow
+
+    index = _index(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/conf.py": "def load():\n    return {'a': 1}\n\n\nSETTINGS = load()\nprint(SETTINGS)\n",
+    })
+    root = next(s for s in index.symbols() if s.name == "load")
+    feature, why = grow(index, Users(index), root)
+    assert feature is None and "used by other code" in why
