@@ -1,6 +1,7 @@
 """Verify throughput and overhead on fixture tasks.
 
-    python bench/bench_verify.py [--pairs 24] [--workers 1,2,4] [--sandboxes cold,warm,bwrap]
+    python bench/bench_verify.py [--pairs 24] [--workers 1,2,4]
+                                 [--sandboxes cold,warm,bwrap,bwrap-warm]
 
 Overhead of one verify = its wall time minus the in-sandbox test time (copying,
 restoring protected files, container start and removal, grading). Reports the
@@ -8,7 +9,9 @@ median and 95th percentile of that overhead, and verifies per minute, for each
 sandbox mode (cold: a container started per verify; warm: started ahead by a
 WarmPool, one per worker; bwrap: the daemonless backend, its environment built
 from the tasks' recipes by `taskforge env prepare`, which needs
-$TASKFORGE_ROOTFS_BASE) and worker count (the best one is marked).
+$TASKFORGE_ROOTFS_BASE, a sandbox per verify; bwrap-warm: the same from a
+WarmPool, the supervisor parked ahead, verify_many's default there) and worker
+count (the best one is marked).
 """
 from __future__ import annotations
 
@@ -34,14 +37,19 @@ from taskforge.sandbox.testrun import runner_mount  # noqa: E402
 def bare_exec(image: str, modes: list[str], n: int = 12) -> list[tuple[str, float, float]]:
     """A sandbox's own cost: start, `python -I -S -c pass` as the supervisor
     runs, destroy (warm: the start is done ahead and not counted)."""
-    from taskforge.sandbox import SandboxSpec, open_sandbox
+    from taskforge.sandbox import SandboxSpec, Standby, open_sandbox
     from taskforge.sandbox.warm import WarmPool
 
     out = []
+    probe = ["python", "-I", "-S", "-c", "pass"]
     for mode in modes:
-        spec = SandboxSpec(image=image, mounts=[runner_mount()])
-        backend = "bwrap" if mode == "bwrap" else "docker"
-        pool = WarmPool(per_shape=1, backend=backend) if mode == "warm" else None
+        # bwrap-warm: the probe parked ahead as the supervisor is, read stdin to its end
+        standby = Standby(command=["python", "-I", "-S", "-c",
+                                   "import os\nwhile os.read(0, 65536): pass"],
+                          serves=probe) if mode == "bwrap-warm" else None
+        spec = SandboxSpec(image=image, mounts=[runner_mount()], standby=standby)
+        backend = "bwrap" if mode.startswith("bwrap") else "docker"
+        pool = WarmPool(per_shape=1, backend=backend) if mode.endswith("warm") else None
         times = []
         for _ in range(n):
             if pool is not None:
@@ -49,11 +57,11 @@ def bare_exec(image: str, modes: list[str], n: int = 12) -> list[tuple[str, floa
             t0 = time.monotonic()
             if pool is not None:
                 lease = pool.take(spec)
-                lease.sandbox.exec(["python", "-I", "-S", "-c", "pass"], timeout=30, user="0:0")
+                lease.sandbox.exec(probe, timeout=30, user="0:0")
                 pool.give_back(lease)
             else:
                 with open_sandbox(spec, backend) as sb:
-                    sb.exec(["python", "-I", "-S", "-c", "pass"], timeout=30, user="0:0")
+                    sb.exec(probe, timeout=30, user="0:0")
             times.append(time.monotonic() - t0)
         if pool is not None:
             pool.close()
@@ -65,7 +73,7 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pairs", type=int, default=24)
     ap.add_argument("--workers", default="1,2,4")
-    ap.add_argument("--sandboxes", default="cold,warm,bwrap")
+    ap.add_argument("--sandboxes", default="cold,warm,bwrap,bwrap-warm")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="tf-benchv-") as tmp:
         work = Path(tmp)
@@ -76,7 +84,7 @@ def main(argv: list[str] | None = None) -> None:
                  for i in range(args.pairs)]
         verify_many(pairs[:2], workers=2)            # warm the page cache and the engine
         modes = args.sandboxes.split(",")
-        if "bwrap" in modes:
+        if any(m.startswith("bwrap") for m in modes):
             from taskforge.sandbox.bwrap import rootfs
 
             t0 = time.monotonic()
@@ -87,8 +95,9 @@ def main(argv: list[str] | None = None) -> None:
         rows = []
         for mode, w in [(m, int(x)) for m in modes for x in args.workers.split(",")]:
             t0 = time.monotonic()
-            results = verify_many(pairs, workers=w, timeout=300, warm=w if mode == "warm" else 0,
-                                  backend="bwrap" if mode == "bwrap" else "docker")
+            results = verify_many(pairs, workers=w, timeout=300,
+                                  warm=w if mode.endswith("warm") else 0,
+                                  backend="bwrap" if mode.startswith("bwrap") else "docker")
             wall = time.monotonic() - t0
             bad = [r for r, (_, s) in zip(results, pairs)
                    if r.error or r.reward != (1.0 if s.kind == "gold" else 0.0)]
@@ -109,7 +118,7 @@ def main(argv: list[str] | None = None) -> None:
     for r in rows:
         mark = "  <- best" if r is best else ""
         print(f"{r['sandbox']} | {r['workers']} | {r['verifies_per_min']:.1f} | {r['latency_median_s']:.2f} | "
-              f"{r['latency_p95_s']:.2f} | {r['overhead_median_s']:.2f} | {r['overhead_p95_s']:.2f} | "
+              f"{r['latency_p95_s']:.2f} | {r['overhead_median_s']:.3f} | {r['overhead_p95_s']:.3f} | "
               f"{r['test_median_s']:.2f} | {r['wrong']}{mark}")
 
 

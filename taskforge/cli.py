@@ -124,6 +124,8 @@ class _RichProgress:
 
   taskforge generate ../lib --out tasks/ --max-tasks 40 --difficulty medium --kind cluster --kind class
 
+  RAY_ADDRESS=head:6379 taskforge generate ../lib --out tasks/ --helpers 16   # validations on the cluster
+
 Nothing per repository is needed in the common case: dependencies, test extras,
 pytest plugins and the Python version are read from the project's own files.
 Overrides go in a taskforge.toml in the repository, in LIB.taskforge.toml beside
@@ -141,6 +143,9 @@ def generate(
     max_tasks: Optional[int] = typer.Option(None, "--max-tasks", min=1, help="Stop after this many tasks."),
     jobs: int = typer.Option(max(1, min(os.cpu_count() or 1, 4)), "--jobs", "-j", min=1,
                              help="Parallel validation sandboxes."),
+    helpers: int = typer.Option(0, "--helpers", min=0, help="Validation helpers on other nodes "
+                                "of the Ray cluster ($RAY_ADDRESS), beside the --jobs local ones: "
+                                "each realises the environment on its node from the recipe."),
     timeout: float = typer.Option(600.0, help="Seconds allowed for one test run."),
     max_share: float = typer.Option(0.4, help="Largest share of the suite one feature may hide."),
     kind: Optional[list[str]] = typer.Option(None, "--kind", help="Feature kinds to propose: "
@@ -197,6 +202,7 @@ def generate(
         overrides = overrides.merged(RepoConfig.model_validate(
             {"python": python, "install": install or None, "test_cmd": test_cmd}))
         report = run(repo, out, Options(ref=ref, max_tasks=max_tasks, jobs=jobs, timeout=timeout,
+                                        helpers=helpers,
                                         require_copies=not allow_uncopied,
                                         max_share=max_share, kinds=kinds, config=overrides,
                                         min_statements=min_statements,
@@ -430,6 +436,8 @@ def corpus(
     max_tasks: Optional[int] = typer.Option(None, "--max-tasks", min=1, help="Per repository."),
     jobs: int = typer.Option(max(1, min(os.cpu_count() or 1, 4)), "--jobs", "-j", min=1,
                              help="Validation workers per repository."),
+    helpers: int = typer.Option(0, "--helpers", min=0, help="Per repository: validation helpers "
+                                "on other nodes of the Ray cluster, beside its --jobs."),
     ray: bool = typer.Option(False, "--ray", help="One Ray task per repository on the cluster "
                              "($RAY_ADDRESS or --ray-address); a lost node's repository is "
                              "retried elsewhere and resumes from its journal."),
@@ -460,7 +468,7 @@ def corpus(
     if not names:
         _error("no repositories: give them as arguments or with --from FILE")
         raise typer.Exit(2) from None
-    opts = Options(max_tasks=limit, jobs=jobs)
+    opts = Options(max_tasks=limit, jobs=jobs, helpers=helpers)
     if ray:
         from taskforge.orchestrate.cluster import generate_corpus
 

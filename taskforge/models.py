@@ -213,6 +213,9 @@ class GenerateReport(BaseModel):
     tasks: list[str]
     timings: dict[str, float] = Field(default_factory=dict)
     jobs: int = 1
+    helpers: int = 0                 # validation helpers on other nodes that joined
+    remote_runs: int = 0             # test runs they made
+    helpers_lost: int = 0            # lost mid-run: their candidates settled again
     resumed: ResumeInfo = Field(default_factory=ResumeInfo)
     mutants: MutantCoverage = Field(default_factory=MutantCoverage)
     # Over the tasks written: how many per tier and per kind, and their sizes.

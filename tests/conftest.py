@@ -53,6 +53,61 @@ def base_image(docker_engine):
 
 
 @pytest.fixture(scope="session")
+def second_engine(base_image):
+    """Another dockerd on this machine, as a second node's own engine: its own
+    data root, exec root and socket, no bridge (sandboxes run without a network
+    and environment builds on the host's). It starts holding only the local
+    base image, as a node given the base by its registry would (no registry
+    here: loaded from the first engine). Yields its DOCKER_HOST."""
+    import os
+    import signal
+    import tempfile
+    import time
+
+    import docker
+
+    root = Path(tempfile.mkdtemp(prefix="tfe2-", dir="/tmp"))     # short: socket paths
+    sock = f"unix://{root}/d.sock"
+    log = open(root / "dockerd.log", "wb")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DOCKER_", "TASKFORGE_NODE"))}
+    proc = subprocess.Popen(["dockerd", "--data-root", str(root / "data"), "--exec-root",
+                             str(root / "x"), "--pidfile", str(root / "d.pid"), "-H", sock,
+                             "--bridge=none", "--iptables=false", "--ip-masq=false"],
+                            stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                docker.DockerClient(base_url=sock, timeout=120).close()
+                break
+            except Exception:  # noqa: BLE001 - not up yet
+                assert proc.poll() is None and time.monotonic() < deadline, \
+                    (root / "dockerd.log").read_text()[-2000:]
+                time.sleep(0.5)
+        from taskforge.sandbox.docker.images import base_arg
+
+        name = base_arg()
+        save = subprocess.Popen(["docker", "save", name], stdout=subprocess.PIPE)
+        load = subprocess.run(["docker", "load", "-q"], stdin=save.stdout, capture_output=True,
+                              env={**os.environ, "DOCKER_HOST": sock}, timeout=600)
+        save.wait(600)
+        assert load.returncode == 0 and save.returncode == 0, load.stderr[-2000:]
+        yield sock
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(30)
+        mounts = [line.split()[1] for line in Path("/proc/mounts").read_text().splitlines()
+                  if line.split()[1].startswith(str(root))]
+        for m in sorted(mounts, key=len, reverse=True):
+            subprocess.run(["umount", "-l", m], capture_output=True)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
 def fixture_repos(tmp_path_factory):
     root = tmp_path_factory.mktemp("repos")
     return {name: make_git_repo(FIXTURES / name, root / name) for name in FIXTURE_NAMES}

@@ -1,9 +1,11 @@
 """A real multi-node Ray cluster on this machine: a head and two worker nodes,
-each started with `ray start` as its own node processes. Worker nodes keep
-their environments apart (each its own TASKFORGE_ROOTFS store) and grade with
-the daemonless backend, so no node relies on another's environments. One
-test generates from three repositories and grades 200+ pairs through the
-cluster; the other kills a worker node mid-run."""
+each started with `ray start` as its own node processes. No node relies on
+another's environments: each worker keeps its own TASKFORGE_ROOTFS store (the
+daemonless backend), and w2 talks to its own dockerd (own data root and
+socket), so every environment a node grades in is one it realised itself from
+the task's recipe. One test generates from three repositories and grades 200+
+pairs through the cluster; others grade on the per-node engines, and kill a
+worker node mid-run."""
 from __future__ import annotations
 
 import json
@@ -48,6 +50,15 @@ def node_pids(name: str) -> list[int]:
     return out
 
 
+def node_id(name: str) -> str:
+    """The Ray node id of worker node `name` (started with resource tf_<name>)."""
+    import ray
+
+    ids = [n["NodeID"] for n in ray.nodes() if n["Alive"] and f"tf_{name}" in n["Resources"]]
+    assert len(ids) == 1, ids
+    return ids[0]
+
+
 def kill_node(name: str) -> list[int]:
     """SIGKILL every process of worker node `name`, as if its machine died."""
     killed = []
@@ -61,7 +72,7 @@ def kill_node(name: str) -> list[int]:
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory, bwrap_base, base_image):
+def cluster(tmp_path_factory, bwrap_base, base_image, second_engine):
     import ray
 
     root = tmp_path_factory.mktemp("ray-cluster")
@@ -71,17 +82,20 @@ def cluster(tmp_path_factory, bwrap_base, base_image):
     ray_cli("start", "--head", f"--port={port}", "--num-cpus=0", "--include-dashboard=false",
             "--disable-usage-stats")
     stores = {}
+    engines = {"w1": os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock"),
+               "w2": second_engine}
     for name in NODES:
         stores[name] = root / name / "rootfs"
-        ray_cli("start", f"--address={address}", "--num-cpus=1",
-                env={"TASKFORGE_NODE": name, "TASKFORGE_ROOTFS": str(stores[name])})
+        ray_cli("start", f"--address={address}", "--num-cpus=1", f'--resources={{"tf_{name}": 1}}',
+                env={"TASKFORGE_NODE": name, "TASKFORGE_ROOTFS": str(stores[name]),
+                     "DOCKER_HOST": engines[name]})
     ray.init(address=address, logging_level="ERROR", log_to_driver=False)
     deadline = time.monotonic() + 60
     while len([n for n in ray.nodes() if n["Alive"]]) < 3 and time.monotonic() < deadline:
         time.sleep(0.5)
     assert len([n for n in ray.nodes() if n["Alive"]]) == 3
     try:
-        yield {"address": address, "stores": stores, "root": root}
+        yield {"address": address, "stores": stores, "root": root, "engines": engines}
     finally:
         ray.shutdown()
         subprocess.run(["ray", "stop", "--force"], capture_output=True, timeout=120)
@@ -120,7 +134,7 @@ def test_generate_and_grade_on_a_multi_node_cluster(cluster, corpus):
     assert {r["node"] for r in results} <= workers          # generated on worker nodes
 
     pairs = pairs_of(out, results, 200)
-    grader = ClusterGrader(address=cluster["address"], backend="bwrap", warm=0)
+    grader = ClusterGrader(address=cluster["address"], backend="bwrap")
     try:
         graded = grader.grade_many(pairs)
     finally:
@@ -134,6 +148,88 @@ def test_generate_and_grade_on_a_multi_node_cluster(cluster, corpus):
         assert any(p.name.startswith("taskforge_env-") for p in store.iterdir()), store
 
 
+def test_nodes_with_their_own_engines_realise_environments_from_the_recipe(cluster, corpus):
+    """Grading on Docker where the worker nodes do not share an engine: w2's
+    dockerd holds none of the tasks' environments (removed first), so its
+    actor builds each from the recipe the task records, under the task's own
+    name, in its own engine; both nodes grade, every reward is right."""
+    import docker
+    import ray
+
+    from taskforge.orchestrate.cluster import ClusterGrader
+    from taskforge.package.store import load_task
+
+    out, results = corpus
+    engines = {n: docker.DockerClient(base_url=url, timeout=120)
+               for n, url in cluster["engines"].items()}
+    assert engines["w1"].info()["DockerRootDir"] != engines["w2"].info()["DockerRootDir"]
+    pairs = pairs_of(out, results, 36)
+    names = sorted({load_task(t).record.image_name for t, _ in pairs})
+    for name in names:
+        try:
+            engines["w2"].images.remove(name, force=True)
+        except docker.errors.ImageNotFound:
+            pass
+    assert not [n for n in names if engines["w2"].images.list(name=n)]
+    grader = ClusterGrader(address=cluster["address"], backend="docker", warm=1)
+    try:
+        graded = grader.grade_many(pairs)
+    finally:
+        grader.close()
+    want = [1.0 if sol.kind == "gold" else 0.0 for _, sol in pairs]
+    assert [g.get("error") for g in graded] == [None] * len(pairs), \
+        [g.get("error") for g in graded if g.get("error")][:3]
+    assert [g["reward"] for g in graded] == want
+    workers = {n["NodeID"] for n in ray.nodes() if n["Alive"] and n["Resources"].get("CPU")}
+    assert {g["node"] for g in graded} == workers
+    w2 = node_id("w2")
+    graded_on_w2 = {load_task(t).record.image_name for (t, _), g in zip(pairs, graded)
+                    if g["node"] == w2}
+    built = {n for n in names if engines["w2"].images.list(name=n)}
+    assert graded_on_w2 and built == graded_on_w2, (built, graded_on_w2)
+    for client in engines.values():
+        client.close()
+
+
+def test_candidate_validations_spread_over_the_cluster(cluster, corpus, fixture_repos, tmp_path):
+    """One repository's candidates validated by helpers on the worker nodes
+    beside one local worker. One helper is killed as soon as it is ready: the
+    candidate it was given is settled again by another worker. The task set is
+    the one the corpus run (one node's own worker) wrote."""
+    import ray
+
+    from taskforge.orchestrate.pipeline import Options, generate
+
+    _, results = corpus
+    want = next(r for r in results if r["repo"] == str(fixture_repos["geomlib"]))["tasks"]
+    killed: list[str] = []
+
+    def kill_the_first_helper() -> None:
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline:
+            names = sorted(a["name"] for a in ray.util.list_named_actors(all_namespaces=True)
+                           if a["name"].startswith("tf-helper-"))
+            if names:
+                actor = ray.get_actor(names[0], namespace="taskforge")
+                ray.get(actor.ready.remote(), timeout=600)
+                ray.kill(actor, no_restart=True)
+                killed.append(names[0])
+                return
+            time.sleep(0.1)
+
+    killer = threading.Thread(target=kill_the_first_helper, daemon=True)
+    killer.start()
+    report = generate(str(fixture_repos["geomlib"]), tmp_path / "tasks",
+                      Options(max_tasks=3, jobs=1, helpers=2))
+    killer.join(5)
+    assert killed, "no helper was killed"
+    assert sorted(report.tasks) == want
+    assert report.helpers == 2 and report.remote_runs > 0, report.model_dump_json(indent=1)
+    assert report.helpers_lost == 1, report.model_dump_json(indent=1)
+    assert not [a for a in ray.util.list_named_actors(all_namespaces=True)
+                if a["name"].startswith("tf-helper-")]          # none left behind
+
+
 def test_a_worker_node_killed_mid_run_loses_nothing(cluster, corpus):
     import ray
 
@@ -142,7 +238,7 @@ def test_a_worker_node_killed_mid_run_loses_nothing(cluster, corpus):
     out, results = corpus
     pairs = pairs_of(out, results, 120)
     want = [1.0 if sol.kind == "gold" else 0.0 for _, sol in pairs]
-    grader = ClusterGrader(address=cluster["address"], backend="bwrap", warm=0)
+    grader = ClusterGrader(address=cluster["address"], backend="bwrap")
     done = []
     killed = []
 
@@ -201,12 +297,22 @@ def test_the_readme_commands_on_the_cluster(cluster, corpus, fixture_repos, tmp_
     """README's "Running on a Ray cluster": the CLI joins through RAY_ADDRESS."""
     out, results = corpus
     env = {**os.environ, "RAY_ADDRESS": cluster["address"]}
+    # One worker node is left (the others were killed): the corpus task takes its
+    # CPU, so its helper never starts, and the run must not wait for it.
     gen = subprocess.run(["taskforge", "corpus", str(fixture_repos["textkit"]), "--out",
-                          str(tmp_path / "tasks"), "--max-tasks", "1", "--ray", "--json"],
-                         capture_output=True, text=True, env=env, timeout=900)
+                          str(tmp_path / "tasks"), "--max-tasks", "1", "--ray", "--helpers", "1",
+                          "--json"], capture_output=True, text=True, env=env, timeout=900)
     assert gen.returncode == 0 and "Traceback" not in gen.stderr, gen.stderr[-2000:]
     row = json.loads(gen.stdout.splitlines()[0])
     assert len(row["tasks"]) == 1 and (Path(row["out"]) / row["tasks"][0] / "task.json").is_file()
+    one = subprocess.run(["taskforge", "generate", str(fixture_repos["ledger"]), "--out",
+                          str(tmp_path / "one"), "--max-tasks", "1", "--helpers", "1", "--json"],
+                         capture_output=True, text=True, env=env, timeout=900)
+    assert one.returncode == 0 and "Traceback" not in one.stderr, one.stderr[-2000:]
+    report = json.loads(one.stdout)
+    # Whether the helper joined before the one task was settled is a race; the
+    # helpers test above checks that they do the work.
+    assert len(report["tasks"]) == 1 and "remote_runs" in report, report
     task = Path(results[0]["out"]) / results[0]["tasks"][0]
     pairs = tmp_path / "pairs.jsonl"
     pairs.write_text("".join(json.dumps({"task": str(task), "solution": s}) + "\n"

@@ -76,8 +76,8 @@ def redteam_tasks(fixture_repos, base_image, tmp_path_factory):
 
 
 CASES = [(a, target) for a in ATTACKS for target in a.targets]
-# Every attack on every sandbox backend: docker (ours on warm sandboxes, as serve
-# runs it) and bwrap (no daemon; the environment built from the task's recipe).
+# Every attack on every sandbox backend, ours on warm sandboxes as serve runs it:
+# docker, and bwrap (no daemon; the environment built from the task's recipe).
 # Not on bwrap: an escapee that outlives the run to write into the host's stream
 # is killed with the exec's PID namespace there, so it cannot even beat the naive
 # grader (the attack needs a sandbox whose processes outlive a command).
@@ -89,12 +89,20 @@ PARAMS = [pytest.param(a, t, b, id=f"{a.name}@{t}" + ("" if b == "docker" else f
 
 
 @pytest.fixture(scope="module")
-def warm_pool():
-    """Our grader as `serve` and `verify-batch` run it: sandboxes started ahead."""
+def warm_pools():
+    """Our grader as `serve` and `verify-batch` run it: sandboxes started ahead
+    (on bwrap, with the supervisor parked), one pool per backend."""
     from taskforge.sandbox.warm import WarmPool
 
-    with WarmPool(per_shape=1) as pool:
-        yield pool
+    pools: dict[str, WarmPool] = {}
+
+    def get(backend: str) -> WarmPool:
+        if backend not in pools:
+            pools[backend] = WarmPool(per_shape=1, backend=backend)
+        return pools[backend]
+    yield get
+    for pool in pools.values():
+        pool.close()
 
 
 def grade(task: Path, sol: Path, defences: Defences | None = None, timeout: float | None = None,
@@ -117,7 +125,7 @@ def test_attack(attack, target, backend, redteam_tasks, tmp_path, request):
     task = redteam_tasks(target)
     if backend == "bwrap":
         request.getfixturevalue("bwrap_env")(task)
-    pool = request.getfixturevalue("warm_pool") if backend == "docker" else None
+    pool = request.getfixturevalue("warm_pools")(backend)
     t = TARGETS[target]
     sol = tmp_path / "solution"
     attack.build(task, sol, t)

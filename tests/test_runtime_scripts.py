@@ -86,7 +86,7 @@ def test_supervisor_arguments_and_json_line():
     tf = load("tfrun")
     opts, rest = tf.parse_args(["--timeout", "12.5", "--uid", "1000", "--gid", "1001", "--",
                                 "-q", "tests/"])
-    assert opts == {"timeout": 12.5, "uid": 1000, "gid": 1001, "naive": False}
+    assert opts == {"timeout": 12.5, "uid": 1000, "gid": 1001, "naive": False, "park": False}
     assert rest == ["-q", "tests/"]
     with pytest.raises(SystemExit):
         tf.parse_args(["--bogus"])
@@ -122,3 +122,47 @@ def test_supervisor_end_to_end_prints_one_line(tmp_path):
     meta = json.loads(res.stdout.strip().splitlines()[-1])
     assert meta["$tf"] == "run" and meta["exit_code"] == 0, meta
     assert "1 passed" in meta["log"] and 0 < meta["seconds"] < time.monotonic() - t0
+
+
+def test_a_parked_supervisor_reads_what_the_host_hands_it():
+    """The host's encoder (standby_payload) and the supervisor's decoder agree,
+    on arguments with spaces, '=', newlines and empty strings; a NUL is refused
+    (it would split a field), and a short payload stops the run."""
+    from taskforge.errors import InfraError
+    from taskforge.sandbox.base import standby_payload
+
+    tf = load("tfrun")
+    args = ["--timeout", "30", "--uid", "1000", "--", "-k", "a or b", "", "x=y", "line\nbreak", "é"]
+    env = {"A": "1", "B": "has = sign", "EMPTY": ""}
+    r, w = os.pipe()
+    os.write(w, standby_payload(args, env))
+    os.close(w)
+    assert tf.read_parked(r) == (args, env)
+    os.close(r)
+    with pytest.raises(InfraError):
+        standby_payload(["a\0b"], {})
+    for bad in (b"", b"3\0only-one"):
+        r, w = os.pipe()
+        os.write(w, bad)
+        os.close(w)
+        with pytest.raises(SystemExit):
+            tf.read_parked(r)
+        os.close(r)
+
+
+def test_a_parked_supervisor_runs_as_the_arguments_it_is_handed(tmp_path):
+    """Started with --park and nothing else, the supervisor runs the tests that
+    arrive on stdin, with the environment that arrives with them."""
+    from taskforge.sandbox.base import standby_payload
+
+    (tmp_path / "test_x.py").write_text(
+        "import os\ndef test_env():\n    assert os.environ['TF_PARK_PROBE'] == 'yes'\n")
+    proc = subprocess.Popen([sys.executable, "-I", "-S", str(RUNTIME / "tfrun.py"), "--park"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=False, cwd=tmp_path)
+    time.sleep(0.5)
+    assert proc.poll() is None, "the parked supervisor did not wait for its arguments"
+    out, _ = proc.communicate(standby_payload(
+        ["--timeout", "60", "--", "-q", "-p", "no:cacheprovider", str(tmp_path)],
+        {"TF_PARK_PROBE": "yes"}), timeout=120)
+    meta = json.loads(out.decode().strip().splitlines()[-1])
+    assert meta["exit_code"] == 0 and "1 passed" in meta["log"], meta

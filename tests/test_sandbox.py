@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from taskforge.sandbox import Limits, SandboxSpec, open_sandbox
+from taskforge.sandbox import Limits, SandboxSpec, Standby, open_sandbox
 from tests.conftest import BACKENDS
 
 
@@ -116,3 +116,34 @@ def test_warm_pool_gives_every_lease_a_fresh_hardened_sandbox(base_image, docker
         assert not docker_engine.containers.list(all=True, filters={"id": cid})
         assert not scratch.exists()
     assert not docker_engine.containers.list(all=True, filters={"label": "taskforge.warm"})
+
+
+PARKED = ("import os, sys, time\nstart = time.monotonic()\ndata = b''\n"
+          "while chunk := os.read(0, 65536):\n    data += chunk\n"
+          "print(start, os.getuid(), data.split(b'\\0'))")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_standby_serves_the_first_matching_exec_only(backend, image_of):
+    """A spec's standby command starts with the sandbox (bwrap; Docker runs the
+    exec as usual) and the first exec it serves hands it the rest of argv and
+    the env on stdin; that exec's result is the standby's. Any other exec, and
+    the next one, start their own process as before."""
+    serves = ["python", "-I", "-S", "-c", "print('not parked', __import__('sys').argv[1:])"]
+    spec = SandboxSpec(image=image_of(backend), labels={"taskforge.role": "test"},
+                       standby=Standby(command=["python", "-I", "-S", "-c", PARKED], serves=serves))
+    with open_sandbox(spec, backend) as sb:
+        other = sb.exec(serves + ["x"], timeout=30)          # as 1000: not the standby's user
+        assert other.output.startswith("not parked"), other.output
+        time.sleep(0.3)
+        before = time.monotonic()
+        first = sb.exec(serves + ["a b", ""], timeout=30, env={"PROBE": "p"}, user="0:0")
+        second = sb.exec(serves + ["c"], timeout=30, user="0:0")
+    assert second.output.strip() == "not parked ['c']", second.output
+    if backend == "docker":
+        assert first.output.strip() == "not parked ['a b', '']", first.output
+        return
+    started, uid, fields = first.output.split(" ", 2)
+    assert float(started) < before, "the standby did not start with the sandbox"
+    # The env travels with the arguments: the standby applies it (tfrun.py does).
+    assert uid == "0" and fields.strip() == "[b'2', b'a b', b'', b'PROBE=p']", first.output

@@ -198,3 +198,38 @@ def test_a_feature_used_at_import_time_cannot_go(tmp_path):
     root = next(s for s in index.symbols() if s.name == "load")
     feature, why = grow(index, Users(index), root)
     assert feature is None and "used by other code" in why
+
+
+def test_validation_takes_joining_helpers_and_settles_a_lost_ones_candidate_again():
+    """validate_all with helpers: late joiners get candidates; one lost mid-run
+    (WorkerLost) is dropped and its candidate settled again by another worker;
+    the verdicts, in candidate order, are those of one worker alone."""
+    import threading
+    from types import SimpleNamespace
+
+    from taskforge.orchestrate.helpers import WorkerLost
+    from taskforge.orchestrate.pipeline import Progress, validate_all
+
+    cands = [SimpleNamespace(name=f"c{i}") for i in range(8)]
+    calls: list[tuple[str, str]] = []
+    lock = threading.Lock()
+
+    def settle(w, cand):
+        with lock:
+            calls.append((w, cand.name))
+        if w == "doomed":
+            raise WorkerLost("its node died")
+        return SimpleNamespace(candidate=cand, ok=int(cand.name[1:]) % 3 != 1, reason="no")
+
+    alone = validate_all(["local"], cands, 3, Progress(), settle)
+    joins = iter([[], ["doomed"], ["helper"]])
+    calls.clear()
+    spread = validate_all(["local"], cands, 3, Progress(), settle,
+                          joining=lambda: next(joins, []), most=3)
+    assert [v.candidate.name for v in spread] == [v.candidate.name for v in alone]
+    assert [v.ok for v in spread] == [v.ok for v in alone] and sum(v.ok for v in spread) == 3
+    lost = [c for w, c in calls if w == "doomed"]
+    assert len(lost) == 1                                 # used once, then dropped
+    assert (lost[0] in {c for w, c in calls if w != "doomed"})   # settled again elsewhere
+    with pytest.raises(WorkerLost):
+        validate_all(["doomed"], cands, None, Progress(), settle)

@@ -44,7 +44,7 @@ from taskforge.package.store import Task, load_task
 from taskforge.package.writer import apply_patch
 from taskforge.repo.layout import is_protected_path, walk, walk_all
 from taskforge.sandbox import Limits, Mount, SandboxSpec, open_sandbox
-from taskforge.sandbox.testrun import PytestRunner, RunResult, runner_mount
+from taskforge.sandbox.testrun import PytestRunner, RunResult, runner_mount, supervisor_standby
 from taskforge.sandbox.warm import Lease, WarmPool
 
 INFRA_RETRIES = 2
@@ -287,6 +287,7 @@ def verify(task_dir: str | Path, solution: Solution, timeout: float | None = Non
                           f2p_failures=[], tests=[])
     spec = SandboxSpec(image=rec.image_name, mounts=[runner_mount()],
                        limits=limits or Limits(), supervisor=d.isolation,
+                       standby=supervisor_standby() if d.isolation else None,
                        labels={"taskforge.role": "verify", "taskforge.task": rec.instance_id[:60]})
     lease = None
     if pool is not None:
@@ -469,15 +470,14 @@ def verify_many(pairs: list[tuple[str | Path, Solution]], workers: int = 2,
     own error (reward None), and the rest are graded. Sandboxes come warm from
     `pool`, or from a pool of this call keeping `warm` ready per task image
     (default $TASKFORGE_WARM, else one per worker; 0: every sandbox cold). A
-    bubblewrap sandbox starts in milliseconds: it is never warmed by default."""
+    warm bubblewrap sandbox has the supervisor already started (parked)."""
     from concurrent.futures import ThreadPoolExecutor
 
     from taskforge.sandbox import default_backend
     from taskforge.sandbox.warm import pool_size_from_env
 
     backend = backend or (pool.backend if pool else default_backend())
-    per_shape = (pool_size_from_env(workers if backend == "docker" else 0)
-                 if warm is None else warm)
+    per_shape = pool_size_from_env(workers) if warm is None else warm
     own = (WarmPool(per_shape=per_shape, backend=backend)
            if pool is None and per_shape > 0 else None)
     use = pool or own

@@ -32,3 +32,6 @@ class Options:
     # forged by a solution that finds it); False keeps such tasks, marked.
     require_copies: bool = True
     config: RepoConfig | None = None        # CLI overrides; taskforge.toml is read too
+    # Validation helpers on other nodes of the Ray cluster ($RAY_ADDRESS), beside
+    # the `jobs` local workers (orchestrate/helpers.py); 0: this machine only.
+    helpers: int = 0

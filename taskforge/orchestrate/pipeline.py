@@ -6,6 +6,7 @@ parallel warm sandboxes -> package. Every drop is recorded with its reason.
 """
 from __future__ import annotations
 
+import logging
 import re
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
@@ -48,6 +49,8 @@ UNSTABLE_ID = re.compile(r"\b\d{1,2}:\d{2}:\d{2}\b|\b0x[0-9a-fA-F]{8,}\b")
 TEXT_SUFFIXES = (".py", ".pyi", ".md", ".rst", ".txt", ".cfg", ".toml", ".ini", ".json", ".yaml",
                  ".yml", ".html", ".j2", ".tmpl")
 
+logger = logging.getLogger(__name__)
+
 
 
 
@@ -81,6 +84,7 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
     reap_dead_runs()
     scratch = make_scratch()
     workers: list[Worker] = []
+    helpers = None
     background = ThreadPoolExecutor(max_workers=2, thread_name_prefix="tf-bg")
     try:
         prog.stage("cloning")
@@ -101,6 +105,12 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
         image, build_secs = build_environment(src, plan, say)
         timings["image"] = time.monotonic() - t
         image_scan = background.submit(ImageScan.open, image)
+        if opts.helpers:
+            # Started now: their nodes build the environment while the baseline runs here.
+            from taskforge.orchestrate.helpers import Helpers
+
+            helpers = Helpers(opts.helpers, src.path, scratch, image, src.name, src.commit,
+                              plan.python, plan.script(), run_args)
 
         prog.stage("baseline runs")
         t = time.monotonic()
@@ -156,8 +166,15 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
         tid_of = settler.tid_of
 
         verdicts = validate_all(workers, proposal.candidates, opts.max_tasks, prog, settler.settle,
-                                settler.earlier)
+                                settler.earlier, joining=helpers.joined if helpers else None,
+                                most=len(workers) + opts.helpers)
         timings["validate"] = time.monotonic() - t
+        if helpers is not None:
+            for why in helpers.failed[:3]:
+                say(f"a validation helper could not start: {why}")
+            if helpers.pending:
+                say(f"{len(helpers.pending)} validation helper(s) never started "
+                    "(no free CPU on the cluster?)")
 
         t = time.monotonic()
         tasks, necessary, adequacy_secs = tally(verdicts, proposal.candidates, tid_of, opts, drops)
@@ -183,6 +200,9 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
             funnel=funnel(proposal.considered, drops),
             drops=drops, tasks=tasks, timings={k: round(v, 3) for k, v in timings.items()},
             jobs=opts.jobs,
+            helpers=len(helpers.workers) if helpers else 0,
+            remote_runs=helpers.runs if helpers else 0,
+            helpers_lost=sum(w.lost for w in helpers.workers) if helpers else 0,
             resumed=ResumeInfo(baseline=cached is not None,
                                tasks=sum(1 for v in verdicts if v.resumed and v.ok),
                                rejections=sum(1 for v in verdicts if v.resumed and not v.ok)),
@@ -199,6 +219,8 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
         raise
     finally:
         background.shutdown(wait=True, cancel_futures=True)
+        if helpers is not None:
+            helpers.close()
         if workers:        # removing a container takes a while: all at once
             with ThreadPoolExecutor(max_workers=len(workers)) as closer:
                 list(closer.map(Worker.close, workers))
@@ -433,14 +455,21 @@ def _check_baseline(r) -> None:
         raise UserError(f"the test suite did not run at baseline (exit {r.exit_code}): {tail[0][:200]}")
 
 
-def validate_all(workers: list[Worker], candidates, max_tasks, prog, settle,
-                 earlier=lambda c: None) -> list[Verdict]:
+def validate_all(workers: list, candidates, max_tasks, prog, settle,
+                 earlier=lambda c: None, joining=None, most: int | None = None) -> list[Verdict]:
     """Settle candidates in order across workers; stop once max_tasks are found
     among a completed prefix (so the chosen set does not depend on timing).
-    `earlier` returns a verdict an interrupted run already reached."""
+    `earlier` returns a verdict an interrupted run already reached; `joining()`
+    returns workers that became ready since (helpers on other nodes, up to
+    `most` workers in all). A worker lost mid-candidate (WorkerLost) is dropped
+    and its candidate settled again by another."""
+    from taskforge.orchestrate.helpers import WorkerLost
+
     results: dict[int, Verdict] = {}
     prog.start(len(candidates))
     free = list(workers)
+    alive = len(free)
+    retry: list[int] = []
     next_i = 0
 
     def enough() -> bool:
@@ -455,25 +484,41 @@ def validate_all(workers: list[Worker], candidates, max_tasks, prog, settle,
                 return True
         return False
 
-    with ThreadPoolExecutor(max_workers=len(workers)) as pool:
+    with ThreadPoolExecutor(max_workers=max(len(workers), most or 0, 1)) as pool:
         running = {}
         while True:
-            while free and next_i < len(candidates) and not enough():
-                prior = earlier(candidates[next_i])
-                if prior is not None:
-                    results[next_i] = prior
-                    prog.advance(f"{candidates[next_i].name}: settled by an earlier run")
-                    next_i += 1
-                    continue
+            if joining is not None:
+                new = joining()
+                free += new
+                alive += len(new)
+            while free and (retry or next_i < len(candidates)) and not enough():
+                if retry:
+                    i = retry.pop(0)
+                else:
+                    i, next_i = next_i, next_i + 1
+                    prior = earlier(candidates[i])
+                    if prior is not None:
+                        results[i] = prior
+                        prog.advance(f"{candidates[i].name}: settled by an earlier run")
+                        continue
                 w = free.pop()
-                running[pool.submit(settle, w, candidates[next_i])] = (next_i, w)
-                next_i += 1
+                running[pool.submit(settle, w, candidates[i])] = (i, w)
             if not running:
+                if retry and not alive:
+                    raise WorkerLost("every worker was lost")
                 break
-            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            # Polling, not blocking: helpers may join while everything runs.
+            done, _ = wait(running, timeout=1.0 if joining is not None else None,
+                           return_when=FIRST_COMPLETED)
             for fut in done:
                 i, w = running.pop(fut)
-                results[i] = fut.result()
+                try:
+                    results[i] = fut.result()
+                except WorkerLost as exc:
+                    retry.append(i)         # settled again: counted once, when it is
+                    alive -= 1
+                    logger.info("%s: settled again: %s", candidates[i].name, exc.message)
+                    continue
                 free.append(w)
                 v = results[i]
                 prog.advance(f"{v.candidate.name}: {'ok' if v.ok else v.reason[:60]}")

@@ -8,9 +8,10 @@ import os
 from pathlib import Path
 
 from taskforge.errors import UserError
-from taskforge.sandbox.base import ExecResult, Limits, Mount, Sandbox, SandboxSpec
+from taskforge.sandbox.base import ExecResult, Limits, Mount, Sandbox, SandboxSpec, Standby
 
 __all__ = ["BACKENDS", "GENERATION_BACKEND", "RUNTIME", "ExecResult", "Limits", "Mount", "Sandbox", "SandboxSpec",
+           "Standby",
            "backend_class", "default_backend", "open_sandbox"]
 
 # The in-sandbox scripts (supervisor, test bootstrap, guard, install helpers):

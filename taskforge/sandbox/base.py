@@ -36,6 +36,17 @@ class Mount(BaseModel):
     read_only: bool = False
 
 
+class Standby(BaseModel):
+    """A command started with the sandbox and left waiting, so that a warm
+    sandbox skips a process start: the first exec whose argv begins with
+    `serves`, as `user`, hands it the rest of that argv and its env on stdin
+    (standby_payload) instead of starting a process. `command` must read them
+    (tfrun.py --park does). Backends that cannot keep one run that exec as usual."""
+    command: list[str]
+    serves: list[str]
+    user: str = "0:0"
+
+
 class SandboxSpec(BaseModel):
     image: str
     mounts: list[Mount] = Field(default_factory=list)
@@ -49,6 +60,7 @@ class SandboxSpec(BaseModel):
     env: dict[str, str] = Field(default_factory=dict)
     workdir: str = "/workspace"
     labels: dict[str, str] = Field(default_factory=dict)
+    standby: Standby | None = None
 
 
 class ExecResult(BaseModel):
@@ -60,6 +72,17 @@ class ExecResult(BaseModel):
 
 
 MAX_OUTPUT = 24 * 1024 * 1024      # what the host reads of one command, at most
+
+
+def standby_payload(args: list[str], env: dict[str, str]) -> bytes:
+    """What a parked standby command reads on stdin up to EOF: NUL-separated,
+    the argument count, the arguments, then KEY=VALUE entries (the reader,
+    runtime/tfrun.py read_parked, cannot afford json's import)."""
+    for text in [*args, *env, *env.values()]:
+        if "\0" in text:
+            raise InfraError("an argument or environment entry holds a NUL byte")
+    fields = [str(len(args)), *args, *(f"{k}={v}" for k, v in env.items())]
+    return "\0".join(fields).encode("utf-8", "surrogateescape")
 
 
 class Sandbox(abc.ABC):
@@ -84,7 +107,19 @@ class Sandbox(abc.ABC):
     @classmethod
     def prepare_task_environment(cls, task_dir: str | Path, log: Callable[[str], None]) -> str:
         """The environment a task names, realised here from the recipe it records
-        (on a node that never saw generation); returns its name."""
+        (on a node that never saw generation) unless present; returns its name."""
+        from taskforge.package.store import load_task
+
+        task = load_task(task_dir)
+        name = task.record.image_name
+        if not cls.environment_exists(name):
+            cls.build_task_environment(task, log)
+        return name
+
+    @classmethod
+    def build_task_environment(cls, task, log: Callable[[str], None]) -> None:
+        """Build the environment `task` (a loaded package.store.Task) names, from
+        its recorded recipe over `Task.install_tree`."""
         raise InfraError(f"the {cls.__name__} backend cannot build environments")
 
     @classmethod

@@ -22,10 +22,19 @@ OUT_IN_SANDBOX = "/opt/tf/out"
 LIB_IN_SANDBOX = "/opt/tf/lib"              # taskforge/data, mounted read-only
 RUNNER = f"{LIB_IN_SANDBOX}/tfrun.py"
 SUPERVISOR_USER = "0"        # the supervisor; it runs pytest as the sandbox's own user
+SUPERVISOR = ["python", "-I", "-S", RUNNER]
 LIB_HOST = RUNTIME
 BASE_ARGS = ["-p", "no:cacheprovider", "-q", "-rN", "-o", "console_output_style=classic"]
 ENV = {"PYTHONDONTWRITEBYTECODE": "1", "HOME": "/tmp", "PYTHONHASHSEED": "0",
        "COLUMNS": "120", "COVERAGE_CORE": "ctrace"}
+
+
+def supervisor_standby():
+    """The supervisor parked ahead of its run (tfrun.py --park), for a sandbox
+    spec whose one graded run should not wait for an interpreter to start."""
+    from taskforge.sandbox import Standby
+
+    return Standby(command=[*SUPERVISOR, "--park"], serves=SUPERVISOR, user=SUPERVISOR_USER)
 
 
 def runner_mount():
@@ -101,7 +110,7 @@ class PytestRunner:
         argv += self.options + list(extra_args or []) + list(args)
         if whole_suite:
             argv += self.paths
-        sup = ["python", "-I", "-S", RUNNER, "--timeout", str(timeout)]
+        sup = [*SUPERVISOR, "--timeout", str(timeout)]
         uid, _, gid = self.sandbox.spec.user.partition(":")
         if self.naive:
             sup.append("--naive")

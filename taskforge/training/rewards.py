@@ -224,16 +224,11 @@ def process_cluster():
     with _POOL_LOCK:
         if not _CLUSTER:
             from taskforge.orchestrate.cluster import ClusterGrader
+            from taskforge.sandbox.warm import pool_size_from_env
 
             _CLUSTER.append(ClusterGrader(address=None if address == "auto" else address,
-                                          warm=pool_size_from_env_default()))
+                                          warm=pool_size_from_env(1)))
         return _CLUSTER[0]
-
-
-def pool_size_from_env_default() -> int:
-    from taskforge.sandbox.warm import pool_size_from_env
-
-    return pool_size_from_env(1)
 
 
 _POOL: list = []
@@ -248,11 +243,11 @@ def _process_pool():
     from taskforge.sandbox.warm import WarmPool, pool_size_from_env
 
     n = pool_size_from_env(0)
-    if not n or default_backend() != "docker":
+    if not n:
         return None
     with _POOL_LOCK:
         if not _POOL:
-            _POOL.append(WarmPool(per_shape=n))
+            _POOL.append(WarmPool(per_shape=n, backend=default_backend()))
         return _POOL[0]
 
 

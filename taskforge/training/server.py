@@ -227,9 +227,8 @@ class RewardService:
         self.backend = cfg.sandbox or default_backend()
         if self.backend not in BACKENDS:
             raise UserError(f"unknown sandbox backend {self.backend!r}: choose from {', '.join(BACKENDS)}")
-        # bubblewrap starts in milliseconds: nothing to gain from starting ahead.
-        per_shape = ((cfg.concurrency if self.backend == "docker" else 0) if cfg.warm is None
-                     else cfg.warm)
+        # Warm on every backend: on bwrap a warm sandbox has the supervisor parked.
+        per_shape = cfg.concurrency if cfg.warm is None else cfg.warm
         self.cluster = None
         if cfg.ray:
             # Grading on actors over the cluster, each with warm sandboxes on its node;

@@ -85,26 +85,14 @@ class Verdict:
     vanished: set[str] = field(default_factory=set)   # doctests that lived in removed code
 
 
-class Worker:
-    """One warm sandbox over one private copy of the source tree."""
+class TreeCopy:
+    """A private copy of the source tree, edited and put back file by file."""
 
-    def __init__(self, src: Path, image: str, scratch: Path, n: int, limits: Limits | None = None,
-                 run_args: "RunArgs | None" = None):
+    def __init__(self, src: Path, scratch: Path, n: int):
         self.src = src
         self.tree = scratch / f"tree{n}"
-        self.out = scratch / f"out{n}"
         copy_tree(src, self.tree)
-        self.out.mkdir(parents=True, exist_ok=True)
-        share_with_sandbox(self.tree)
-        share_with_sandbox(self.out)
         self.dirty: set[str] = set()
-        spec = SandboxSpec(image=image, mounts=[Mount(host=str(self.tree), container="/workspace"),
-                                               Mount(host=str(self.out), container=OUT_IN_SANDBOX),
-                                               runner_mount()],
-                           limits=limits or Limits(), labels={"taskforge.role": "generate"})
-        self.sandbox = open_sandbox(spec, GENERATION_BACKEND)
-        ra = run_args or RunArgs()
-        self.runner = PytestRunner(self.sandbox, self.out, ra.options, ra.paths, ra.env)
 
     def apply(self, changes: dict[str, str | None]) -> None:
         for rel, content in changes.items():
@@ -124,6 +112,33 @@ class Worker:
             else:
                 p.unlink(missing_ok=True)
         self.dirty.clear()
+
+    def edits(self) -> dict[str, str | None]:
+        """Every file edited since the last reset, as it now is (None: gone)."""
+        out: dict[str, str | None] = {}
+        for rel in sorted(self.dirty):
+            p = self.tree / rel
+            out[rel] = p.read_text(encoding="utf-8") if p.is_file() else None
+        return out
+
+
+class Worker(TreeCopy):
+    """One warm sandbox over one private copy of the source tree."""
+
+    def __init__(self, src: Path, image: str, scratch: Path, n: int, limits: Limits | None = None,
+                 run_args: "RunArgs | None" = None):
+        super().__init__(src, scratch, n)
+        self.out = scratch / f"out{n}"
+        self.out.mkdir(parents=True, exist_ok=True)
+        share_with_sandbox(self.tree)
+        share_with_sandbox(self.out)
+        spec = SandboxSpec(image=image, mounts=[Mount(host=str(self.tree), container="/workspace"),
+                                               Mount(host=str(self.out), container=OUT_IN_SANDBOX),
+                                               runner_mount()],
+                           limits=limits or Limits(), labels={"taskforge.role": "generate"})
+        self.sandbox = open_sandbox(spec, GENERATION_BACKEND)
+        ra = run_args or RunArgs()
+        self.runner = PytestRunner(self.sandbox, self.out, ra.options, ra.paths, ra.env)
 
     def close(self) -> None:
         self.sandbox.close()

@@ -16,6 +16,10 @@ What the Docker backend gets from the engine:
 - /tmp is per exec (a tmpfs of each bwrap), where Docker's lasts the
   container's life: state that must outlive a command lives in /workspace.
 
+With `spec.standby`, start() also launches that command's bwrap and leaves it
+waiting on stdin; the matching exec hands it its arguments there. A warm
+sandbox (WarmPool) thus has the graded run's bwrap and interpreter already up.
+
 Runs as root (like dockerd); a start costs a fork and some mounts (~10 ms).
 """
 from __future__ import annotations
@@ -31,7 +35,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from taskforge.errors import InfraError
-from taskforge.sandbox.base import MAX_OUTPUT, ExecResult, Sandbox, SandboxSpec
+from taskforge.sandbox.base import MAX_OUTPUT, ExecResult, Sandbox, SandboxSpec, standby_payload
 from taskforge.sandbox.bwrap import rootfs
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
@@ -125,6 +129,7 @@ class BwrapSandbox(Sandbox):
         self.cgroup: Cgroup | None = None
         self._procs: set[subprocess.Popen] = set()
         self._lock = threading.Lock()
+        self._parked: subprocess.Popen | None = None
 
     @classmethod
     def check(cls) -> str | None:
@@ -139,12 +144,8 @@ class BwrapSandbox(Sandbox):
         return rootfs.exists(name)
 
     @classmethod
-    def prepare_task_environment(cls, task_dir, log) -> str:
-        from taskforge.package.store import load_task
-
-        name = load_task(task_dir).record.image_name
-        rootfs.prepare_task(task_dir, log=log)
-        return name
+    def build_task_environment(cls, task, log) -> None:
+        rootfs.prepare_task(task, log=log)
 
     @classmethod
     def ensure_base(cls, python: str, log) -> str:
@@ -171,8 +172,30 @@ class BwrapSandbox(Sandbox):
         self.cgroup = Cgroup(f"sb-{uuid.uuid4().hex[:16]}", lim.memory_mb, lim.pids, lim.cpus)
         self.env = dict(rootfs.meta(self.spec.image).get("env") or rootfs.ENV)
         self.root = root
+        if self.spec.standby is not None:
+            cmd = self._argv(list(self.spec.standby.command), None, {}, self.spec.standby.user)
+            try:
+                self._parked = self._popen(cmd, stdin=subprocess.PIPE)
+            except InfraError:
+                self.close()
+                raise
 
-    def _argv(self, argv: list[str], timeout: float, env: dict[str, str], user: str) -> list[str]:
+    def _take_parked(self, argv: list[str], user: str) -> subprocess.Popen | None:
+        """The parked standby process if `argv` is its command (as the same
+        user) and it is still waiting; it serves one exec only."""
+        sb = self.spec.standby
+        if (self._parked is None or sb is None or argv[:len(sb.serves)] != sb.serves
+                or _ids(user) != _ids(sb.user)):
+            return None
+        proc, self._parked = self._parked, None
+        if proc.poll() is not None:
+            return None
+        return proc
+
+    def _argv(self, argv: list[str], timeout: float | None, env: dict[str, str],
+              user: str) -> list[str]:
+        """The bwrap command line; `timeout` None: no kill timer inside (a
+        parked command, whose exec bounds it from here)."""
         spec = self.spec
         uid, gid = _ids(user)
         cmd = [rootfs.bwrap(), "--ro-bind", str(self.root), "/", "--proc", "/proc", "--dev", "/dev",
@@ -197,13 +220,33 @@ class BwrapSandbox(Sandbox):
             cmd += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
             inner = ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups",
                      "--inh-caps=-all", "--no-new-privs", "--"]
+        if timeout is None:
+            return cmd + ["--", *inner, *argv]
         kill_after = str(max(1, int(timeout + 0.999)))
         return cmd + ["--", *inner, "timeout", "-s", "KILL", kill_after, *argv]
 
     def exec(self, argv, timeout, env=None, user=None) -> ExecResult:
         if self.root is None:
             raise InfraError("the sandbox is not started")
-        cmd = self._argv(list(argv), timeout, env or {}, user or self.spec.user)
+        argv, user = list(argv), user or self.spec.user
+        parked = self._take_parked(argv, user)
+        started = time.monotonic()
+        if parked is not None:
+            assert self.spec.standby is not None        # a parked process implies it
+            payload = standby_payload(argv[len(self.spec.standby.serves):], env or {})
+            try:
+                stdin = cast("io.BufferedWriter", parked.stdin)
+                stdin.write(payload)
+                stdin.close()
+            except OSError:
+                self._kill(parked)            # it died waiting: start the command anew
+                parked = None
+        if parked is not None:
+            return self._collect(parked, timeout, started)
+        return self._collect(self._popen(self._argv(argv, timeout, env or {}, user)),
+                             timeout, started)
+
+    def _popen(self, cmd: list[str], stdin: int = subprocess.DEVNULL) -> subprocess.Popen:
         cg = self.cgroup
         lim = self.spec.limits
 
@@ -216,15 +259,18 @@ class BwrapSandbox(Sandbox):
                 mem = lim.memory_mb * 1024 * 1024
                 resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
 
-        started = time.monotonic()
         try:
             proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, start_new_session=True,
+                                    stdin=stdin, start_new_session=True,
                                     preexec_fn=enter, close_fds=True)
         except OSError as exc:
             raise InfraError(f"cannot start bwrap: {exc}") from None
         with self._lock:
             self._procs.add(proc)
+        return proc
+
+    def _collect(self, proc: subprocess.Popen, timeout: float, started: float) -> ExecResult:
+        """Read `proc`'s output to its end (bounded) and its exit."""
         chunks: list[bytes] = []
         box: dict[str, Any] = {"size": 0, "overflow": False}
 
@@ -286,6 +332,7 @@ class BwrapSandbox(Sandbox):
         if self.root is None:
             return
         self.root = None
+        self._parked = None
         with self._lock:
             procs, self._procs = list(self._procs), set()
         for proc in procs:

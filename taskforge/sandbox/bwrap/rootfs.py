@@ -19,6 +19,7 @@ crashed build leaves nothing that looks finished.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import shutil
@@ -29,6 +30,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from taskforge.errors import InfraError, UserError
+
+logger = logging.getLogger(__name__)
 
 META = "taskforge-rootfs.json"
 ENV = {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1", "PIP_NO_CACHE_DIR": "1",
@@ -143,7 +146,7 @@ def base_name(python: str) -> str:
     return f"taskforge/base-rootfs:py{python}"
 
 
-def ensure_base(python: str, source: str | Path | None = None, log=print) -> Path:
+def ensure_base(python: str, source: str | Path | None = None, log=logger.info) -> Path:
     """The set-up base for `python`, from `source` or $TASKFORGE_ROOTFS_BASE (a
     directory with python3 of that version, e.g. from debootstrap)."""
     name = base_name(python)
@@ -174,12 +177,13 @@ def ensure_base(python: str, source: str | Path | None = None, log=print) -> Pat
             raise
 
 
-def prepare_task(task_dir: str | Path, log=print) -> Path:
+def prepare_task(task, log=logger.info) -> Path:
     """The environment of a task, built here without Docker from its recorded
-    recipe and `Task.install_tree`."""
-    from taskforge.package.store import load_task
+    recipe and `Task.install_tree`. `task`: a task directory or a loaded
+    package.store.Task."""
+    from taskforge.package.store import Task, load_task
 
-    task = load_task(task_dir)
+    task = task if isinstance(task, Task) else load_task(task)
     rec = task.record
     if rec.environment is None:
         raise UserError(f"{rec.instance_id} records no environment recipe (made by an older "
@@ -191,7 +195,7 @@ def prepare_task(task_dir: str | Path, log=print) -> Path:
         return ensure_env(rec.image_name, rec.environment, tree, log=log)
 
 
-def ensure_env(name: str, recipe, workspace: Path, log=print, timeout: float = 1800) -> Path:
+def ensure_env(name: str, recipe, workspace: Path, log=logger.info, timeout: float = 1800) -> Path:
     """The environment `name` built from `recipe` (python, script) with
     `workspace` as the project to install. No Docker involved."""
     if exists(name):

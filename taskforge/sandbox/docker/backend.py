@@ -33,10 +33,8 @@ class DockerSandbox(Sandbox):
         return images.image_exists(name)
 
     @classmethod
-    def prepare_task_environment(cls, task_dir, log) -> str:
-        from taskforge.package.store import load_task
-        name = load_task(task_dir).record.image_name
-        return name if images.image_exists(name) else images.prepare_task_image(task_dir, log=log)
+    def build_task_environment(cls, task, log) -> None:
+        images.prepare_task_image(task, log=log)
 
     @classmethod
     def ensure_base(cls, python: str, log) -> str:

@@ -220,13 +220,14 @@ def generated_files(image: str) -> dict[str, str]:
             and not rel.startswith("/") and ".." not in Path(rel).parts}
 
 
-def prepare_task_image(task_dir: str | Path, log=logger.info) -> str:
+def prepare_task_image(task, log=logger.info) -> str:
     """A task's environment image in this host's engine, built from the recipe
     the task records (for a node whose engine never saw generation), under the
-    name the task carries, from `Task.install_tree`."""
-    from taskforge.package.store import load_task
+    name the task carries, from `Task.install_tree`. `task`: a task directory
+    or a loaded package.store.Task."""
+    from taskforge.package.store import Task, load_task
 
-    task = load_task(task_dir)
+    task = task if isinstance(task, Task) else load_task(task)
     rec = task.record
     if image_exists(rec.image_name):
         return rec.image_name

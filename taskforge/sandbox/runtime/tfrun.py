@@ -16,6 +16,10 @@ this process only bounds and forwards them (the host parses them against a
 schema and fails closed), and records what it observed itself: the exit code,
 the time, whether the pipe overflowed or closed early, what survived the exit.
 
+`--park` starts the supervisor ahead of need (a warm sandbox): it does its own
+start-up, then waits for the run's arguments and environment on stdin (see
+read_parked), so a graded run does not pay for an interpreter's start.
+
 `--naive` is the old, same-uid design (`python -m pytest -p tf_guard`, the
 workspace first on sys.path), kept so that the red-team suite can show each
 attack scoring against it.
@@ -99,13 +103,13 @@ def trusted_plugins() -> list:
 def parse_args(argv):
     """(options, pytest arguments): the supervisor's own before `--`."""
     cut = argv.index("--") if "--" in argv else len(argv)
-    opts = {"timeout": 900.0, "uid": None, "gid": None, "naive": False}
+    opts = {"timeout": 900.0, "uid": None, "gid": None, "naive": False, "park": False}
     own = argv[:cut]
     i = 0
     while i < len(own):
         name = own[i]
-        if name == "--naive":
-            opts["naive"] = True
+        if name in ("--naive", "--park"):
+            opts[name[2:]] = True
         elif name in ("--timeout", "--uid", "--gid") and i + 1 < len(own):
             i += 1
             try:
@@ -116,6 +120,32 @@ def parse_args(argv):
             raise SystemExit(f"tfrun.py: unknown argument {name!r}")
         i += 1
     return opts, argv[cut + 1:]
+
+
+def read_parked(fd=0):
+    """The run's arguments and environment, as the host hands them to a parked
+    supervisor: stdin up to EOF, NUL-separated fields: the argument count, the
+    arguments (as after tfrun.py on a command line), then KEY=VALUE entries.
+    (No json: it imports re, 12 ms.)"""
+    data = b""
+    while True:
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            break
+        data += chunk
+    fields = data.decode("utf-8", "surrogateescape").split("\0")
+    try:
+        n = int(fields[0])
+    except ValueError:
+        raise SystemExit("tfrun.py: no arguments came for the parked run") from None
+    if n < 0 or len(fields) < 1 + n:
+        raise SystemExit("tfrun.py: the parked run's arguments are cut short")
+    env = {}
+    for entry in fields[1 + n:]:
+        key, eq, value = entry.partition("=")
+        if eq and key:
+            env[key] = value
+    return fields[1:1 + n], env
 
 
 def spawn(argv, env, out_fd, keep_fd, uid=None, gid=None):
@@ -244,15 +274,21 @@ def reap(uid, pid):
 
 def main() -> int:
     opts, pytest_args = parse_args(sys.argv[1:])
+    plugins = []
+    for p in trusted_plugins():
+        plugins += ["-p", p]
+    if opts["park"]:
+        args, extra = read_parked()
+        os.environ.update(extra)
+        opts, pytest_args = parse_args(args)
+        if opts["park"]:
+            raise SystemExit("tfrun.py: a parked run cannot park again")
     uid, gid, naive = opts["uid"], opts["gid"], opts["naive"]
     separated = (not naive and uid is not None and os.getuid() == 0 and uid != 0)
     res_r, res_w = os.pipe()
     env = dict(os.environ)
     env["TF_RESULT_FD"] = str(res_w)
     env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
-    plugins = []
-    for p in trusted_plugins():
-        plugins += ["-p", p]
     if naive:
         env["PYTHONPATH"] = HERE
         argv = [sys.executable, "-m", "pytest", "-p", "tf_guard", *plugins, *pytest_args]
