@@ -147,3 +147,46 @@ def test_a_standby_serves_the_first_matching_exec_only(backend, image_of):
     assert float(started) < before, "the standby did not start with the sandbox"
     # The env travels with the arguments: the standby applies it (tfrun.py does).
     assert uid == "0" and fields.strip() == "[b'2', b'a b', b'', b'PROBE=p']", first.output
+
+
+KEYRING = """
+import ctypes, platform, sys
+libc = ctypes.CDLL(None, use_errno=True)
+add_key, keyctl = {"x86_64": (248, 250), "aarch64": (217, 219)}[platform.machine()]
+USER_KEYRING = ctypes.c_long(-4)
+if sys.argv[1] == "add":
+    r = libc.syscall(add_key, b"user", b"tf-keyring-probe", b"from solution A", 15, USER_KEYRING)
+else:    # KEYCTL_SEARCH (10); "remove": then KEYCTL_INVALIDATE (21) what it found
+    r = libc.syscall(keyctl, 10, USER_KEYRING, b"user", b"tf-keyring-probe", 0)
+    if sys.argv[1] == "remove" and r > 0:
+        libc.syscall(keyctl, 21, ctypes.c_long(r))
+print(r, ctypes.get_errno())
+"""
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_no_kernel_keyring_carries_anything_between_sandboxes(backend, image_of):
+    """uid 1000's kernel keyring is one for the whole host unless something
+    stops it: bwrap makes no user namespace. A solution must not leave a key for
+    the next one (a red-team review did, through every bwrap sandbox, warm or
+    cold): the keyring calls are denied, as Docker's default profile does. With
+    the bwrap filter off (an unhardened spec), the next sandbox finds the key."""
+    import errno
+
+    spec = SandboxSpec(image=image_of(backend), labels={"taskforge.role": "test"})
+    with open_sandbox(spec, backend) as sb:
+        added = sb.exec(["python", "-c", KEYRING, "add"], timeout=30).output.split()
+        found = sb.exec(["python", "-c", KEYRING, "find"], timeout=30).output.split()
+    assert added == ["-1", str(errno.EPERM)] and found == ["-1", str(errno.EPERM)], (added, found)
+    if backend != "bwrap":
+        return
+    off = spec.model_copy(update={"hardened": False})
+    try:
+        with open_sandbox(off, backend) as a:
+            added = a.exec(["python", "-c", KEYRING, "add"], timeout=30).output.split()
+        with open_sandbox(off, backend) as b:
+            found = b.exec(["python", "-c", KEYRING, "find"], timeout=30).output.split()
+        assert int(added[0]) > 0 and found[0] == added[0], (added, found)
+    finally:
+        with open_sandbox(off, backend) as c:
+            c.exec(["python", "-c", KEYRING, "remove"], timeout=30)

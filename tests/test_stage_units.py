@@ -233,3 +233,18 @@ def test_validation_takes_joining_helpers_and_settles_a_lost_ones_candidate_agai
     assert (lost[0] in {c for w, c in calls if w != "doomed"})   # settled again elsewhere
     with pytest.raises(WorkerLost):
         validate_all(["doomed"], cands, None, Progress(), settle)
+
+
+def test_the_bwrap_syscall_filter_compiles_and_denies_the_keyrings():
+    """The filter bwrap loads: classic BPF from libseccomp, with the keyring
+    calls among its denials (the sandbox test shows them denied for real)."""
+    from taskforge.sandbox.bwrap import seccomp
+
+    prog = seccomp.program()
+    assert len(prog) % 8 == 0 and len(prog) // 8 > len(seccomp.DENIED) // 2
+    assert {"add_key", "keyctl", "request_key", "unshare", "userfaultfd"} <= set(seccomp.DENIED)
+    fd = seccomp.filter_fd()
+    try:
+        assert os.read(fd, len(prog) + 1) == prog
+    finally:
+        os.close(fd)

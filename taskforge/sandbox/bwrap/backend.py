@@ -3,7 +3,9 @@
 Each exec is one `bwrap` process: the environment's root filesystem (see
 rootfs.py) bound read-only at /, fresh /proc, /dev and a size-capped /tmp,
 new PID, IPC, UTS and (with network "none") network namespaces, every
-capability dropped, the spec's mounts bound in. Commands run as the spec's
+capability dropped, Docker's default profile's denials as a seccomp filter
+(seccomp.py: no uid-wide kernel keyrings, no new namespaces), the spec's mounts
+bound in. Commands run as the spec's
 user through setpriv; the supervisor (user "0:0") keeps exactly SETUID and
 SETGID, as in the Docker backend, to drop pytest to that user.
 
@@ -36,7 +38,7 @@ from typing import Any, cast
 
 from taskforge.errors import InfraError
 from taskforge.sandbox.base import MAX_OUTPUT, ExecResult, Sandbox, SandboxSpec, standby_payload
-from taskforge.sandbox.bwrap import rootfs
+from taskforge.sandbox.bwrap import rootfs, seccomp
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 
@@ -135,6 +137,7 @@ class BwrapSandbox(Sandbox):
     def check(cls) -> str | None:
         try:
             rootfs.bwrap()
+            seccomp.program()
         except InfraError as exc:
             return exc.message
         return None if os.geteuid() == 0 else "the bubblewrap backend runs as root (like dockerd)"
@@ -173,9 +176,9 @@ class BwrapSandbox(Sandbox):
         self.env = dict(rootfs.meta(self.spec.image).get("env") or rootfs.ENV)
         self.root = root
         if self.spec.standby is not None:
-            cmd = self._argv(list(self.spec.standby.command), None, {}, self.spec.standby.user)
             try:
-                self._parked = self._popen(cmd, stdin=subprocess.PIPE)
+                self._parked = self._launch(list(self.spec.standby.command), None, {},
+                                            self.spec.standby.user, stdin=subprocess.PIPE)
             except InfraError:
                 self.close()
                 raise
@@ -193,7 +196,7 @@ class BwrapSandbox(Sandbox):
         return proc
 
     def _argv(self, argv: list[str], timeout: float | None, env: dict[str, str],
-              user: str) -> list[str]:
+              user: str, seccomp_fd: int | None = None) -> list[str]:
         """The bwrap command line; `timeout` None: no kill timer inside (a
         parked command, whose exec bounds it from here)."""
         spec = self.spec
@@ -211,6 +214,8 @@ class BwrapSandbox(Sandbox):
         for k, v in {**self.env, "HOME": home, **spec.env, **env}.items():
             cmd += ["--setenv", k, v]
         cmd += ["--cap-drop", "ALL"]
+        if seccomp_fd is not None:
+            cmd += ["--seccomp", str(seccomp_fd)]
         if uid == 0:
             if spec.supervisor or not spec.hardened:
                 cmd += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
@@ -243,10 +248,21 @@ class BwrapSandbox(Sandbox):
                 parked = None
         if parked is not None:
             return self._collect(parked, timeout, started)
-        return self._collect(self._popen(self._argv(argv, timeout, env or {}, user)),
-                             timeout, started)
+        return self._collect(self._launch(argv, timeout, env or {}, user), timeout, started)
 
-    def _popen(self, cmd: list[str], stdin: int = subprocess.DEVNULL) -> subprocess.Popen:
+    def _launch(self, argv: list[str], timeout: float | None, env: dict[str, str], user: str,
+                stdin: int = subprocess.DEVNULL) -> subprocess.Popen:
+        """One bwrap for `argv`; hardened: under the syscall filter (seccomp.py)."""
+        fd = seccomp.filter_fd() if self.spec.hardened else None
+        try:
+            return self._popen(self._argv(argv, timeout, env, user, fd), stdin,
+                               () if fd is None else (fd,))
+        finally:
+            if fd is not None:
+                os.close(fd)
+
+    def _popen(self, cmd: list[str], stdin: int = subprocess.DEVNULL,
+               pass_fds: tuple[int, ...] = ()) -> subprocess.Popen:
         cg = self.cgroup
         lim = self.spec.limits
 
@@ -262,7 +278,7 @@ class BwrapSandbox(Sandbox):
         try:
             proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                     stdin=stdin, start_new_session=True,
-                                    preexec_fn=enter, close_fds=True)
+                                    preexec_fn=enter, close_fds=True, pass_fds=pass_fds)
         except OSError as exc:
             raise InfraError(f"cannot start bwrap: {exc}") from None
         with self._lock:
