@@ -468,7 +468,6 @@ def validate_all(workers: list, candidates, max_tasks, prog, settle,
     results: dict[int, Verdict] = {}
     prog.start(len(candidates))
     free = list(workers)
-    alive = len(free)
     retry: list[int] = []
     next_i = 0
 
@@ -488,9 +487,7 @@ def validate_all(workers: list, candidates, max_tasks, prog, settle,
         running = {}
         while True:
             if joining is not None:
-                new = joining()
-                free += new
-                alive += len(new)
+                free += joining()
             while free and (retry or next_i < len(candidates)) and not enough():
                 if retry:
                     i = retry.pop(0)
@@ -504,7 +501,8 @@ def validate_all(workers: list, candidates, max_tasks, prog, settle,
                 w = free.pop()
                 running[pool.submit(settle, w, candidates[i])] = (i, w)
             if not running:
-                if retry and not alive:
+                # Nothing runs, so every worker still alive is free.
+                if retry and not free:
                     raise WorkerLost("every worker was lost")
                 break
             # Polling, not blocking: helpers may join while everything runs.
@@ -516,7 +514,6 @@ def validate_all(workers: list, candidates, max_tasks, prog, settle,
                     results[i] = fut.result()
                 except WorkerLost as exc:
                     retry.append(i)         # settled again: counted once, when it is
-                    alive -= 1
                     logger.info("%s: settled again: %s", candidates[i].name, exc.message)
                     continue
                 free.append(w)

@@ -22,6 +22,7 @@ import errno
 import functools
 import logging
 import os
+import tempfile
 
 from taskforge.errors import InfraError
 
@@ -69,15 +70,10 @@ def program() -> bytes:
         skipped.append("clone3")
     if skipped:
         logger.info("seccomp: not on this architecture: %s", ", ".join(skipped))
-    fd = os.memfd_create("tf-seccomp-export")
-    try:
-        with os.fdopen(os.dup(fd), "r+b") as fh:
-            f.export_bpf(fh)
-            fh.flush()
-            fh.seek(0)
-            data = fh.read()
-    finally:
-        os.close(fd)
+    with tempfile.TemporaryFile() as fh:
+        f.export_bpf(fh)          # libseccomp writes to the descriptor itself
+        fh.seek(0)
+        data = fh.read()
     if not data or len(data) % 8:
         raise InfraError("libseccomp exported no usable filter")
     return data

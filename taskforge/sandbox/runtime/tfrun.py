@@ -122,18 +122,22 @@ def parse_args(argv):
     return opts, argv[cut + 1:]
 
 
+def read_all(fd) -> bytes:
+    """Everything `fd` gives up to EOF."""
+    chunks: list = []
+    while True:
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+
+
 def read_parked(fd=0):
     """The run's arguments and environment, as the host hands them to a parked
     supervisor: stdin up to EOF, NUL-separated fields: the argument count, the
     arguments (as after tfrun.py on a command line), then KEY=VALUE entries.
     (No json: it imports re, 12 ms.)"""
-    data = b""
-    while True:
-        chunk = os.read(fd, 65536)
-        if not chunk:
-            break
-        data += chunk
-    fields = data.decode("utf-8", "surrogateescape").split("\0")
+    fields = read_all(fd).decode("utf-8", "surrogateescape").split("\0")
     try:
         n = int(fields[0])
     except ValueError:
@@ -176,12 +180,7 @@ def spawn(argv, env, out_fd, keep_fd, uid=None, gid=None):
             finally:
                 os._exit(127)
     os.close(err_w)
-    msg = b""
-    while True:
-        chunk = os.read(err_r, 1024)
-        if not chunk:
-            break
-        msg += chunk
+    msg = read_all(err_r)
     os.close(err_r)
     if msg:
         os.waitpid(pid, 0)
