@@ -13,6 +13,7 @@ SUITE="${2:-bookworm}"
 MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 
 if [ -x "$DIR/usr/bin/python3" ]; then
+  chmod 755 "$DIR"      # one made by an older version of this script kept mktemp's 0700
   echo "root filesystem $DIR already exists"; exit 0
 fi
 command -v debootstrap >/dev/null || { echo "error: debootstrap is not installed (apt-get install debootstrap)" >&2; exit 2; }
@@ -25,6 +26,8 @@ debootstrap --variant=minbase --include=python3,python3-venv,ca-certificates \
 # Trim what a test sandbox never needs.
 rm -rf "$TMP"/var/cache/apt/archives/*.deb "$TMP"/var/lib/apt/lists/* \
        "$TMP"/usr/share/doc/* "$TMP"/usr/share/man/* "$TMP"/usr/share/locale/*
+# mktemp -d made it 0700: the sandbox user (uid 1000) could not even reach /.
+chmod 755 "$TMP"
 mv "$TMP" "$DIR"
 trap - EXIT
 echo "built root filesystem $DIR"

@@ -19,4 +19,10 @@ class UserError(TaskforgeError):
 
 
 class InfraError(TaskforgeError):
+    """`retry` False: trying again cannot help (a missing image, an unusable
+    tree), so a grader says so at once instead of sleeping between attempts."""
     exit_code = 3
+
+    def __init__(self, message: str, retry: bool = True):
+        super().__init__(message)
+        self.retry = retry

@@ -2,8 +2,10 @@
 engine, and generate runs shared across the tests of a session."""
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,6 +13,34 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures" / "repos"
 FIXTURE_NAMES = ["textkit", "geomlib", "ledger"]
+# The CLI of this checkout: never whatever `taskforge` comes first on PATH (on
+# a machine where another checkout is installed, that one would be tested).
+CLI = [sys.executable, "-m", "taskforge"]
+
+
+def checkout_first(pythonpath: str) -> str:
+    """`pythonpath` with this checkout at its head (once)."""
+    rest = [p for p in pythonpath.split(os.pathsep) if p and p != str(ROOT)]
+    return os.pathsep.join([str(ROOT), *rest])
+
+
+def cli_env(env: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment for a CLI subprocess: this checkout first on the import path."""
+    merged = {**os.environ, **(env or {})}
+    merged["PYTHONPATH"] = checkout_first(merged.get("PYTHONPATH", ""))
+    return merged
+
+
+# Every process a test starts (the CLI, Ray's node processes, a bench script)
+# imports this checkout, whatever else is installed or wherever it runs.
+os.environ["PYTHONPATH"] = checkout_first(os.environ.get("PYTHONPATH", ""))
+
+
+def run_cli(*args, env: dict[str, str] | None = None, **kw) -> subprocess.CompletedProcess:
+    """`taskforge ARGS` from this checkout, output captured as text."""
+    kw.setdefault("capture_output", True)
+    kw.setdefault("text", True)
+    return subprocess.run([*CLI, *map(str, args)], env=cli_env(env), **kw)
 
 
 def make_git_repo(src: Path, dest: Path) -> Path:

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import FIXTURES, make_git_repo
+from tests.conftest import CLI, FIXTURES, make_git_repo
 
 
 def run_cli(*args, env=None):
-    return subprocess.run(["taskforge", *args], capture_output=True, text=True,
+    return subprocess.run([*CLI, *args], capture_output=True, text=True,
                           env={**os.environ, **(env or {})}, timeout=900)
 
 

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import CLI
+
 pytestmark = [pytest.mark.ray, pytest.mark.bwrap]
 
 NODES = ("w1", "w2")
@@ -299,13 +301,13 @@ def test_the_readme_commands_on_the_cluster(cluster, corpus, fixture_repos, tmp_
     env = {**os.environ, "RAY_ADDRESS": cluster["address"]}
     # One worker node is left (the others were killed): the corpus task takes its
     # CPU, so its helper never starts, and the run must not wait for it.
-    gen = subprocess.run(["taskforge", "corpus", str(fixture_repos["textkit"]), "--out",
+    gen = subprocess.run([*CLI, "corpus", str(fixture_repos["textkit"]), "--out",
                           str(tmp_path / "tasks"), "--max-tasks", "1", "--ray", "--helpers", "1",
                           "--json"], capture_output=True, text=True, env=env, timeout=900)
     assert gen.returncode == 0 and "Traceback" not in gen.stderr, gen.stderr[-2000:]
     row = json.loads(gen.stdout.splitlines()[0])
     assert len(row["tasks"]) == 1 and (Path(row["out"]) / row["tasks"][0] / "task.json").is_file()
-    one = subprocess.run(["taskforge", "generate", str(fixture_repos["ledger"]), "--out",
+    one = subprocess.run([*CLI, "generate", str(fixture_repos["ledger"]), "--out",
                           str(tmp_path / "one"), "--max-tasks", "1", "--helpers", "1", "--json"],
                          capture_output=True, text=True, env=env, timeout=900)
     assert one.returncode == 0 and "Traceback" not in one.stderr, one.stderr[-2000:]
@@ -317,7 +319,7 @@ def test_the_readme_commands_on_the_cluster(cluster, corpus, fixture_repos, tmp_
     pairs = tmp_path / "pairs.jsonl"
     pairs.write_text("".join(json.dumps({"task": str(task), "solution": s}) + "\n"
                              for s in ("gold", "empty", "gold")))
-    res = subprocess.run(["taskforge", "verify-batch", str(pairs), "--ray", "--sandbox", "bwrap",
+    res = subprocess.run([*CLI, "verify-batch", str(pairs), "--ray", "--sandbox", "bwrap",
                           "--json"], capture_output=True, text=True, env=env, timeout=600)
     assert res.returncode == 0 and "Traceback" not in res.stderr, res.stderr[-2000:]
     assert [json.loads(x)["reward"] for x in res.stdout.splitlines()] == [1.0, 0.0, 1.0]

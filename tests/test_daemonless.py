@@ -12,13 +12,14 @@ import pytest
 
 from taskforge.package.store import load_task
 from taskforge.sandbox.bwrap import rootfs
+from tests.conftest import CLI
 
 pytestmark = pytest.mark.bwrap
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "DOCKER_HOST": "unix:///nonexistent/docker.sock"}
-    return subprocess.run(["taskforge", *args], capture_output=True, text=True, env=env,
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, env=env,
                           timeout=600)
 
 

@@ -13,7 +13,7 @@ from taskforge.grade.verify import Solution, verify_many
 from taskforge.leaks.audit import audit
 from taskforge.models import GenerateReport
 from taskforge.package.store import load_task
-from tests.conftest import FIXTURE_NAMES
+from tests.conftest import CLI, FIXTURE_NAMES
 
 
 def defined_tests(path) -> set[tuple[str, ...]]:
@@ -133,16 +133,16 @@ def test_ids_are_stable_across_runs(generated, fixture_repos, tmp_path):
 def test_cli_verify_reports_json_and_exit_codes(generated):
     out, report = generated("ledger")
     task = out / report.tasks[0]
-    gold = subprocess.run(["taskforge", "verify", str(task), "--gold", "--json"],
+    gold = subprocess.run([*CLI, "verify", str(task), "--gold", "--json"],
                           capture_output=True, text=True)
     assert gold.returncode == 0, gold.stderr
     data = json.loads(gold.stdout)
     assert data["reward"] == 1.0 and data["error"] is None
     assert {t["outcome"] for t in data["tests"]} == {"passed"}
-    empty = subprocess.run(["taskforge", "verify", str(task), "--empty"], capture_output=True, text=True)
+    empty = subprocess.run([*CLI, "verify", str(task), "--empty"], capture_output=True, text=True)
     assert empty.returncode == 1
     assert "reward: 0.0" in empty.stdout
-    patch = subprocess.run(["taskforge", "verify", str(task), "--patch", str(task / "gold.patch")],
+    patch = subprocess.run([*CLI, "verify", str(task), "--patch", str(task / "gold.patch")],
                            capture_output=True, text=True)
     assert patch.returncode == 0, patch.stdout + patch.stderr
 

@@ -14,7 +14,7 @@ import pytest
 
 from taskforge.leaks.audit import audit, original_tree
 from taskforge.package.store import load_task
-from tests.conftest import FIXTURES, make_git_repo
+from tests.conftest import CLI, FIXTURES, make_git_repo
 
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
 
@@ -111,7 +111,7 @@ def test_audit_flags_every_planted_leak(task, tmp_path, docker_engine):
     rec["image_name"] = build_leaky_image(rec["image_name"], orig, docker_engine)
     (leaky / "task.json").write_text(json.dumps(rec))
 
-    res = subprocess.run(["taskforge", "audit", str(leaky), "--json"], capture_output=True, text=True)
+    res = subprocess.run([*CLI, "audit", str(leaky), "--json"], capture_output=True, text=True)
     assert res.returncode == 1, res.stdout + res.stderr
     findings = json.loads(res.stdout)["findings"]
     paths = [f["path"] for f in findings]

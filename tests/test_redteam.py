@@ -31,7 +31,7 @@ from redteam_kit import ATTACKS, Target, append, wrong_solution  # noqa: E402
 from taskforge.grade.findings import Severity  # noqa: E402
 from taskforge.grade.verify import Defences, Solution, verify, verify_many  # noqa: E402
 from taskforge.orchestrate.pipeline import Options, generate  # noqa: E402
-from tests.conftest import BACKENDS  # noqa: E402
+from tests.conftest import BACKENDS, CLI  # noqa: E402
 
 TARGETS = {
     "roman": Target(match=".numerals.to_roman-", module="textkit/numerals.py", func="to_roman",
@@ -304,7 +304,7 @@ def test_cli_verify_batch_json_with_a_bad_item(redteam_tasks, tmp_path):
     lines = [{"task": str(task), "solution": "gold"}, {"task": str(tmp_path / "nope"), "solution": "gold"},
              {"task": str(task), "solution": "empty"}]
     (tmp_path / "pairs.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
-    res = subprocess.run(["taskforge", "verify-batch", str(tmp_path / "pairs.jsonl"), "--workers", "2",
+    res = subprocess.run([*CLI, "verify-batch", str(tmp_path / "pairs.jsonl"), "--workers", "2",
                           "--json"], capture_output=True, text=True)
     assert "Traceback" not in res.stderr, res.stderr
     rewards = [json.loads(x)["reward"] for x in res.stdout.splitlines()]

@@ -16,7 +16,7 @@ import pytest
 import taskforge
 from taskforge.errors import InfraError, UserError
 from taskforge.training import rewards
-from tests.conftest import ROOT
+from tests.conftest import CLI, ROOT
 
 NEW_FILE = ("diff --git a/NOTES.md b/NOTES.md\nnew file mode 100644\n--- /dev/null\n"
             "+++ b/NOTES.md\n@@ -0,0 +1 @@\n+notes\n")
@@ -205,7 +205,7 @@ def test_export_gives_each_trainer_its_shape_and_keeps_the_answer_out(tasks, sha
 
     out, ids = tasks
     dest = tmp_path / trainer
-    res = subprocess.run(["taskforge", "export", str(shard_dir), "--to", trainer, "--out", str(dest),
+    res = subprocess.run([*CLI, "export", str(shard_dir), "--to", trainer, "--out", str(dest),
                           "--max-prompt-length", "600", "--json"],
                          capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
@@ -236,6 +236,6 @@ def test_export_gives_each_trainer_its_shape_and_keeps_the_answer_out(tasks, sha
         assert "Answer with a unified diff" in prompt
         if trainer == "verl":
             assert rec["reward_model"]["ground_truth"] == iid == rec["extra_info"]["instance_id"]
-    again = subprocess.run(["taskforge", "export", str(shard_dir), "--to", trainer, "--out",
+    again = subprocess.run([*CLI, "export", str(shard_dir), "--to", trainer, "--out",
                             str(dest)], capture_output=True, text=True, timeout=120)
     assert again.returncode == 2 and "not empty" in again.stderr

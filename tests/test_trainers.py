@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import CLI, ROOT
 
 pytestmark = pytest.mark.trainers
 
@@ -113,7 +113,7 @@ def test_trl_grpo_step_with_taskforge_reward(shard_dir, tokenizer_dir, tmp_path)
     from taskforge.training.rewards import trl_reward_funcs
 
     data = tmp_path / "trl"
-    res = subprocess.run(["taskforge", "export", str(shard_dir), "--to", "trl", "--out", str(data)],
+    res = subprocess.run([*CLI, "export", str(shard_dir), "--to", "trl", "--out", str(data)],
                          capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     dataset = datasets.load_dataset("parquet", data_files=str(data / "train.parquet"),

@@ -94,6 +94,16 @@ class Parsed:
             self.problems.append((kind, detail[:200]))
 
 
+STARTED = '{"$tf": "started"}'      # the supervisor's first line (tfrun.STARTED)
+
+
+def supervisor_started(text: str) -> bool:
+    """Whether the supervisor reached the point of starting the tests. It says so
+    on its own stream before any workspace code runs, so the tests can neither
+    forge nor suppress the line: without it, our side failed."""
+    return any(line == STARTED for line in text.splitlines()[:50])
+
+
 def parse_meta(text: str) -> RunMeta | None:
     """The supervisor's JSON line: the last line of its output, or None."""
     for line in reversed(text.splitlines()):

@@ -334,7 +334,7 @@ def _run_hidden(rec, d: Defences, spec: SandboxSpec, tree: Path, timeout: float,
             if lease is not None:
                 lease.sandbox.close()        # nothing of it may still touch `tree`
             last_error = exc.message
-            if "not found" in exc.message or "no root filesystem" in exc.message:
+            if not exc.retry or "not found" in exc.message or "no root filesystem" in exc.message:
                 break
             time.sleep(1 + attempt)
     return None, last_error

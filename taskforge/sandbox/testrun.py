@@ -13,8 +13,9 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from taskforge.errors import InfraError
 from taskforge.fsutil import share_with_sandbox
-from taskforge.grade.events import Monitor, RunMeta, parse_events, parse_meta
+from taskforge.grade.events import Monitor, RunMeta, parse_events, parse_meta, supervisor_started
 from taskforge.grade.findings import FindingKind
 from taskforge.sandbox import RUNTIME, Sandbox
 
@@ -60,6 +61,12 @@ class RunResult:
     meta: RunMeta | None = None          # the supervisor's own observations
     monitor: list[Monitor] = field(default_factory=list)
     problems: list[tuple[FindingKind, str]] = field(default_factory=list)
+
+
+def clean_output(text: str) -> str:
+    """A sandbox's own complaint, as one short line for an error message."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    return " / ".join(lines[-3:])[:300]
 
 
 class PytestRunner:
@@ -119,6 +126,12 @@ class PytestRunner:
             sup += ["--uid", uid, "--gid", gid or uid]
             user = SUPERVISOR_USER
         res = self.sandbox.exec([*sup, "--", *argv], timeout=timeout + 10, env=env, user=user)
+        if not (res.timed_out or res.overflow or supervisor_started(res.output)):
+            # Our side never got the tests going (a tree the sandbox user cannot
+            # use, a missing runner, a sandbox that cannot exec): never the
+            # solution's fault, so never its 0.
+            raise InfraError("the test supervisor did not start in the sandbox: "
+                             + (clean_output(res.output) or f"exit code {res.exit_code}, no output"))
         result = RunResult(wall_seconds=res.seconds, timed_out=res.timed_out)
         meta = parse_meta(res.output)
         result.meta = meta

@@ -166,6 +166,7 @@ class BwrapSandbox(Sandbox):
         if not rootfs.exists(self.spec.image):
             rootfs.meta(self.spec.image)      # raises, saying how to prepare it
         root = rootfs.path_for(self.spec.image)
+        rootfs.check_usable(root)
         for m in self.spec.mounts:
             if not (root / m.container.lstrip("/")).exists():
                 raise InfraError(f"environment {self.spec.image} has no mount point {m.container}")

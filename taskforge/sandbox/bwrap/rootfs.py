@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from taskforge.errors import InfraError, UserError
+from taskforge.sandbox.base import SANDBOX_UID
 
 logger = logging.getLogger(__name__)
 
@@ -122,9 +123,47 @@ def _pip_settings(root: Path) -> None:
         (root / "etc/pip.conf").write_text(conf)
 
 
+# What the sandbox user (uid 1000, "other" to root's files) must be able to
+# traverse for anything to start: the tree's root, the interpreter's path, the
+# runner's mount point. A debootstrap into `mktemp -d` is 0700 at its root, and
+# `cp -a` carries that mode onto every copy.
+TRAVERSED = ("", "usr", "usr/bin", "usr/lib", "opt", "opt/tf", "opt/tf/venv", "opt/tf/venv/bin",
+             "opt/tf/lib", "etc", "workspace")
+
+
+def unusable(root: Path) -> list[str]:
+    """The directories of `root` (of TRAVERSED, where present) that a user who owns
+    none of them cannot search: a sandbox made from this tree cannot start."""
+    bad = []
+    for rel in TRAVERSED:
+        try:
+            st = os.stat(root / rel)
+        except FileNotFoundError:
+            continue
+        except OSError:
+            bad.append("/" + rel)
+            continue
+        if not st.st_mode & 0o001 and st.st_uid != SANDBOX_UID:
+            bad.append("/" + rel)
+    return bad
+
+
+def check_usable(root: Path) -> None:
+    """Refuse a tree the sandbox user cannot use, naming the path and the fix,
+    before anything is graded with it (a grade from it would be a false 0)."""
+    bad = unusable(root)
+    if bad:
+        first = root / bad[0].lstrip("/")
+        raise InfraError(f"root filesystem {root} is unusable: the sandbox user cannot search "
+                         f"{', '.join(bad)} (fix: chmod o+rx {first}, or rebuild the tree)",
+                         retry=False)
+
+
 def _finish(tmp: Path, final: Path, info: dict) -> Path:
     for rel in MOUNT_POINTS:
         (tmp / rel).mkdir(parents=True, exist_ok=True)
+    os.chmod(tmp, 0o755)                 # mkdtemp's 0700, or the copied source's mode
+    check_usable(tmp)
     (tmp / META).write_text(json.dumps(info, indent=1, sort_keys=True))
     if final.exists():
         shutil.rmtree(final)
