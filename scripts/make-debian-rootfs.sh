@@ -20,7 +20,7 @@ command -v debootstrap >/dev/null || { echo "error: debootstrap is not installed
 mkdir -p "$(dirname "$DIR")"
 TMP="$(mktemp -d "$(dirname "$DIR")/.tf-rootfs.XXXXXX")"
 trap 'rm -rf "$TMP"' EXIT
-debootstrap --variant=minbase --include=python3,python3-venv,ca-certificates \
+debootstrap --variant=minbase --include=python3,python3-venv,ca-certificates,locales \
   "$SUITE" "$TMP" "$MIRROR" >/tmp/tf-debootstrap.log 2>&1 \
   || { tail -20 /tmp/tf-debootstrap.log >&2; echo "error: debootstrap failed" >&2; exit 1; }
 # Trim what a test sandbox never needs.

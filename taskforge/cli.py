@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Optional, cast
 
 import typer
 
-from taskforge.errors import TaskforgeError
+from taskforge.errors import InfraError, TaskforgeError, UserError
 
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
@@ -36,7 +36,8 @@ def _error(message: str, kind: str = "usage") -> None:
 
 
 def _fail(exc: TaskforgeError) -> None:
-    _error(exc.message, type(exc).__name__.removesuffix("Error").lower() or "error")
+    kind = "user" if isinstance(exc, UserError) else "infra" if isinstance(exc, InfraError) else "error"
+    _error(exc.message, kind)
     raise typer.Exit(exc.exit_code)
 
 

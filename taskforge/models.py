@@ -209,6 +209,11 @@ class GenerateReport(BaseModel):
     baseline_failing: int
     flaky_excluded: int
     funnel: list[FunnelStage]
+    # Red at baseline, both runs alike: excluded from every task (the first 200).
+    baseline_failing_ids: list[str] = Field(default_factory=list)
+    flaky_ids: list[str] = Field(default_factory=list)
+    # A pytest older than the newest, when the newest did not collect the suite.
+    pytest_pin: str | None = None
     drops: list[DropReason]
     tasks: list[str]
     timings: dict[str, float] = Field(default_factory=dict)

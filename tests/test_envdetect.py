@@ -151,6 +151,77 @@ def test_bad_overrides_are_one_line_errors(tmp_path):
     assert_one_line_error(res, "--python", code=2)
 
 
+@pytest.mark.parametrize("files, source, want", [
+    # pytest 9's native table: real TOML types.
+    ({"pyproject.toml": '[tool.pytest]\naddopts = ["--numprocesses=auto", "-ra"]\n'
+                        'testpaths = ["tests"]\nxfail_strict = true\n'},
+     "pyproject.toml", {"addopts": "--numprocesses=auto -ra", "testpaths": "tests",
+                        "xfail_strict": "true"}),
+    # The INI bridge still wins where it is there.
+    ({"pyproject.toml": '[tool.pytest.ini_options]\naddopts = "-q"\n'},
+     "pyproject.toml", {"addopts": "-q"}),
+    # pytest.toml comes before everything, even pytest.ini.
+    ({"pytest.toml": '[pytest]\naddopts = ["-x"]\n', "pytest.ini": "[pytest]\naddopts = -q\n"},
+     "pytest.toml", {"addopts": "-x"}),
+    ({"pyproject.toml": "[tool.black]\nline-length = 99\n"}, None, {}),
+])
+def test_the_pytest_config_is_found_as_pytest_9_finds_it(tmp_path, files, source, want):
+    root = write(tmp_path, files)
+    cfg = read_pytest_config(root)
+    assert (cfg.source, cfg.ini) == (source, want)
+
+
+def test_native_addopts_are_handled_like_ini_ones(tmp_path):
+    root = write(tmp_path, {"pyproject.toml": '[tool.pytest]\naddopts = ["--numprocesses=auto"]\n'})
+    cfg = read_pytest_config(root)
+    assert cfg.kept_addopts == [] and cfg.dropped and "addopts=" in " ".join(cfg.override_args())
+
+
+@pytest.mark.parametrize("cmd, options, paths", [
+    ("pytest tests --deselect tests/test_f.py::test_f", ["--deselect", "tests/test_f.py::test_f"],
+     ["tests"]),
+    ("pytest --ignore tests/slow tests", ["--ignore", "tests/slow"], ["tests"]),
+    ("pytest --deselect=tests/test_f.py::test_f tests", ["--deselect=tests/test_f.py::test_f"],
+     ["tests"]),
+    ("python -m pytest -k 'not slow' tests/test_f.py -x", ["-k", "not slow", "-x"],
+     ["tests/test_f.py"]),
+])
+def test_a_flag_keeps_its_value_in_a_test_command(tmp_path, cmd, options, paths):
+    root = write(tmp_path, {**PKG, "tests/slow/test_s.py": "def test_s():\n    pass\n"})
+    assert split_test_cmd(cmd, root) == (options, paths)
+
+
+@pytest.mark.parametrize("files, python_files, want", [
+    (["jsonpointer.py", "tests.py", "setup.py"], [], ["tests.py"]),
+    (["pkg/__init__.py", "pkg/test.py"], [], ["pkg/test.py"]),
+    (["pkg/__init__.py", "tests/test_a.py", "tests.py"], [], []),   # pytest collects the rest
+    (["a.py", "tests.py"], ["check_*.py"], []),                     # the config says what to collect
+    (["a.py", "docs/tests.py"], [], []),
+])
+def test_tests_py_is_collected_only_when_nothing_else_would_be(files, python_files, want):
+    from taskforge.repo.layout import fallback_test_modules
+
+    assert fallback_test_modules(files, python_files) == want
+
+
+def test_a_tests_py_project_runs_its_tests_by_name(tmp_path):
+    root = write(tmp_path, {"pyproject.toml": PYPROJECT_MIN, "jp.py": "def f():\n    return 1\n",
+                            "tests.py": "from jp import f\n\ndef test_f():\n    assert f() == 1\n"})
+    layout = scan(root)
+    assert "tests.py" in layout.test_files and "tests.py" in layout.protected_files
+    plan = detect(root, layout)
+    assert plan.test_options[-2:] == ["-o", "python_files=test_*.py *_test.py tests.py"]
+
+
+PYPROJECT_MIN = """[build-system]
+requires = ["setuptools>=61"]
+build-backend = "setuptools.build_meta"
+[project]
+name = "jp"
+version = "1.0"
+"""
+
+
 # -- for real ---------------------------------------------------------------------
 
 NEEDS_DETECTION = {
@@ -234,14 +305,19 @@ def test_generate_needs_group_plugin_and_config_detection(tmp_path, base_image):
 
 
 def test_generate_with_test_cmd_override(tmp_path, base_image):
-    """With no testpaths, a red test directory makes the baseline red; the test
-    command override (a LIB.taskforge.toml beside the repo) leaves it out."""
+    """With no testpaths, a red test directory is red at baseline: data, not a
+    refusal (the test is excluded and named); the test command override (a
+    LIB.taskforge.toml beside the repo) leaves it out altogether."""
     files = dict(NEEDS_DETECTION)
     files["pyproject.toml"] = files["pyproject.toml"].replace('testpaths = ["tests/unit"]\n', "")
     src = write(tmp_path / "shapes-src", files)
     repo = make_git_repo(src, tmp_path / "shapes")
-    res = run_cli("generate", str(repo), "--out", str(tmp_path / "red"), "--max-tasks", "1")
-    assert res.returncode == 2 and "red at baseline" in res.stderr
+    red = generate_cli(repo, tmp_path / "red")
+    assert red["baseline_failing_ids"] == ["tests/slow/test_broken.py::test_broken"], red
+    assert red["baseline_failing"] == 1 and red["tasks"]
+    for tid in red["tasks"]:
+        rec = json.loads((tmp_path / "red" / tid / "task.json").read_text())
+        assert "tests/slow/test_broken.py::test_broken" not in rec["PASS_TO_PASS"] + rec["FAIL_TO_PASS"]
     (tmp_path / "shapes.taskforge.toml").write_text('test-cmd = "pytest tests/unit"\n')
     report = generate_cli(repo, tmp_path / "out")
     assert report["baseline_tests"] == 16 and len(report["tasks"]) == 2
@@ -501,3 +577,92 @@ def test_a_c_extension_without_a_compiler_falls_back_to_the_tree(tmp_path, base_
 
     assert verify(task, Solution.gold()).reward == 1.0
     assert verify(task, Solution.empty()).reward == 0.0
+
+
+WORDY = ("def words(text):\n    n = 0\n    for part in text.split():\n"
+         "        if part:\n            n += 1\n    return n\n\n\n"
+         "def title(text):\n    out = []\n    for w in text.split(' '):\n"
+         "        out.append(w[:1].upper() + w[1:])\n    return ' '.join(out)\n\n\n"
+         "def initials(text):\n    out = ''\n    for w in text.split():\n"
+         "        out += w[0].upper()\n    return out\n")
+WORDY_TESTS = "from wordy import initials, title, words\n\n\n" + "".join(
+    f"def test_words_{i}():\n    assert words('{'ab ' * (i + 1)}') == {i + 1}\n\n"
+    f"def test_title_{i}():\n    assert title('a{i} b') == 'A{i} B'\n\n"
+    f"def test_initials_{i}():\n    assert initials('x{i} yy z') == 'XYZ'\n\n" for i in range(4))
+
+
+def test_generate_on_a_pytest_9_project_with_tests_py_and_locales(tmp_path, base_image):
+    """Three things real clones do (bidict, jsonpointer, natsort): pytest 9's
+    native [tool.pytest] with an xdist flag, tests in a tests.py pytest does not
+    collect by default, tests that switch to de_DE/en_US locales; and one
+    test red at baseline, which is excluded, not a refusal."""
+    files = {
+        "pyproject.toml": PYPROJECT_MIN.replace('"jp"', '"wordy"')
+        + '[tool.pytest]\naddopts = ["--numprocesses=auto", "-ra"]\n',
+        "wordy.py": WORDY,
+        "tests.py": "import locale\n\n" + WORDY_TESTS
+        + "def test_locales():\n    for name in ('en_US.UTF-8', 'de_DE.UTF-8'):\n"
+          "        locale.setlocale(locale.LC_ALL, name)\n    locale.setlocale(locale.LC_ALL, 'C')\n\n"
+          "def test_needs_the_network():\n    import socket\n"
+          "    socket.create_connection(('192.0.2.1', 80), 0.5)\n",
+    }
+    repo = make_git_repo(write(tmp_path / "wordy-src", files), tmp_path / "wordy")
+    report = generate_cli(repo, tmp_path / "out")
+    assert report["baseline_failing_ids"] == ["tests.py::test_needs_the_network"], report
+    assert report["baseline_passing"] == 13 and report["tasks"], report
+    task = tmp_path / "out" / report["tasks"][0]
+    rec = json.loads((task / "task.json").read_text())
+    assert "python_files=test_*.py *_test.py tests.py" in rec["test_options"]
+    from taskforge.grade.verify import Solution, verify
+
+    assert verify(task, Solution.gold()).reward == 1.0
+    assert verify(task, Solution.empty()).reward == 0.0
+
+
+@pytest.mark.parametrize("errors, files, want", [
+    ({"tests/test_a.py": "E   pytest.PytestRemovedIn9Warning: Marks applied to fixtures"}, {}, "pytest<9"),
+    ({"tests/test_a.py": "E   ImportError: no module named x"}, {}, None),
+    # The project asks for pytest 9 itself: a pin below it would break what it declares.
+    ({"t.py": "E   pytest.PytestRemovedIn9Warning: x"},
+     {"pyproject.toml": '[project.optional-dependencies]\ntest = ["pytest>=9.0"]\n'}, None),
+    ({"t.py": "E   pytest.PytestRemovedIn9Warning: x"},
+     {"requirements-test.txt": "pytest>=7\n"}, "pytest<9"),
+])
+def test_a_pytest_pin_only_for_pytest_s_own_removals(tmp_path, errors, files, want):
+    from taskforge.env.detect import pytest_pin
+
+    assert pytest_pin(errors, write(tmp_path, files), "9.0.3") == want
+
+
+@pytest.mark.parametrize("log, version, want", [
+    # A removal (no warning class named): below the running major.
+    ("Failed: Marks cannot be applied to fixtures.\n"
+     "See docs: https://docs.pytest.org/en/stable/deprecations.html#applying-a-mark", "9.1.1", "pytest<9"),
+    ("Failed: x\nSee docs: https://docs.pytest.org/en/stable/deprecations.html", "", None),
+    ("E   ModuleNotFoundError: No module named 'six'", "9.1.1", None),
+    ("pytest.PytestRemovedIn10Warning: y", "9.1.1", "pytest<9"),
+])
+def test_a_pytest_removal_pins_below_the_running_major(tmp_path, log, version, want):
+    from taskforge.env.detect import pytest_pin
+
+    assert pytest_pin({"": log}, tmp_path, version) == want
+
+
+def test_generate_pins_pytest_when_the_newest_does_not_collect(tmp_path, base_image):
+    """A mark on a fixture is a collection error under pytest 9
+    (PytestRemovedIn9Warning): the environment is built again with pytest<9,
+    said in the report, and the tasks grade under it."""
+    files = {
+        "pyproject.toml": PYPROJECT_MIN.replace('"jp"', '"wordy"'),
+        "wordy.py": WORDY,
+        "tests/conftest.py": "import pytest\n\n\n@pytest.fixture\n@pytest.mark.slow\ndef sep():\n"
+                             "    return ' '\n",
+        "tests/test_wordy.py": WORDY_TESTS,
+    }
+    repo = make_git_repo(write(tmp_path / "pinned-src", files), tmp_path / "pinned")
+    report = generate_cli(repo, tmp_path / "out")
+    assert report["pytest_pin"] == "pytest<9" and report["tasks"], report
+    task = tmp_path / "out" / report["tasks"][0]
+    from taskforge.grade.verify import Solution, verify
+
+    assert verify(task, Solution.gold()).reward == 1.0

@@ -161,3 +161,15 @@ def test_a_base_copied_from_a_private_tree_is_usable(task_on, tmp_path, monkeypa
             assert rootfs.unusable(tree) == [], tree
     gold = run_cli("verify", task, "--gold", "--sandbox", "bwrap", "--json", env=env, timeout=300)
     assert json.loads(gold.stdout)["reward"] == 1.0, gold.stdout[-2000:]
+
+
+def test_the_two_base_recipes_generate_the_same_locales():
+    text = (ROOT / "Dockerfile").read_text()
+    assert f'ARG LOCALES="{rootfs.LOCALES}"' in text
+    assert "locales" in (ROOT / "scripts/make-debian-rootfs.sh").read_text()
+
+
+def test_a_base_tree_is_named_by_its_recipe(monkeypatch):
+    before = rootfs.base_name("3.11")
+    monkeypatch.setattr(rootfs, "BASE_SETUP", rootfs.BASE_SETUP + "true\n")
+    assert rootfs.base_name("3.11") != before

@@ -46,6 +46,11 @@ def test_every_backend_has_the_same_properties(backend, image_of):
         assert bomb.output.strip().isdigit() and int(bomb.output.strip()) < 64, bomb.output
         mem = sb.exec(["python", "-c", "b = bytearray(600 * 1024 * 1024); print('got it')"], timeout=30)
         assert "got it" not in mem.output and mem.exit_code != 0
+        # The common locales exist (suites that switch locale pass as on a laptop).
+        loc = sb.exec(["python", "-c", "import locale\nfor n in ('en_US.UTF-8', 'de_DE.UTF-8', "
+                       "'de_DE.ISO-8859-1'):\n    locale.setlocale(locale.LC_ALL, n)\nprint('ok')"],
+                      timeout=30)
+        assert loc.output.strip() == "ok", loc.output
         t0 = time.monotonic()
         res = sb.exec(["sleep", "60"], timeout=2)
         assert time.monotonic() - t0 < 15 and res.exit_code in (124, 137, -9, None)

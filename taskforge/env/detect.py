@@ -122,6 +122,7 @@ class InstallPlan:
     test_paths: list[str] = field(default_factory=list)    # whole-suite runs only
     env: dict[str, str] = field(default_factory=dict)
     version: str = "0.0.0"                                 # for setuptools-scm without git
+    pytest_pin: str | None = None        # e.g. "pytest<9": the newest fails to collect the suite
 
     def script(self) -> str:
         """Shell script for the build container (cwd /workspace, network on)."""
@@ -150,6 +151,8 @@ class InstallPlan:
         if self.test_files:
             lines.append("python - " + q(json.dumps(self.test_files)) + " "
                          + q(json.dumps(self.local_modules)) + " <<'PY'\n" + MISSING_IMPORTS + "PY")
+        if self.pytest_pin:
+            lines.append(f"pip install {q(self.pytest_pin)}")
         # The repository may pin its own pytest: keep the tooling taskforge reads with.
         lines.append('pip install "pytest-cov>=4.1" "coverage>=7.4"')
         lines.append("python - <<'PY'\n" + STRIP_METADATA + "PY")
@@ -414,13 +417,28 @@ def split_test_cmd(cmd: str, root: Path) -> tuple[list[str], list[str]]:
         argv = argv[1:]
     else:
         raise UserError(f"the test command must run pytest (pytest ... or python -m pytest ...): {cmd!r}")
-    options, paths = [], []
-    for a in argv:
+    return split_args(argv, root)
+
+
+def split_args(argv: list[str], root: Path) -> tuple[list[str], list[str]]:
+    """pytest arguments -> (options, paths). A flag that takes a value keeps it
+    (`--deselect tests/x.py::t`, `--ignore tests/slow`): a value that names a
+    file is not a test path."""
+    from taskforge.env.pytestcfg import VALUE_OPTS
+
+    options: list[str] = []
+    paths: list[str] = []
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a.startswith("-"):
+            takes_value = a in VALUE_OPTS and "=" not in a
+            options += argv[i:i + 2] if takes_value else [a]
+            i += 2 if takes_value else 1
+            continue
         target = a.split("::")[0]
-        if not a.startswith("-") and target and (root / target).exists():
-            paths.append(a)
-        else:
-            options.append(a)
+        (paths if target and (root / target).exists() else options).append(a)
+        i += 1
     return options, paths
 
 
@@ -465,6 +483,11 @@ def detect(root: Path, layout=None, config: RepoConfig | None = None) -> Install
             INSTALLER_IMPORT.search((root / rel).read_text(encoding="utf-8", errors="replace"))
             for rel in [*layout.source_files, *layout.test_files])
         plan.test_files = list(layout.test_files)
+        fallback = layout.fallback_tests
+        if fallback:
+            names = sorted({f.rsplit("/", 1)[-1] for f in fallback})
+            plan.test_options += ["-o", "python_files=" + " ".join(["test_*.py", "*_test.py", *names])]
+            plan.tried.append(f"test modules pytest would not collect by default: {', '.join(fallback)}")
         mods = {PurePosixPath(f).stem for f in layout.test_files + layout.source_files}
         mods |= {PurePosixPath(f).parts[0] for f in layout.test_files + layout.source_files}
         plan.local_modules = sorted(mods | set(layout.packages))
@@ -483,6 +506,40 @@ def detect(root: Path, layout=None, config: RepoConfig | None = None) -> Install
         plan.tried.append(f"test command: override {cfg.test_cmd!r}")
     plan.env = dict(cfg.env)
     return plan
+
+
+_REMOVED_IN = re.compile(r"PytestRemovedIn(\d+)Warning")
+# pytest's own removals end with a pointer to its deprecation page.
+_PYTEST_REMOVAL = re.compile(r"docs\.pytest\.org/en/\w+/deprecations\.html")
+_WANTS_PYTEST = re.compile(r"""["'\s,\[]pytest\s*(?:>=|==|~=|>)\s*(\d+)""")
+
+
+def pytest_pin(collect_errors: dict[str, str], root: Path, pytest_version: str = "") -> str | None:
+    """A pytest the suite can run when the newest cannot collect it, or None.
+
+    The signs that pytest's own version is to blame: a PytestRemovedIn<N>Warning
+    (an error by default in pytest N, or by the project's `filterwarnings =
+    error`): pytest<N, or below the running major when that is lower; a removal
+    error pointing at pytest's deprecation page (python-dateutil under pytest 9):
+    below the running major (`pytest_version`, as the environment reports it).
+    None when nothing points at pytest, or the project's files ask for that
+    version or newer (a pin below it would break what the project declares)."""
+    text = "\n".join(collect_errors.values())
+    running = int(pytest_version.split(".")[0]) if pytest_version[:1].isdigit() else None
+    majors = [int(m) for m in _REMOVED_IN.findall(text)]
+    if running is not None and (majors or _PYTEST_REMOVAL.search(text)):
+        majors.append(running)
+    if not majors:
+        return None
+    major = min(majors)
+    for name in ("pyproject.toml", "setup.cfg", "setup.py", "tox.ini", *REQ_FILES):
+        try:
+            declared = (root / name).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        if any(int(m) >= major for m in _WANTS_PYTEST.findall(declared)):
+            return None
+    return f"pytest<{major}"
 
 
 def _defined_fixtures(root: Path, files: list[str]) -> set[str]:

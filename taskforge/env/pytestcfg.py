@@ -126,23 +126,51 @@ def _ini_sections(path: Path, sections: tuple[str, ...]) -> dict[str, str] | Non
     return None
 
 
-def _toml_ini(path: Path) -> dict[str, str] | None:
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError, OSError):
-        return None
-    opts = ((data.get("tool") or {}).get("pytest") or {}).get("ini_options")
-    if not isinstance(opts, dict):
-        return None
+def ini_values(table: dict) -> dict[str, str]:
+    """A TOML table of pytest settings as INI-style strings: lists of arguments
+    joined as a shell would split them, other lists one item a line, booleans
+    as pytest's ini parser spells them. (pytest 9's native `[tool.pytest]` and
+    `pytest.toml` hold real TOML types; `[tool.pytest.ini_options]` mostly strings.)"""
     out = {}
-    for k, v in opts.items():
-        out[k] = shlex.join(map(str, v)) if isinstance(v, list) and k == "addopts" else (
-            "\n".join(map(str, v)) if isinstance(v, list) else str(v))
+    for k, v in table.items():
+        if isinstance(v, dict):
+            continue                     # a sub-table (ini_options itself), not a setting
+        if isinstance(v, list):
+            out[k] = shlex.join(map(str, v)) if k == "addopts" else "\n".join(map(str, v))
+        elif isinstance(v, bool):
+            out[k] = "true" if v else "false"
+        else:
+            out[k] = str(v)
     return out
 
 
+def _toml(path: Path) -> dict | None:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, OSError):
+        return None
+
+
+def _toml_ini(path: Path) -> dict[str, str] | None:
+    """pyproject.toml: `[tool.pytest.ini_options]`, else pytest 9's native `[tool.pytest]`."""
+    data = _toml(path)
+    pytest_table = ((data or {}).get("tool") or {}).get("pytest")
+    if not isinstance(pytest_table, dict):
+        return None
+    opts = pytest_table.get("ini_options")
+    if isinstance(opts, dict):
+        return ini_values(opts)
+    native = {k: v for k, v in pytest_table.items() if k != "ini_options"}
+    return ini_values(native) if native else None
+
+
 def find_ini(root: Path) -> tuple[str | None, dict[str, str]]:
-    """pytest's own order: pytest.ini, .pytest.ini, pyproject.toml, tox.ini, setup.cfg."""
+    """pytest's own order (9.0): pytest.toml, .pytest.toml, pytest.ini, .pytest.ini,
+    pyproject.toml, tox.ini, setup.cfg; the first one found wins, even empty."""
+    for name in ("pytest.toml", ".pytest.toml"):
+        if (root / name).is_file():
+            table = ((_toml(root / name) or {}).get("pytest"))
+            return name, ini_values(table) if isinstance(table, dict) else {}
     for name in ("pytest.ini", ".pytest.ini"):
         if (root / name).is_file():
             got = _ini_sections(root / name, ("pytest",))

@@ -17,7 +17,10 @@ class Options:
     jobs: int = max(1, min(os.cpu_count() or 1, 4))
     timeout: float = 600.0
     max_share: float = 0.4          # past it, a feature is the package's core, not a task
-    max_red: float = 0.05
+    # Tests red at baseline are data: excluded and named in the report. Only a
+    # suite that is mostly red (a broken environment, not a few tests that need
+    # a network or a generated file) is refused.
+    max_red: float = 0.5
     kinds: tuple[str, ...] = tuple(FeatureKind)
     min_statements: int = MIN_STATEMENTS     # smaller removals (aliases, one-line wrappers) drop
     min_tier: Tier = Tier.EASY               # --difficulty: the lowest tier proposed

@@ -19,7 +19,7 @@ from taskforge.analysis.dynamic import hopeless_check
 from taskforge.analysis.pyparse import parse as parse_python
 from taskforge.analysis.symbols import index_repo
 from taskforge.analysis.testindex import group_ids, index_tests
-from taskforge.env.detect import detect, find_config
+from taskforge.env.detect import detect, find_config, pytest_pin
 from taskforge.errors import InfraError, TaskforgeError, UserError
 from taskforge.fsutil import atomic_write, rmtree
 from taskforge.leaks.audit import cache_root
@@ -45,6 +45,7 @@ from taskforge.repo.source import fetch
 from taskforge.sandbox import GENERATION_BACKEND, backend_class
 from taskforge.validate.checks import Context, RunArgs, Verdict, Worker
 
+MAX_NAMED = 200          # test ids named in report.json per list (red at baseline, flaky)
 UNSTABLE_ID = re.compile(r"\b\d{1,2}:\d{2}:\d{2}\b|\b0x[0-9a-fA-F]{8,}\b")
 TEXT_SUFFIXES = (".py", ".pyi", ".md", ".rst", ".txt", ".cfg", ".toml", ".ini", ".json", ".yaml",
                  ".yml", ".html", ".j2", ".tmpl")
@@ -100,34 +101,50 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
         plan = install_plan(src.path, repo, layout, opts, say)
         run_args = RunArgs(options=plan.test_options, paths=plan.test_paths, env=plan.env)
 
-        prog.stage("building the environment image")
-        t = time.monotonic()
-        image, build_secs = build_environment(src, plan, say)
-        timings["image"] = time.monotonic() - t
-        image_scan = background.submit(ImageScan.open, image)
-        if opts.helpers:
-            # Started now: their nodes build the environment while the baseline runs here.
-            from taskforge.orchestrate.helpers import Helpers
+        for attempt in (1, 2):
+            prog.stage("building the environment image")
+            t = time.monotonic()
+            image, build_secs = build_environment(src, plan, say)
+            timings["image"] = time.monotonic() - t
+            image_scan = background.submit(ImageScan.open, image)
+            if opts.helpers:
+                # Started now: their nodes build the environment while the baseline runs here.
+                from taskforge.orchestrate.helpers import Helpers
 
-            helpers = Helpers(opts.helpers, src.path, scratch, image, src.name, src.commit,
-                              plan.python, plan.script(), run_args)
+                helpers = Helpers(opts.helpers, src.path, scratch, image, src.name, src.commit,
+                                  plan.python, plan.script(), run_args)
 
-        prog.stage("baseline runs")
-        t = time.monotonic()
-        key = RunState.baseline_key(src.commit, image, __version__, str(opts.timeout),
-                                    repr(run_args))
-        cached = state.load_baseline(key)
-        workers.append(Worker(src.path, image, scratch, 0, run_args=run_args))
-        if cached is None:
-            base_state, cov_file = run_baseline(workers, layout, opts, key,
-                                                lambda n: _open_workers(src.path, image, scratch,
-                                                                        n, run_args, workers))
+            prog.stage("baseline runs")
+            t = time.monotonic()
+            key = RunState.baseline_key(src.commit, image, __version__, str(opts.timeout),
+                                        repr(run_args))
+            cached = state.load_baseline(key)
+            workers.append(Worker(src.path, image, scratch, 0, run_args=run_args))
+            if cached is not None:
+                base_state, cov_file = cached
+                say("baseline: reusing the runs of an earlier, interrupted generate")
+                _open_workers(src.path, image, scratch, opts.jobs, run_args, workers)
+                break
+            try:
+                base_state, cov_file = run_baseline(
+                    workers, layout, opts, key,
+                    lambda n, image=image: _open_workers(src.path, image, scratch, n, run_args,
+                                                         workers))
+            except DoesNotCollect as exc:
+                pin = (pytest_pin(exc.errors, src.path, _pytest_version(workers[0]))
+                       if attempt == 1 and plan.install is None else None)
+                if pin is None:
+                    raise
+                say(f"the newest pytest does not collect the suite ({exc.message}); "
+                    f"building the environment again with {pin}")
+                plan.pytest_pin = pin
+                _close(workers, helpers)
+                workers.clear()
+                helpers = None
+                continue
             cov_file = state.save_baseline(base_state, cov_file)
             _open_workers(src.path, image, scratch, opts.jobs, run_args, workers)
-        else:
-            base_state, cov_file = cached
-            say("baseline: reusing the runs of an earlier, interrupted generate")
-            _open_workers(src.path, image, scratch, opts.jobs, run_args, workers)
+            break
         timings["baseline"] = time.monotonic() - t
         passing, flaky = set(base_state.passing), set(base_state.flaky)
         all_ids = set(base_state.all_ids)
@@ -197,6 +214,8 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
             repo=src.repo, source_commit=src.commit, image_name=image,
             baseline_tests=len(all_ids), baseline_passing=len(passing),
             baseline_failing=len(base_state.failing), flaky_excluded=len(flaky),
+            baseline_failing_ids=sorted(base_state.failing)[:MAX_NAMED], pytest_pin=plan.pytest_pin,
+            flaky_ids=sorted(flaky)[:MAX_NAMED],
             funnel=funnel(proposal.considered, drops),
             drops=drops, tasks=tasks, timings={k: round(v, 3) for k, v in timings.items()},
             jobs=opts.jobs,
@@ -219,13 +238,27 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
         raise
     finally:
         background.shutdown(wait=True, cancel_futures=True)
-        if helpers is not None:
-            helpers.close()
-        if workers:        # removing a container takes a while: all at once
-            with ThreadPoolExecutor(max_workers=len(workers)) as closer:
-                list(closer.map(Worker.close, workers))
+        _close(workers, helpers)
         rmtree(scratch)
         state.unlock()
+
+
+def _pytest_version(worker: Worker) -> str:
+    """The pytest the environment holds ("" if it cannot say)."""
+    try:
+        res = worker.sandbox.exec(["python", "-c", "import pytest; print(pytest.__version__)"],
+                                  timeout=60)
+    except TaskforgeError:
+        return ""
+    return res.output.strip().splitlines()[-1] if res.exit_code == 0 and res.output.strip() else ""
+
+
+def _close(workers: list[Worker], helpers) -> None:
+    if helpers is not None:
+        helpers.close()
+    if workers:        # removing a container takes a while: all at once
+        with ThreadPoolExecutor(max_workers=len(workers)) as closer:
+            list(closer.map(Worker.close, workers))
 
 
 def read_repository(root: Path, repo: str):
@@ -430,8 +463,10 @@ def run_baseline(workers: list[Worker], layout, opts: Options, key: str, open_wo
     considered = len(passing) + len(failing)
     if considered and len(failing) > opts.max_red * considered:
         ex = sorted(failing)[0]
-        raise UserError(f"the test suite is red at baseline: {len(failing)} of {considered} tests "
-                        f"fail (e.g. {ex})")
+        raise UserError(f"the test suite is mostly red at baseline: {len(failing)} of {considered} "
+                        f"tests fail (more than {opts.max_red:.0%}; e.g. {ex})")
+    if failing:
+        logger.info("%d test(s) red at baseline, excluded (e.g. %s)", len(failing), sorted(failing)[0])
     if not passing:
         raise UserError("no test passes at baseline")
     if r1.coverage_file is None:
@@ -442,17 +477,28 @@ def run_baseline(workers: list[Worker], layout, opts: Options, key: str, open_wo
     return st, r1.coverage_file
 
 
+class DoesNotCollect(UserError):
+    """The suite has collection errors at baseline; `errors` says which."""
+
+    def __init__(self, errors: dict[str, str]):
+        nid, msg = sorted(errors.items())[0]
+        super().__init__(f"the test suite does not collect at baseline: {nid or '<session>'}: {msg}")
+        self.errors = dict(errors)
+
+
 def _check_baseline(r) -> None:
     if r.timed_out:
         raise UserError("the test suite timed out at baseline")
     if r.collect_errors:
-        nid, msg = sorted(r.collect_errors.items())[0]
-        raise UserError(f"the test suite does not collect at baseline: {nid or '<session>'}: {msg}")
+        raise DoesNotCollect(r.collect_errors)
     if r.exit_code == 5 or (not r.outcomes and r.exit_code in (0, 5)):
         raise UserError("no tests were collected at baseline")
     if not r.outcomes:
+        # A conftest that fails to import stops the session before any collection.
         tail = [ln for ln in r.log.splitlines() if ln.strip()][-1:] or ["no output"]
-        raise UserError(f"the test suite did not run at baseline (exit {r.exit_code}): {tail[0][:200]}")
+        exc = DoesNotCollect({"": r.log})
+        exc.message = f"the test suite did not run at baseline (exit {r.exit_code}): {tail[0][:200]}"
+        raise exc
 
 
 def validate_all(workers: list, candidates, max_tasks, prog, settle,

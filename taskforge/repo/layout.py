@@ -23,7 +23,7 @@ NON_SOURCE_FILES = {"setup.py", "noxfile.py", "fabfile.py", "conftest.py", "task
                     "runtests.py", "run_tests.py"}
 TEST_DIRS = {"tests", "test", "testing", "unittests", "unit_tests"}
 TEST_CONFIGS = ("pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml", "noxfile.py",
-                ".pytest.ini")
+                ".pytest.ini", "pytest.toml", ".pytest.toml")
 
 
 def is_test_data(rel: str) -> bool:
@@ -67,6 +67,9 @@ class RepoLayout:
     protected_files: list[str] = field(default_factory=list)
     import_roots: list[str] = field(default_factory=list)   # "" or "src"
     packages: list[str] = field(default_factory=list)       # top-level package/module names
+    # tests.py / test.py collected only because nothing else would be (see
+    # fallback_test_modules): runs name them in python_files.
+    fallback_tests: list[str] = field(default_factory=list)
 
     def module_name(self, rel: str) -> str | None:
         """Dotted module name of a source file, or None outside the import roots."""
@@ -146,6 +149,25 @@ def configured_test_files(root: Path, files: list[str]) -> set[str]:
     return out
 
 
+DEFAULT_TEST_PATTERNS = ("test_*.py", "*_test.py")
+FALLBACK_TEST_MODULES = ("tests.py", "test.py")
+
+
+def fallback_test_modules(files: list[str], python_files: list[str]) -> list[str]:
+    """Modules named tests.py or test.py (jsonpointer's tests.py), when pytest's
+    default patterns collect nothing and the config names no patterns of its
+    own: the project's tests are there, and a run must ask for them by name."""
+    from fnmatch import fnmatch
+
+    if python_files:
+        return []
+    py = [f for f in files if f.endswith(".py") and not is_test_data(f)]
+    if any(fnmatch(f.rsplit("/", 1)[-1], pat) for f in py for pat in DEFAULT_TEST_PATTERNS):
+        return []
+    return sorted(f for f in py if f.rsplit("/", 1)[-1] in FALLBACK_TEST_MODULES
+                  and f.split("/")[0] not in NON_SOURCE_TOP - {"tests"})
+
+
 def scan(root: Path) -> RepoLayout:
     files = walk(root)
     layout = RepoLayout(root=root)
@@ -156,6 +178,14 @@ def scan(root: Path) -> RepoLayout:
             and not is_test_path(f) and f.split("/")[0] not in NON_SOURCE_TOP for f in files):
         layout.import_roots.append("")
     named = configured_test_files(root, files)
+    from taskforge.env.pytestcfg import read
+
+    try:
+        python_files = read(root).python_files
+    except Exception:              # a broken config is reported where it is used
+        python_files = []
+    layout.fallback_tests = fallback_test_modules(files, python_files)
+    named |= set(layout.fallback_tests)
     for f in files:
         if is_protected_path(f) or f in named:
             layout.protected_files.append(f)

@@ -42,9 +42,33 @@ ENV = {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1", "PIP_NO_CACHE_DI
 MOUNT_POINTS = ("workspace", "opt/tf/lib", "opt/tf/out", "opt/tf/build", "tmp", "proc", "dev")
 _build_lock = threading.Lock()
 
+# The common locales (the Dockerfile's LOCALES, the same list: a test checks).
+LOCALES = (
+    "en_US.UTF-8 UTF-8|"
+    "en_US ISO-8859-1|"
+    "en_GB.UTF-8 UTF-8|"
+    "de_DE.UTF-8 UTF-8|"
+    "de_DE ISO-8859-1|"
+    "fr_FR.UTF-8 UTF-8|"
+    "es_ES.UTF-8 UTF-8|"
+    "it_IT.UTF-8 UTF-8|"
+    "nl_NL.UTF-8 UTF-8|"
+    "pt_BR.UTF-8 UTF-8|"
+    "ru_RU.UTF-8 UTF-8|"
+    "ja_JP.UTF-8 UTF-8|"
+    "zh_CN.UTF-8 UTF-8"
+)
+
 # The Dockerfile's RUN step, for a directory instead of an image.
 BASE_SETUP = """\
 set -eu
+if ! command -v locale-gen >/dev/null 2>&1; then
+  (apt-get update -qq && apt-get install -y -qq --no-install-recommends locales >/dev/null \\
+   && rm -rf /var/lib/apt/lists/*) || echo "warning: no locales package: only C.UTF-8" >&2
+fi
+if command -v locale-gen >/dev/null 2>&1; then
+  echo "$LOCALES" | tr '|' '\\n' > /etc/locale.gen && locale-gen >/dev/null
+fi
 python3 -m venv /opt/tf/venv
 /opt/tf/venv/bin/pip install -q "pytest>=7.4" "pytest-cov>=4.1" "coverage>=7.4"
 if ! getent passwd 1000 >/dev/null; then useradd -u 1000 -U -m -s /bin/sh sandbox; fi
@@ -182,7 +206,10 @@ def default_base(python: str) -> str | None:
 
 
 def base_name(python: str) -> str:
-    return f"taskforge/base-rootfs:py{python}"
+    """Named by what builds it: a tree set up by an older BASE_SETUP is another
+    base, never taken for this one (as Docker's base image tag hashes the
+    Dockerfile)."""
+    return f"taskforge/base-rootfs:py{python}-{_sha(BASE_SETUP + LOCALES)[:8]}"
 
 
 def ensure_base(python: str, source: str | Path | None = None, log=logger.info) -> Path:
@@ -206,7 +233,7 @@ def ensure_base(python: str, source: str | Path | None = None, log=logger.info) 
         try:
             _copy(src, tmp)
             _pip_settings(tmp)
-            _run_in(tmp, BASE_SETUP)
+            _run_in(tmp, BASE_SETUP, env={"LOCALES": LOCALES, "DEBIAN_FRONTEND": "noninteractive"})
             version = _run_in(tmp, "python3 -c 'import sys; print(\"%d.%d\" % sys.version_info[:2])'")
             if version.strip().splitlines()[-1] != python:
                 raise InfraError(f"{src} has Python {version.strip()}, not {python}")
