@@ -286,7 +286,7 @@ def verify(
             if not patch.is_file():
                 _error(f"no such patch file: {patch}")
                 raise typer.Exit(2) from None
-            sol = Solution.from_patch(patch.read_text(encoding="utf-8", errors="replace"))
+            sol = Solution.from_patch_file(patch)
         else:
             assert solution is not None     # exactly one of the four was given
             sol = Solution.from_dir(solution)
@@ -374,7 +374,7 @@ def verify_batch(
             elif sol == "empty":
                 s = Solution.empty()
             elif isinstance(sol, dict) and "patch" in sol:
-                s = Solution.from_patch(Path(sol["patch"]).read_text(encoding="utf-8", errors="replace"))
+                s = Solution.from_patch_file(sol["patch"])
             elif isinstance(sol, dict) and "dir" in sol:
                 s = Solution.from_dir(sol["dir"])
             else:

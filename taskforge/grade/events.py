@@ -21,6 +21,10 @@ from taskforge.grade.findings import FindingKind as K
 
 MAX_EVENTS = 200_000
 MAX_LINE = 256 * 1024          # one honest event is a few KiB (longrepr is cut to 600 chars)
+# Monitor events kept per run in strict mode, distinct by (kind, site): the
+# monitor itself reports each pair once (and at most 5,000), so more is a
+# flood written on the pipe; the rest are only counted (grade caps the findings).
+MONITOR_KEEP = 1000
 
 
 class _Event(BaseModel):
@@ -87,6 +91,7 @@ class Parsed:
     collect_errors: dict[str, str] = field(default_factory=dict)
     session_exit: int | None = None
     monitor: list[Monitor] = field(default_factory=list)
+    monitor_dropped: int = 0                                     # past MONITOR_KEEP (strict)
     problems: list[tuple[K, str]] = field(default_factory=list)  # stream findings
 
     def problem(self, kind: K, detail: str) -> None:
@@ -129,6 +134,7 @@ def parse_events(text: str, strict: bool = True) -> Parsed:
     out = Parsed()
     started = finished = False
     phases: dict[str, set[str]] = {}
+    monitored: set[tuple[str, str]] = set()
     for n, line in enumerate(text.splitlines()):
         if not line.strip():
             continue
@@ -155,6 +161,14 @@ def parse_events(text: str, strict: bool = True) -> Parsed:
         if isinstance(ev, Monitor):
             if finished and strict:
                 out.problem(K.AFTER_SESSION, "a monitor event after the session finished")
+            if strict:
+                key = (ev.kind, ev.site)
+                if key in monitored:
+                    continue
+                if len(monitored) >= MONITOR_KEEP:
+                    out.monitor_dropped += 1
+                    continue
+                monitored.add(key)
             out.monitor.append(ev)
             continue
         if strict and finished:

@@ -35,6 +35,8 @@ class FindingKind(str, Enum):
     MUTANT_PASSED = "mutant-passed"
     SHADOWING = "shadowing"
     UNPROCESSABLE = "unprocessable"
+    OVER_LIMIT = "over-limit"            # a host-side bound: size, files, depth, apply time/memory
+    MONITOR_FLOOD = "monitor-flood"      # more distinct monitor events than the host keeps
     NOT_SEPARATED = "not-separated"
     # Static scan of changed files.
     RUNNER_INTERNALS = "runner-internals"
@@ -83,7 +85,8 @@ INFO_KINDS = {K.RESTORED_FILE, K.REMOVED_UNSHIPPED, K.REMOVED_STARTUP_HOOK, K.NE
               K.REMOVED_SYMLINK}
 INTEGRITY_KINDS = {K.PATCH_REJECTED, K.MALFORMED_EVENT, K.DUPLICATE_EVENT, K.AFTER_SESSION,
                    K.RESULTS_OVERFLOW, K.OUTPUT_OVERFLOW, K.EARLY_EXIT, K.EXIT_CODE,
-                   K.MISSING_RESULTS, K.TIMEOUT, K.MUTANT_PASSED, K.SHADOWING, K.UNPROCESSABLE}
+                   K.MISSING_RESULTS, K.TIMEOUT, K.MUTANT_PASSED, K.SHADOWING, K.UNPROCESSABLE,
+                   K.OVER_LIMIT, K.MONITOR_FLOOD}
 # Heuristic kinds scored 0 under the default policy: acts honest package code
 # almost never performs, unless the gold does too (then they are exempt).
 HIGH_CONFIDENCE = {K.RUNNER_INTERNALS, K.BUILTINS_PATCHED, K.ALWAYS_EQUAL, K.BYTECODE_FILE,

@@ -34,14 +34,15 @@ from typing import Any, Literal, cast
 from pydantic import BaseModel
 
 from taskforge.errors import InfraError, TaskforgeError, UserError
-from taskforge.fsutil import copy_tree, share_with_sandbox
+from taskforge.fsutil import copy_tree, rmtree, share_with_sandbox
 from taskforge.grade import mutants as mut
 from taskforge.grade import static
+from taskforge.grade.bounds import Bounds, in_workspace, patch_breach, patch_facts, survey
 from taskforge.grade.findings import Finding, Policy, Severity, Source, clean, finding
 from taskforge.grade.findings import FindingKind as K
 from taskforge.models import Outcome, TestResult, VerifyResult
 from taskforge.package.store import Task, load_task
-from taskforge.package.writer import apply_patch
+from taskforge.package.writer import ApplyError, apply_patch
 from taskforge.repo.layout import is_protected_path, walk, walk_all
 from taskforge.sandbox import Limits, Mount, SandboxSpec, open_sandbox
 from taskforge.sandbox.testrun import PytestRunner, RunResult, runner_mount, supervisor_standby
@@ -50,6 +51,11 @@ from taskforge.sandbox.warm import Lease, WarmPool
 INFRA_RETRIES = 2
 DEFAULT_TIMEOUT = 900.0
 MAX_PLANTED = 64          # copies planted per verify: in practice every test that has any
+MAX_MONITOR_FINDINGS = 100   # distinct monitor findings kept; more are one monitor-flood finding
+BOUNDS = Bounds()
+# Bounds as good as none: what the naive grader (and `bounds=False`) walks with.
+UNBOUNDED = Bounds(patch_bytes=1 << 62, file_bytes=1 << 62, tree_bytes=1 << 62, extra_files=1 << 62,
+                   depth=1 << 30, path_chars=1 << 30)
 
 
 class Defences(BaseModel):
@@ -66,6 +72,7 @@ class Defences(BaseModel):
     rename: bool = True            # random names for the hidden tests at every run
     monitor: bool = True           # the audit-hook monitor's findings count
     exit_checks: bool = True       # exit code, session end, expected ids all reported
+    bounds: bool = True            # host-side size, file, depth, apply and scan bounds; monitor cap
     policy: Policy = Policy.SCORE
 
     @classmethod
@@ -97,6 +104,14 @@ class Solution:
         return cls("patch", patch=text)
 
     @classmethod
+    def from_patch_file(cls, path: str | Path) -> "Solution":
+        """A patch file, read up to one byte past the bound on patch text: a larger
+        one is refused as such, and is never read whole into memory."""
+        with open(path, "rb") as fh:
+            data = fh.read(BOUNDS.patch_bytes + 1)
+        return cls.from_patch(data.decode("utf-8", errors="replace"))
+
+    @classmethod
     def from_dir(cls, path: str | Path) -> "Solution":
         p = Path(path)
         if not p.is_dir():
@@ -119,43 +134,19 @@ def clear_path(tree: Path, rel: str) -> Path:
     return dst
 
 
-def drop_symlinks(tree: Path, workspace: Path) -> list[tuple[K, str]]:
-    """A solution tree's symlinks, except those the task's workspace has too:
-    a link could make the grader write outside its copy."""
+def drop_symlinks(tree: Path, workspace: Path, links: list[str]) -> list[tuple[K, str]]:
+    """Remove the solution tree's symlinks `links` (relative paths, from a survey),
+    except those the task's workspace has too: a link could make the grader
+    write outside its copy."""
     notes = []
-    for dirpath, dirnames, filenames in os.walk(tree):
-        for name in dirnames + filenames:
-            p = Path(dirpath) / name
-            if not p.is_symlink():
-                continue
-            rel = p.relative_to(tree).as_posix()
-            orig = workspace / rel
-            if orig.is_symlink() and os.readlink(orig) == os.readlink(p):
-                continue
-            p.unlink()
-            notes.append((K.REMOVED_SYMLINK, rel))
+    for rel in links:
+        p = tree / rel
+        orig = workspace / rel
+        if orig.is_symlink() and os.readlink(orig) == os.readlink(p):
+            continue
+        p.unlink()
+        notes.append((K.REMOVED_SYMLINK, rel))
     return notes
-
-
-MAX_SOLUTION_BYTES = 1 << 30
-
-
-def check_size(path: Path, workspace_files: int) -> None:
-    """A solution tree a grader can copy: bounded in files and in (apparent) bytes,
-    so that a sparse terabyte file cannot fill the host's disk for everyone."""
-    files, size = 0, 0
-    limit = 2 * workspace_files + 10_000
-    for dirpath, dirnames, filenames in os.walk(path):
-        dirnames[:] = [d for d in dirnames if d != ".git"]
-        for name in filenames:
-            files += 1
-            try:
-                size += os.lstat(os.path.join(dirpath, name)).st_size
-            except OSError:
-                continue
-            if files > limit or size > MAX_SOLUTION_BYTES:
-                raise UserError(f"the solution tree is too large (over {limit} files or "
-                                f"{MAX_SOLUTION_BYTES >> 20} MiB)")
 
 
 def restore_protected(task: Task, tree: Path) -> list[tuple[K, str]]:
@@ -171,7 +162,8 @@ def restore_protected(task: Task, tree: Path) -> list[tuple[K, str]]:
         elif not dst.exists() and orig_ws.is_file():
             notes.append((K.RESTORED_FILE, f"{rel} was deleted"))
         if dst.is_dir() and not dst.is_symlink():
-            shutil.rmtree(dst)
+            if rmtree(dst):
+                raise OSError(f"{rel}: a directory in its place could not be removed")
         elif dst.is_symlink():
             dst.unlink()
         shutil.copy2(task.hidden / rel, dst)
@@ -205,38 +197,57 @@ def choose_mutants(pool: list[mut.Mutant], rng: random.Random, limit: int = MAX_
     return out
 
 
-def prepare(task: Task, solution: Solution, tree: Path, defences: Defences
-            ) -> tuple[list[Finding], mut.Plan | None]:
+def prepare(task: Task, solution: Solution, tree: Path, defences: Defences,
+            seconds: float | None = None) -> tuple[list[Finding], mut.Plan | None]:
     """The graded tree: the solution applied, then every defence that acts on files.
     Returns the findings so far and the planting plan (None: the solution was
     refused). Whatever the solution's files make these steps raise is the
-    solution's doing: reward 0 with a finding, never a masked infrastructure error."""
+    solution's doing: reward 0 with a finding, never a masked infrastructure error.
+    `seconds`: the task's time limit, which also bounds applying the patch."""
     try:
-        return _prepare(task, solution, tree, defences)
+        return _prepare(task, solution, tree, defences, seconds)
+    except ApplyError as exc:
+        return [finding(K.OVER_LIMIT, Source.GRADER, str(exc), policy=defences.policy)], None
     except (OSError, ValueError, RecursionError, MemoryError, UserError, UnicodeError) as exc:
         msg = exc.message if isinstance(exc, UserError) else f"{type(exc).__name__}: {exc}"
         return [finding(K.UNPROCESSABLE, Source.GRADER, msg[:200], policy=defences.policy)], None
 
 
-def _prepare(task: Task, solution: Solution, tree: Path, defences: Defences
-             ) -> tuple[list[Finding], mut.Plan | None]:
+def _prepare(task: Task, solution: Solution, tree: Path, defences: Defences,
+             seconds: float | None) -> tuple[list[Finding], mut.Plan | None]:
     rec = task.record
     pol = defences.policy
     found: list[Finding] = []
     notes: list[tuple[K, str]] = []
+    b = BOUNDS if defences.bounds else UNBOUNDED
+    entries = b.max_entries(rec.sizes.workspace_files)
+    known = in_workspace(task.workspace)
+
+    def over(why: str) -> tuple[list[Finding], None]:
+        return [finding(K.OVER_LIMIT, Source.GRADER, why, policy=pol)], None
+
     if solution.kind == "dir":
         assert solution.path is not None        # from_dir sets it
-        check_size(solution.path, rec.sizes.workspace_files)
+        before = survey(solution.path, b, entries, skip=frozenset({".git"}), known=known)
+        if before.breach:
+            return over(f"the solution tree: {before.breach}")
         copy_tree(solution.path, tree)
-        notes += drop_symlinks(tree, task.workspace)
     else:
         copy_tree(task.workspace, tree)
     patch = rec.patch if solution.kind == "gold" else solution.patch
     if solution.kind in ("gold", "patch"):
-        err = apply_patch(tree, patch or "")
+        why = patch_breach(patch_facts(patch or ""), b, entries,
+                           known=lambda rel: os.path.lexists(task.workspace / rel))
+        if why:
+            return over(why)
+        err = apply_patch(tree, patch or "", b.apply_limits(seconds) if defences.bounds else None)
         if err:
             return [finding(K.PATCH_REJECTED, Source.GRADER, err, policy=pol)], None
-    shutil.rmtree(tree / ".git", ignore_errors=True)
+    rmtree(tree / ".git")
+    after = survey(tree, b, entries, known=known)
+    if after.breach:
+        return over(f"the tree the solution makes: {after.breach}")
+    notes += drop_symlinks(tree, task.workspace, after.symlinks)
     if defences.restore_tests:
         notes += restore_protected(task, tree)
     else:
@@ -253,7 +264,8 @@ def _prepare(task: Task, solution: Solution, tree: Path, defences: Defences
     found += [finding(k, Source.STATIC if k is K.BYTECODE_FILE else Source.GRADER, d, policy=pol)
               for k, d in notes]
     if defences.static_scan:
-        scanned = static.scan_solution(tree, task.workspace, pol, allowed)
+        scan_bounds = {} if defences.bounds else {"max_file": None, "max_total": None}
+        scanned = static.scan_solution(tree, task.workspace, pol, allowed, **scan_bounds)
         g = rec.grading
         if defences.mutants and g.hidden_functions and g.hidden_with_mutant >= g.hidden_functions:
             # Every hidden test has value copies: an object equal to everything
@@ -295,15 +307,20 @@ def verify(task_dir: str | Path, solution: Solution, timeout: float | None = Non
             lease = pool.take(spec)
         except InfraError:
             lease = None                     # the cold path below says what is wrong
-    with tempfile.TemporaryDirectory(prefix="tf-verify-") as tmp:
-        tree = lease.workspace if lease else Path(tmp) / "workspace"
+    # Not TemporaryDirectory: its cleanup is shutil.rmtree, which a deep enough
+    # tree made by the solution turns into a RecursionError after the run.
+    tmp = Path(tempfile.mkdtemp(prefix="tf-verify-"))
+    try:
+        tree = lease.workspace if lease else tmp / "workspace"
         try:
-            found, plan = prepare(task, solution, tree, d)
+            found, plan = prepare(task, solution, tree, d, timeout)
             if plan is None:
                 return _finish(result, t0, 0.0, found)
             share_with_sandbox(tree)
             run, error = _run_hidden(rec, d, spec, tree, timeout, lease,
                                      backend or (pool.backend if pool else None))
+            if run is not None and d.bounds:
+                found += left_behind(tree, d.policy)
         finally:
             if lease is not None:
                 assert pool is not None         # a lease only comes from the pool
@@ -311,7 +328,26 @@ def verify(task_dir: str | Path, solution: Solution, timeout: float | None = Non
         if run is None:
             result.error = error or "sandbox failed"
             return _finish(result, t0, None, found)
-    return grade(result, rec, run, t0, plan, found, d)
+        return grade(result, rec, run, t0, plan, found, d)
+    finally:
+        rmtree(tmp)          # never raises; what it could not remove is logged
+
+
+POST_RUN = BOUNDS.model_copy(update={"file_bytes": 1 << 62, "tree_bytes": 1 << 62})
+POST_RUN_ENTRIES = 200_000
+
+
+def left_behind(tree: Path, policy: Policy) -> list[Finding]:
+    """A directory chain deeper than any solution needs, made by the run (at
+    import time, say): aimed at the host's cleanup, not at the tests. Sizes and
+    counts are the tests' business here; the walk gives up past POST_RUN_ENTRIES."""
+    try:
+        s = survey(tree, POST_RUN, POST_RUN_ENTRIES)
+    except OSError as exc:
+        return [finding(K.UNPROCESSABLE, Source.GRADER, f"the tree after the run: {exc}", policy=policy)]
+    if s.breach and s.entries <= POST_RUN_ENTRIES:
+        return [finding(K.OVER_LIMIT, Source.GRADER, f"the run left {s.breach}", policy=policy)]
+    return []
 
 
 def _run_hidden(rec, d: Defences, spec: SandboxSpec, tree: Path, timeout: float,
@@ -390,17 +426,7 @@ def grade(result: VerifyResult, rec, run: RunResult, t0: float, plan: mut.Plan,
                                  f"{meta.alive_after_exit} process(es) outlived the run (killed)",
                                  policy=pol))
     if d.monitor:
-        allowed = {(k, f) for k, f in rec.grading.allowed}
-        for ev in run.monitor:
-            try:
-                kind = K(ev.kind)
-            except ValueError:
-                found.append(finding(K.MALFORMED_EVENT, Source.GRADER,
-                                     f"unknown monitor kind {ev.kind[:40]!r}", policy=pol))
-                continue
-            file = ev.site.rsplit(":", 1)[0]
-            found.append(finding(kind, Source.MONITOR, ev.detail, ev.site, pol,
-                                 exempt=(kind.value, file) in allowed))
+        found += _monitor_findings(run, rec, d)
     result.collection_errors = [clean(f"{k or '<session>'}: {v}", 400)
                                 for k, v in sorted(run.collect_errors.items())][:50]
     uncollected = {k.split("::")[0] for k in run.collect_errors}
@@ -442,6 +468,39 @@ def grade(result: VerifyResult, rec, run: RunResult, t0: float, plan: mut.Plan,
     resolved = (not result.f2p_failures and not result.p2p_regressions and not run.timed_out
                 and not fatal)
     return _finish(result, t0, 1.0 if resolved else 0.0, found)
+
+
+def _monitor_findings(run: RunResult, rec, d: Defences) -> list[Finding]:
+    """The monitor's events as findings, one per (kind, site); with the bounds on,
+    at most MAX_MONITOR_FINDINGS of them and one monitor-flood finding for the
+    rest: the monitor reports each act once, so a flood was written on the pipe
+    by the code under test, to bloat the result (150,000 events: 28 MB of JSON)."""
+    allowed = {(k, f) for k, f in rec.grading.allowed}
+    out: list[Finding] = []
+    seen: set[tuple[str, str]] = set()
+    dropped = run.monitor_dropped
+    for ev in run.monitor:
+        if d.bounds:
+            if (ev.kind, ev.site) in seen:
+                continue
+            seen.add((ev.kind, ev.site))
+            if len(out) >= MAX_MONITOR_FINDINGS:
+                dropped += 1
+                continue
+        try:
+            kind = K(ev.kind)
+        except ValueError:
+            out.append(finding(K.MALFORMED_EVENT, Source.GRADER,
+                               f"unknown monitor kind {ev.kind[:40]!r}", policy=d.policy))
+            continue
+        file = ev.site.rsplit(":", 1)[0]
+        out.append(finding(kind, Source.MONITOR, ev.detail, ev.site, d.policy,
+                           exempt=(kind.value, file) in allowed))
+    if dropped:
+        out.append(finding(K.MONITOR_FLOOD, Source.GRADER,
+                           f"{len(out) + dropped} distinct monitor events; the first {len(out)} kept",
+                           policy=d.policy))
+    return out
 
 
 def _profile_diff(want: dict[str, str], got: dict[str, str]) -> str:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import logging
-import shutil
 import tempfile
 from pathlib import Path
 from typing import IO
@@ -25,7 +24,7 @@ from typing import IO
 from pydantic import BaseModel
 
 from taskforge.errors import TaskforgeError, UserError
-from taskforge.fsutil import atomic_write
+from taskforge.fsutil import atomic_write, rmtree
 from taskforge.models import FeatureKind, Stage
 from taskforge.sandbox import BACKENDS, backend_class
 from taskforge.sandbox.owner import owner_alive, owner_token
@@ -73,7 +72,7 @@ def reap_dead_runs() -> int:
         except OSError:
             continue
         if not owner_alive(token):
-            shutil.rmtree(d, ignore_errors=True)
+            rmtree(d)
             n += 1
     return n
 

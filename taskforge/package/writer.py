@@ -14,11 +14,16 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import resource
 import shutil
+import signal
+import stat
 import struct
 import subprocess
 import tempfile
+import time
 from pathlib import Path
+from typing import NamedTuple
 
 from taskforge.fsutil import atomic_write, copy_tree
 from taskforge.repo.layout import walk
@@ -107,7 +112,46 @@ def normalize_index(path: Path) -> None:
 _HEADER = re.compile(r"^(?:diff --git |--- |\+\+\+ |rename from |rename to |copy from |copy to )(.*)$",
                      re.M)
 _PARENT = re.compile(r"(?:^|[/\s])\.\.(?:[/\s]|$)")
-_SYMLINK = re.compile(r"^(?:new file mode|new mode) 120000|^index [0-9a-f]+\.\.[0-9a-f]+ 120000", re.M)
+# Every header line that carries a mode, as git apply and GNU patch read them:
+# the mode is whatever follows (strtoul in base 8), "index A..B MODE" after the
+# first space past the "..".
+_MODE_LINE = re.compile(r"^(?:new file mode|deleted file mode|new mode|old mode)(.*)$", re.M)
+_INDEX_LINE = re.compile(r"^index [^\n]*?\.\.[^ \n]*( [^\n]*)?$", re.M)
+_SPACE = " \t\n\v\f\r"
+
+
+def header_mode(text: str) -> int | None:
+    """A mode header's value as git reads it (C strtoul, base 8, into an unsigned
+    int: leading blanks and a sign allowed, digits up to the first non-octal), or
+    None where there are no digits. `0120000`, `120000` and `+0120000` are one mode."""
+    s = text.lstrip(_SPACE)
+    neg = s[:1] == "-"
+    if s[:1] in "+-":
+        s = s[1:]
+    digits = len(s) - len(s.lstrip("01234567"))
+    if not digits:
+        return None
+    value = min(int(s[:digits], 8), (1 << 64) - 1)       # strtoul saturates at ULONG_MAX
+    if neg:
+        value = -value % (1 << 64)
+    return value & 0xFFFFFFFF
+
+
+def is_link_mode(text: str) -> bool:
+    """Whether a mode header makes a symbolic link (stat.S_ISLNK of its value)."""
+    mode = header_mode(text)
+    return mode is not None and stat.S_ISLNK(mode)
+
+
+def links_in(diff: str) -> str | None:
+    """The first header line of `diff` whose mode is a symbolic link's, or None."""
+    for m in _MODE_LINE.finditer(diff):
+        if is_link_mode(m.group(1)):
+            return m.group(0)
+    for m in _INDEX_LINE.finditer(diff):
+        if m.group(1) and is_link_mode(m.group(1)):
+            return m.group(0)
+    return None
 
 
 def unsafe_diff(diff: str) -> str | None:
@@ -121,26 +165,73 @@ def unsafe_diff(diff: str) -> str | None:
             return f"unsafe path in {m.group(0)[:120]!r}"
         if "\\" in rest or '"' in rest:
             return f"quoted or escaped path in {m.group(0)[:120]!r}"
-    if _SYMLINK.search(diff):
-        return "creates or changes a symbolic link"
+    link = links_in(diff)
+    if link:
+        return f"creates or changes a symbolic link ({link[:80]!r})"
     return None
 
 
-def apply_patch(tree: Path, text: str) -> str | None:
-    """Apply a unified diff to a tree (git apply, then patch -p1); the error line, or None."""
+class ApplyLimits(NamedTuple):
+    """Bounds for applying an untrusted diff on the host: git's binary patches
+    inflate (a megabyte of patch can hold a gigabyte of file, and git holds it
+    in memory twice), so the patch tools run under an address-space and a
+    file-size rlimit, and against a deadline."""
+    memory: int = 512 << 20          # RLIMIT_AS of git apply / patch, bytes
+    file_bytes: int = 16 << 20       # RLIMIT_FSIZE: no file written may grow past this
+    seconds: float = 60.0
+
+
+class ApplyError(Exception):
+    """A patch tool hit a bound (killed by a signal, or out of time)."""
+
+
+def _limited(limits: ApplyLimits):
+    def set_limits() -> None:        # runs in the child between fork and exec: no locks
+        resource.setrlimit(resource.RLIMIT_AS, (limits.memory, limits.memory))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    return set_limits
+
+
+def _run_tool(argv: list[str], tree: Path, text: str, limits: ApplyLimits | None,
+              deadline: float | None) -> subprocess.CompletedProcess:
+    timeout = None if deadline is None else max(0.1, deadline - time.monotonic())
+    try:
+        res = subprocess.run(argv, cwd=tree, input=text, capture_output=True, text=True,
+                             errors="replace", timeout=timeout,
+                             preexec_fn=_limited(limits) if limits else None)
+    except subprocess.TimeoutExpired:
+        raise ApplyError(f"{argv[0]} took over {limits.seconds if limits else timeout:.0f} s "
+                         "to apply the patch") from None
+    if limits is not None and res.returncode < 0:
+        sig = -res.returncode
+        why = ("a file over the size limit" if sig == signal.SIGXFSZ else
+               "the memory limit" if sig in (signal.SIGSEGV, signal.SIGABRT, signal.SIGKILL) else
+               f"signal {sig}")
+        raise ApplyError(f"{argv[0]} was stopped applying the patch: {why}")
+    if limits is not None and "out of memory" in res.stderr.lower():
+        raise ApplyError(f"{argv[0]} ran out of memory applying the patch (limit "
+                         f"{limits.memory >> 20} MiB)")
+    return res
+
+
+def apply_patch(tree: Path, text: str, limits: ApplyLimits | None = None) -> str | None:
+    """Apply a unified diff to a tree (git apply, then patch -p1); the error line,
+    or None. With `limits`, the tools run bounded and a bound that is hit raises
+    ApplyError (the patch's doing, not a patch that merely does not apply)."""
     if not text.strip():
         return None
     why = unsafe_diff(text)
     if why:
         return why
+    deadline = time.monotonic() + limits.seconds if limits else None
     # Never --unsafe-paths: a diff naming ../x must not write outside the tree (verify
     # applies agents' diffs as root). git apply also refuses to write through symlinks;
     # GNU patch, the fallback, ignores "dangerous" names with .. or absolute paths.
-    res = subprocess.run(["git", "apply", "--whitespace=nowarn", "-"],
-                         cwd=tree, input=text, capture_output=True, text=True)
+    res = _run_tool(["git", "apply", "--whitespace=nowarn", "-"], tree, text, limits, deadline)
     if res.returncode != 0:
-        res2 = subprocess.run(["patch", "-p1", "--forward", "--batch", "--silent"], cwd=tree,
-                              input=text, capture_output=True, text=True) if shutil.which("patch") else res
+        res2 = _run_tool(["patch", "-p1", "--forward", "--batch", "--silent"], tree, text, limits,
+                         deadline) if shutil.which("patch") else res
         if res2.returncode != 0:
             msg = (res.stderr or res.stdout).strip().splitlines()
             return msg[0] if msg else "patch does not apply"

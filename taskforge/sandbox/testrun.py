@@ -60,6 +60,7 @@ class RunResult:
     session_finished: bool = False
     meta: RunMeta | None = None          # the supervisor's own observations
     monitor: list[Monitor] = field(default_factory=list)
+    monitor_dropped: int = 0             # distinct monitor events past the parser's keep
     problems: list[tuple[FindingKind, str]] = field(default_factory=list)
 
 
@@ -154,7 +155,7 @@ class PytestRunner:
             parsed = parse_events("", strict=False)
         result.outcomes, result.durations = parsed.outcomes, parsed.durations
         result.collect_errors, result.session_exit = parsed.collect_errors, parsed.session_exit
-        result.monitor = parsed.monitor
+        result.monitor, result.monitor_dropped = parsed.monitor, parsed.monitor_dropped
         result.problems += parsed.problems
         result.session_finished = result.session_exit is not None
         if host is not None and (host / "coverage.db").is_file():

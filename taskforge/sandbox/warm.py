@@ -14,8 +14,8 @@ Backend-neutral: it only calls `open_sandbox` and the Sandbox interface.
 from __future__ import annotations
 
 import atexit
+import logging
 import os
-import shutil
 import tempfile
 import threading
 import weakref
@@ -24,8 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from taskforge.errors import InfraError
+from taskforge.fsutil import rmtree
 from taskforge.sandbox.base import Mount, Sandbox, SandboxSpec
 
+log = logging.getLogger(__name__)
 _LIVE: "weakref.WeakSet[WarmPool]" = weakref.WeakSet()
 
 
@@ -103,9 +105,11 @@ class WarmPool:
             self._leases.pop(id(lease), None)
 
         def swap() -> None:
-            self._discard(lease)
-            if spec is not None:
-                self._refill(self._key(spec))
+            try:
+                self._discard(lease)
+            finally:                    # a slot is refilled whatever its cleanup did
+                if spec is not None:
+                    self._refill(self._key(spec))
         self._background(swap)
 
     def prefill(self, spec: SandboxSpec, wait: bool = True, timeout: float = 120) -> None:
@@ -176,7 +180,7 @@ class WarmPool:
         try:
             sandbox = open_sandbox(shape.model_copy(update={"mounts": mounts}), self.backend)
         except BaseException:
-            shutil.rmtree(scratch, ignore_errors=True)
+            rmtree(scratch)
             raise
         self.started += 1
         return Lease(sandbox=sandbox, workspace=workspace, warm=True)
@@ -217,10 +221,15 @@ class WarmPool:
             self._discard(lease)
 
     def _discard(self, lease: Lease) -> None:
+        """Destroy a sandbox and its directory; never raises (a solution shapes that
+        directory: a 3,000-deep chain would make shutil.rmtree raise RecursionError
+        in this background thread, and the slot would never be refilled)."""
         try:
             lease.sandbox.close()
+        except Exception as exc:  # noqa: BLE001 - logged; the directory still goes
+            log.warning("closing a warm sandbox: %s", exc)
         finally:
-            shutil.rmtree(lease.workspace.parent, ignore_errors=True)
+            rmtree(lease.workspace.parent)
 
     def _background(self, fn, *args) -> threading.Thread:
         t = threading.Thread(target=fn, args=args, daemon=True, name="tf-warm")
