@@ -112,7 +112,7 @@ def _run_in(root: Path, script: str, binds: Sequence[tuple[Path, str]] = (), tim
             env: dict[str, str] | None = None) -> str:
     """Run a build script as root in `root` (writable), network on."""
     argv = [bwrap(), "--bind", str(root), "/", "--proc", "/proc", "--dev", "/dev",
-            "--tmpfs", "/tmp", "--die-with-parent", "--new-session",
+            "--perms", "1777", "--tmpfs", "/tmp", "--die-with-parent", "--new-session",
             "--unshare-ipc", "--unshare-pid", "--unshare-uts"]
     for host in ("/etc/resolv.conf", "/etc/hosts"):
         if Path(host).is_file():
