@@ -6,6 +6,7 @@
     POST /get_reward     OpenRLHF's remote reward protocol (also /openrlhf)
     GET  /stats          per-task attempts, solves and solve rate (taskforge.training.curriculum)
     /episodes...         an agent's turns in a task's sandbox (taskforge.training.episode_api)
+    GET  /tools          the episodes' tools as function-calling schemas (taskforge.training.tools)
 
 Why it is built this way:
 - Grading is blocking (docker, git), so it runs in a thread pool of
@@ -438,7 +439,7 @@ def create_app(cfg: ServeConfig):
     svc = RewardService(cfg)
     ep_routes, svc.ep_pool = episode_routes(svc.episodes, svc.source, svc)
     if cfg.max_episodes == 0:
-        ep_routes = []
+        ep_routes = [r for r in ep_routes if r.path == "/tools"]     # the schemas stay
     routes = [Route("/health", svc.health, methods=["GET"]),
               Route("/stats", svc.wrap(svc.stats), methods=["GET"]),
               Route("/reward", svc.wrap(svc.reward_one), methods=["POST"]),
