@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import Callable
 from enum import StrEnum
 from typing import Any
@@ -111,6 +112,37 @@ def tool_specs() -> list[dict[str, Any]]:
 def tool_schemas() -> list[dict[str, Any]]:
     """The tools as OpenAI-style function-calling schemas (what chat templates take)."""
     return [{"type": "function", "function": s} for s in tool_specs()]
+
+
+_CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.S)
+CALL_FORMAT = ('Call a tool by writing <tool_call>{"name": ..., "arguments": {...}}</tool_call> '
+               "(one block per call).")
+
+
+def parse_tool_calls(text: str) -> list[tuple[str, Any]]:
+    """(name, arguments) of each Hermes/Qwen-style <tool_call> block of a model's
+    text, in order: the format chat templates emit when tools are given as text. A
+    block that is not a JSON object with a name becomes a call of the tool '' (an
+    error the model then reads)."""
+    calls: list[tuple[str, Any]] = []
+    for body in _CALL.findall(text or ""):
+        try:
+            obj = json.loads(body)
+        except ValueError:
+            calls.append(("", body))
+            continue
+        if not isinstance(obj, dict) or not isinstance(obj.get("name"), str):
+            calls.append(("", body))
+            continue
+        calls.append((obj["name"], obj.get("arguments", obj.get("parameters", {}))))
+    return calls
+
+
+def tools_prompt() -> str:
+    """The tools as text for a system prompt, for a policy given no native tool schemas."""
+    return ("You are working in a Python repository at /workspace. Act only through the tools. "
+            + CALL_FORMAT + " Call submit when you are done: the repository's changes are graded "
+            "then.\nTools:\n" + "\n".join(json.dumps(s) for s in tool_schemas()))
 
 
 # ------------------------------------------------------------ pure text edits

@@ -20,45 +20,29 @@ mask it, never train on it as 0.
 """
 from __future__ import annotations
 
-import json
-import re
 from pathlib import Path
 from typing import Any
 
 from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput
 
 from taskforge.training.episodes import Episode, EpisodeLimits
-from taskforge.training.tools import ToolName, ToolOutcome, call_tool, grade_episode, tool_schemas
+from taskforge.training.tools import (
+    ToolName,
+    ToolOutcome,
+    call_tool,
+    grade_episode,
+    parse_tool_calls,
+    tool_schemas,
+    tools_prompt,
+)
 
 ENV_ID = "taskforge"
 ENTRY_POINT = "taskforge.training.integrations.skyrl:TaskforgeTextEnv"
-_CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.S)
-
-SYSTEM = ("You are working in a Python repository at /workspace. Act only through the tools. "
-          "Call a tool by writing <tool_call>{\"name\": ..., \"arguments\": {...}}</tool_call>. "
-          "Call submit when you are done: the repository's changes are graded then.\n"
-          "Tools:\n")
-
-
-def parse_tool_calls(text: str) -> list[tuple[str, Any]]:
-    """(name, arguments) of each <tool_call> block, in order; a block that is not
-    a JSON object with a name becomes a call of the tool '' (an error the model sees)."""
-    calls: list[tuple[str, Any]] = []
-    for body in _CALL.findall(text or ""):
-        try:
-            obj = json.loads(body)
-        except ValueError:
-            calls.append(("", body))
-            continue
-        if not isinstance(obj, dict) or not isinstance(obj.get("name"), str):
-            calls.append(("", body))
-            continue
-        calls.append((obj["name"], obj.get("arguments", obj.get("parameters", {}))))
-    return calls
+__all__ = ["ENTRY_POINT", "ENV_ID", "TaskforgeTextEnv", "parse_tool_calls", "register_env", "system_prompt"]
 
 
 def system_prompt() -> str:
-    return SYSTEM + "\n".join(json.dumps(s) for s in tool_schemas())
+    return tools_prompt()
 
 
 def task_dir_of(env_config: Any, extras: dict[str, Any]) -> Path:
