@@ -70,7 +70,7 @@ def test_openenv_client_scripted_episodes(openenv_server, tasks, tmp_path):
            *[tool("str_replace_editor", command="create", path=rel, file_text=data.decode())
              for rel, data in solved_files(task, tmp_path).items()],
            tool("submit")]
-    idle = [tool("bash", command="git status --short"), tool("str_replace_editor", command="view", path="."),
+    idle = [tool("bash", command="ls -a"), tool("str_replace_editor", command="view", path="."),
             tool("submit")]
     rewards = []
     with GenericEnvClient(base_url=f"{openenv_server}/openenv").sync() as env:

@@ -68,7 +68,7 @@ def test_skyrl_gym_make_scripted_trajectories(tasks, tmp_path):
 
     out, ids = tasks
     task = out / ids[0]
-    fix = [call("bash", command="ls && git status --short"),
+    fix = [call("bash", command="ls -a"),
            *[call("str_replace_editor", command="create", path=rel, file_text=data.decode())
              for rel, data in solved_files(task, tmp_path).items()],
            call("bash", command="python3 -m pytest -q 2>&1 | tail -1"),

@@ -82,7 +82,7 @@ def test_verifiers_rollouts_score_the_fix_1_and_idling_0(mode, tasks, chat, tmp_
         fix = [f"Here is the change.\n```diff\n{(task / 'gold.patch').read_text()}```"]
         idle = ["I looked at the code; it seems fine as it is."]
     else:
-        fix = [call("bash", command="ls && git status --short"),
+        fix = [call("bash", command="ls -a"),
                "\n".join(call("str_replace_editor", command="create", path=rel, file_text=data.decode())
                          for rel, data in solved_files(task, tmp_path).items()),
                call("submit")]
