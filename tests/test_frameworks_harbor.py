@@ -141,3 +141,52 @@ def test_harbor_runner_oracle_1_nop_0(exported, harbor_home, tmp_path):
         graded = json.loads((tmp_path / agent / "verifier" / "taskforge.json").read_text())
         assert graded["problems"] == [] and graded["f2p_total"] > 0
     assert rewards == {"oracle": 1.0, "nop": 0.0}
+
+
+NAIVE_TEST_SH = """#!/bin/bash
+# A naive Harbor grader: the graded tests' exit status is the reward.
+cd /workspace
+cp -r /tests/hidden/. /workspace/
+run="import json, sys, pytest; p = json.load(open('/tests/grading.json'))
+sys.exit(pytest.main(['-q', *p['FAIL_TO_PASS'], *p['PASS_TO_PASS']]))"
+python3 -c "$run" && echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt
+"""
+
+EXIT_EARLY = "import os\n\n\ndef pytest_sessionstart(session):\n    os._exit(0)\n"
+
+
+def verify_like_harbor(task: Path, tmp: Path, test_sh: str | None = None,
+                       conftest: str | None = None, solve: bool = False) -> str:
+    """tests/test.sh as Harbor's separate verifier runs it: a fresh container of the
+    task's image (its main process root, the grader root), /tests uploaded, the
+    agent's /workspace restored; returns reward.txt."""
+    import shutil
+
+    ws, logs, tests = tmp / "ws", tmp / "logs", tmp / "tests"
+    shutil.copytree(task / "environment" / "workspace", ws, symlinks=True)
+    shutil.copytree(task / "tests", tests)
+    logs.mkdir()
+    if conftest is not None:
+        (ws / "conftest.py").write_text(conftest)
+    if test_sh is not None:
+        (tests / "test.sh").write_text(test_sh)
+    image = (task / "environment" / "Dockerfile").read_text().split()[1]
+    mounts = ["-v", f"{tests}:/tests:ro", "-v", f"{ws}:/workspace", "-v", f"{logs}:/logs/verifier"]
+    if solve:
+        mounts += ["-v", f"{task / 'solution'}:/solution:ro"]
+    script = ("bash /solution/solve.sh && " if solve else "") + "bash /tests/test.sh"
+    res = subprocess.run(["docker", "run", "--rm", "--network", "none", "-u", "0", *mounts, image,
+                          "bash", "-c", script], capture_output=True, text=True, timeout=600)
+    assert (logs / "reward.txt").is_file(), f"exit {res.returncode}: {res.stdout[-2000:]}{res.stderr[-2000:]}"
+    return (logs / "reward.txt").read_text().strip()
+
+
+@pytest.mark.docker
+def test_a_workspace_conftest_that_ends_pytest_early_scores_0(exported, tmp_path):
+    """The agent leaves a conftest.py that ends pytest with status 0 before any
+    test runs: a grader that trusts pytest's exit status pays 1; taskforge's
+    grader, reading the supervisor's event stream, pays 0. The gold still earns 1."""
+    task = sorted(p for p in exported.iterdir() if p.is_dir())[0]
+    assert verify_like_harbor(task, tmp_path / "naive", NAIVE_TEST_SH, EXIT_EARLY) == "1"
+    assert verify_like_harbor(task, tmp_path / "ours", None, EXIT_EARLY) == "0"
+    assert verify_like_harbor(task, tmp_path / "gold", None, None, solve=True) == "1"
