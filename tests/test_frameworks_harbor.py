@@ -128,18 +128,31 @@ def test_harbors_loader_and_lint_accept_every_exported_task(exported, harbor_hom
             assert not ws.exists() or ws.read_bytes() != (d / "tests" / "hidden" / rel).read_bytes()
 
 
+HARBOR_INFRA_ERRORS = {"DownloadVerifierDirError", "AddTestsDirError", "EnvironmentStartTimeoutError"}
+
+
 @pytest.mark.docker
 def test_harbor_runner_oracle_1_nop_0(exported, harbor_home, tmp_path):
     task = sorted(p for p in exported.iterdir() if p.is_dir())[0]
     rewards = {}
     for agent in ("oracle", "nop"):
-        res = harbor(harbor_home, "trial", "start", "-p", task, "-a", agent, "-e", "docker",
-                     "--trials-dir", tmp_path, "--trial-name", agent, timeout=1500, cwd=tmp_path)
-        result = json.loads((tmp_path / agent / "result.json").read_text())
+        for attempt in range(3):
+            # Harbor's own infrastructure errors (a `docker compose cp` that fails on a
+            # loaded shared engine) end a trial with no verifier result: tried again,
+            # never read as a reward.
+            name = f"{agent}-{attempt}"
+            res = harbor(harbor_home, "trial", "start", "-p", task, "-a", agent, "-e", "docker",
+                         "--trials-dir", tmp_path, "--trial-name", name, timeout=1500, cwd=tmp_path)
+            result = json.loads((tmp_path / name / "result.json").read_text())
+            error = (result.get("exception_info") or {}).get("exception_type")
+            if result.get("verifier_result") or error not in HARBOR_INFRA_ERRORS:
+                break
         assert result.get("verifier_result"), res.stdout[-3000:] + res.stderr[-2000:]
         rewards[agent] = result["verifier_result"]["rewards"]["reward"]
-        graded = json.loads((tmp_path / agent / "verifier" / "taskforge.json").read_text())
-        assert graded["problems"] == [] and graded["f2p_total"] > 0
+        graded = json.loads((tmp_path / name / "verifier" / "taskforge.json").read_text())
+        assert graded["f2p_total"] > 0
+        if agent == "oracle":                   # (the no-op's tree may not even collect)
+            assert graded["problems"] == [] and graded["failing"] == [], graded
     assert rewards == {"oracle": 1.0, "nop": 0.0}
 
 
