@@ -654,7 +654,7 @@ def shard(
   taskforge export shards/ --to openrlhf --out orl-data/""")
 def export(
     shards: Path = typer.Argument(..., help="A shard directory (taskforge shard)."),
-    to: str = typer.Option(..., "--to", help="verl, trl or openrlhf."),
+    to: str = typer.Option(..., "--to", help="verl, trl, openrlhf, or harbor (task directories)."),
     out: Path = typer.Option(..., "--out", "-o", help="Directory to write (must not exist or be empty)."),
     tokenizer: Optional[str] = typer.Option(None, help="A local tokenizer (transformers) to count "
                                             "prompt tokens with; else ~4 characters a token."),
@@ -666,6 +666,16 @@ def export(
     the reward needs, no grading columns; per split, with a dataset card."""
     from taskforge.training.export import export as run
 
+    if to == "harbor":
+        from taskforge.training.harbor import export_harbor
+
+        try:
+            harbor = export_harbor(shards, out, log=None if as_json else lambda s: typer.echo(s, err=True))
+        except TaskforgeError as exc:
+            _fail(exc)
+        typer.echo(harbor.model_dump_json(indent=2) if as_json
+                   else f"{len(harbor.tasks)} Harbor task(s) in {out}\nwarning: {harbor.note}")
+        return
     try:
         report = run(shards, out, to, tokenizer=tokenizer, max_prompt_length=max_prompt_length,
                      log=None if as_json else lambda s: typer.echo(s, err=True))
@@ -763,6 +773,8 @@ def serve(
                              "or the local one); --tasks must be on a path every node sees."),
     ray_address: Optional[str] = typer.Option(None, "--ray-address",
                                               help="The cluster to join (implies --ray)."),
+    openenv: bool = typer.Option(False, "--openenv", help="Also serve the episodes as an OpenEnv "
+                                 "environment at /openenv (needs the openenv extra)."),
     log_level: str = typer.Option("warning", "--log-level", help="debug, info, warning, error."),
 ) -> None:
     """Serve rewards over HTTP: JSON in and out, bounded concurrency and queue."""
@@ -778,7 +790,7 @@ def serve(
                           max_body=max_body, infra_score=infra_score,
                           cache=str(cache) if cache else None, stats=str(stats) if stats else None,
                           record_stats=not no_stats, max_episodes=max_episodes,
-                          episode_idle=episode_idle, **given)
+                          episode_idle=episode_idle, openenv=openenv, **given)
         run(cfg, log_level=log_level)
     except TaskforgeError as exc:
         _fail(exc)

@@ -7,6 +7,8 @@
     GET    /episodes/{id}/diff       -> {"diff"}
     POST   /episodes/{id}/submit     -> RewardResult (verify in a fresh sandbox)
     DELETE /episodes/{id}            -> {}
+    GET    /tools                    -> {"tools": [function-calling schemas]} (taskforge.training.tools)
+    POST   /episodes/{id}/tool       {"name", "arguments"} -> ToolOutcome (submit: graded, done)
 
 Each turn blocks on the engine, so it runs in a thread of its own pool (one per
 open episode at most); submissions go through the grading gate like any answer.
@@ -19,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pydantic import BaseModel, ConfigDict, Field
 
 from taskforge.training.episodes import Episodes
+from taskforge.training.tools import ToolName, call_tool, tool_schemas
 
 
 class StartRequest(BaseModel):
@@ -35,6 +38,12 @@ class RunRequest(BaseModel):
 class ReadRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     path: str
+
+
+class ToolRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    arguments: dict | str | None = None
 
 
 class WriteRequest(BaseModel):
@@ -90,6 +99,21 @@ def episode_routes(episodes: Episodes, source, helpers) -> tuple[list, ThreadPoo
         res = await h.grade_episode(ep.task.record.instance_id, patch)
         return h.answer(200, res.model_dump())
 
+    async def tools(request):
+        return h.answer(200, {"tools": tool_schemas()})
+
+    async def tool(request):
+        ep = episodes.get(request.path_params["episode_id"])
+        req = h.parse(ToolRequest, await h.read_json(request))
+        if req.name == ToolName.SUBMIT:
+            # Through the grading gate like any answer; the rest of the tool path is shared.
+            patch = await blocking(ep.diff)
+            graded = await h.grade_episode(ep.task.record.instance_id, patch)
+            out = await blocking(call_tool, ep, req.name, req.arguments, lambda _ep: graded)
+        else:
+            out = await blocking(call_tool, ep, req.name, req.arguments)
+        return h.answer(200, out.model_dump(mode="json"))
+
     async def close(request):
         await blocking(episodes.close, request.path_params["episode_id"])
         return h.answer(200, {})
@@ -101,4 +125,6 @@ def episode_routes(episodes: Episodes, source, helpers) -> tuple[list, ThreadPoo
             Route(p + "/write", h.wrap(write), methods=["POST"]),
             Route(p + "/diff", h.wrap(diff), methods=["GET"]),
             Route(p + "/submit", h.wrap(submit), methods=["POST"]),
+            Route(p + "/tool", h.wrap(tool), methods=["POST"]),
+            Route("/tools", h.wrap(tools), methods=["GET"]),
             Route(p, h.wrap(close), methods=["DELETE"])], pool

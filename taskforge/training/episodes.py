@@ -80,6 +80,18 @@ _READ = ("import base64,sys;f=open(sys.argv[1],'rb');d=f.read(int(sys.argv[2])+1
 _WRITE = ("import base64,os,sys;p=sys.argv[1];d=os.path.dirname(p);"
           "d and os.makedirs(d,exist_ok=True);"
           "open(p,'ab' if sys.argv[3]=='1' else 'wb').write(base64.b64decode(sys.argv[2]))")
+_LIST = ("import json,os,sys\n"
+         "p=sys.argv[1]\n"
+         "if not os.path.isdir(p): print('null'); sys.exit(0)\n"
+         "out=[]\n"
+         "for r,ds,fs in os.walk(p):\n"
+         " ds[:]=sorted(d for d in ds if not d.startswith('.') and d!='__pycache__')\n"
+         " depth=0 if r==p else os.path.relpath(r,p).count(os.sep)+1\n"
+         " if depth>=2: ds[:]=[]\n"
+         " out+=[os.path.normpath(os.path.join(r,n))+('/' if n in ds else '') for n in ds+sorted(fs)\n"
+         "       if not n.startswith('.')]\n"
+         " if len(out)>int(sys.argv[2]): break\n"
+         "print(json.dumps(sorted(out)[:int(sys.argv[2])]))")
 _TAR = ("import base64,io,os,sys,tarfile\n"
         "b=io.BytesIO();t=tarfile.open(fileobj=b,mode='w:gz')\n"
         "for r,ds,fs in os.walk('.'):\n"
@@ -162,6 +174,23 @@ class Episode:
                                          "1" if n else "0"], timeout=30)
                 if res.exit_code != 0:
                     raise UserError(f"cannot write {path}: {_last_line(res.output)}")
+
+    def listing(self, path: str, limit: int = 1000) -> list[str] | None:
+        """A directory's files and folders two levels deep (folders end in /), or
+        None when `path` is not a directory. Paths relative to the workspace."""
+        import json
+
+        rel = "." if Path(path).as_posix() in (".", "/workspace", "/workspace/") else _rel(path)
+        with self._turn():
+            assert self.sandbox is not None     # __init__ set it or raised
+            res = self.sandbox.exec(["python3", "-c", _LIST, rel, str(limit)], timeout=30)
+        if res.exit_code != 0:
+            raise UserError(f"cannot list {path}: {_last_line(res.output)}")
+        try:
+            entries = json.loads(res.output.strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            raise UserError(f"cannot list {path}: {_last_line(res.output)}") from None
+        return entries if isinstance(entries, list) else None
 
     def diff(self) -> str:
         """The workspace's changes as a git-style patch against the task's base commit."""

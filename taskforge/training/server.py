@@ -6,6 +6,9 @@
     POST /get_reward     OpenRLHF's remote reward protocol (also /openrlhf)
     GET  /stats          per-task attempts, solves and solve rate (taskforge.training.curriculum)
     /episodes...         an agent's turns in a task's sandbox (taskforge.training.episode_api)
+    GET  /tools          the episodes' tools as function-calling schemas (taskforge.training.tools)
+    /openenv/...         with `openenv`: OpenEnv's server over the same episodes
+                         (taskforge.training.integrations.openenv)
 
 Why it is built this way:
 - Grading is blocking (docker, git), so it runs in a thread pool of
@@ -77,6 +80,7 @@ class ServeConfig(BaseModel):
     warm: int | None = Field(None, ge=0)       # sandboxes started ahead per image (None: concurrency)
     sandbox: str | None = None                 # backend (None: $TASKFORGE_SANDBOX, else docker)
     ray: str | None = None                     # grade on this Ray cluster ("auto" or an address)
+    openenv: bool = False                      # mount an OpenEnv server at /openenv (openenv extra)
 
 
 class RewardRequest(BaseModel):
@@ -438,18 +442,38 @@ def create_app(cfg: ServeConfig):
     svc = RewardService(cfg)
     ep_routes, svc.ep_pool = episode_routes(svc.episodes, svc.source, svc)
     if cfg.max_episodes == 0:
-        ep_routes = []
+        ep_routes = [r for r in ep_routes if r.path == "/tools"]     # the schemas stay
     routes = [Route("/health", svc.health, methods=["GET"]),
               Route("/stats", svc.wrap(svc.stats), methods=["GET"]),
               Route("/reward", svc.wrap(svc.reward_one), methods=["POST"]),
               Route("/reward/batch", svc.wrap(svc.reward_batch), methods=["POST"]),
               Route("/get_reward", svc.wrap(svc.openrlhf), methods=["POST"]),
               Route("/openrlhf", svc.wrap(svc.openrlhf), methods=["POST"]), *ep_routes]
+    if cfg.openenv and cfg.max_episodes:
+        routes.append(openenv_mount(svc))
     app = Starlette(routes=routes, exception_handlers={HTTPException: svc.http_error},
                     lifespan=svc.lifespan)
     app.state.gate, app.state.source, app.state.config = svc.gate, svc.source, cfg
     app.state.stats = svc.store
     return app
+
+
+def openenv_mount(svc: RewardService):
+    """OpenEnv's app at /openenv over the service's episode pool; a submission is
+    graded through the service's admission gate like any answer."""
+    from starlette.routing import Mount
+
+    from taskforge.training.integrations.openenv import create_openenv_app
+
+    async def grader(ep):
+        patch = await asyncio.get_running_loop().run_in_executor(svc.ep_pool, ep.diff)
+        try:
+            return await svc.grade_episode(ep.task.record.instance_id, patch)
+        except HTTPError as exc:           # the gate is full: not the policy's fault
+            return flagged(ep.task.record.instance_id, exc.message)
+
+    app = create_openenv_app(svc.source, svc.episodes, grader, max_sessions=svc.episodes.max_episodes)
+    return Mount("/openenv", app=app)
 
 
 def serve(cfg: ServeConfig, log_level: str = "warning") -> None:
