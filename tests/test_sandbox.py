@@ -195,3 +195,26 @@ def test_no_kernel_keyring_carries_anything_between_sandboxes(backend, image_of)
     finally:
         with open_sandbox(off, backend) as c:
             c.exec(["python", "-c", KEYRING, "remove"], timeout=30)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_test_run_after_an_overrun_gets_a_live_sandbox(backend, image_of, tmp_path):
+    """A command that floods the exec stream ends a Docker sandbox; the next
+    test run of a generation worker must not fail on the dead one (it did:
+    `'NoneType' object has no attribute 'id'` under load, killing generate)."""
+    from taskforge.fsutil import share_with_sandbox
+    from taskforge.sandbox import Mount
+    from taskforge.sandbox.testrun import PytestRunner, runner_mount
+
+    ws = tmp_path / "ws"
+    (ws / "tests").mkdir(parents=True)
+    (ws / "tests/test_one.py").write_text("def test_one():\n    assert 1 + 1 == 2\n")
+    share_with_sandbox(ws)
+    spec = SandboxSpec(image=image_of(backend), labels={"taskforge.role": "test"},
+                       mounts=[Mount(host=str(ws), container="/workspace"), runner_mount()])
+    with open_sandbox(spec, backend) as sb:
+        flood = sb.exec(["python", "-c", "import sys\nwhile True:\n    sys.stdout.write('x' * 65536)"],
+                        timeout=60)
+        assert flood.overflow and flood.exit_code is None
+        run = PytestRunner(sb, None).run(["tests/test_one.py"], timeout=60)
+        assert run.outcomes == {"tests/test_one.py::test_one": "passed"}, run.log[-500:]

@@ -126,6 +126,11 @@ class PytestRunner:
         else:
             sup += ["--uid", uid, "--gid", gid or uid]
             user = SUPERVISOR_USER
+        if not self.sandbox.started:
+            # An earlier run overran its exec and the backend ended the sandbox:
+            # a generation worker's state is its tree on the host, so a fresh
+            # sandbox of the same spec serves the next run.
+            self.sandbox.start()
         res = self.sandbox.exec([*sup, "--", *argv], timeout=timeout + 10, env=env, user=user)
         if not (res.timed_out or res.overflow or supervisor_started(res.output)):
             # Our side never got the tests going (a tree the sandbox user cannot

@@ -133,6 +133,8 @@ class DockerSandbox(Sandbox):
             raise InfraError(f"cannot start a container from {spec.image}: {_short(exc)}") from None
 
     def exec(self, argv, timeout, env=None, user=None) -> ExecResult:
+        if self.container is None:
+            raise InfraError("the sandbox is not started (or was ended: an earlier command overran it)")
         api = client().api
         cmd = ["timeout", "-s", "KILL", str(max(1, int(timeout + 0.999))), *argv]
         box: dict = {"chunks": [], "size": 0, "overflow": False}
