@@ -118,6 +118,8 @@ def test_the_statistical_picker(redteam_tasks, trained, tmp_path):  # noqa: F811
     assert gold.reward == 1.0, gold.model_dump_json(indent=1)
 
 
+@pytest.mark.xfail(strict=True, reason="the corpus-fitted picker named 16 of 40 originals of this file's "
+                   "old copies: it beats them over the corpus (tests/test_copies_stats.py), not on this file")
 def test_the_picker_wins_on_the_old_copies_of_the_same_file(redteam_tasks, trained):  # noqa: F811
     """Host-side, what a grader planting today's copies gives away: over many
     plantings of the task's hidden test file, the picker names every group's
@@ -178,7 +180,9 @@ def _planted_bodies(task: Path, defences: Defences | None = None, choose=None) -
             text = (tree / rel).read_text()
             for n in ast.walk(ast.parse(text)):
                 if isinstance(n, ast.FunctionDef) and (n.name in plan.originals or n.name in plan.mutants):
-                    body = re.sub(r"\bdef \w+", "def _", textwrap.dedent(ast.get_source_segment(text, n) or ""))
+                    first, last = mut.span(n)       # decorators (a parametrize table) included
+                    src = "".join(text.splitlines(keepends=True)[first - 1:last])
+                    body = re.sub(r"\bdef \w+", "def _", textwrap.dedent(src))
                     (originals if n.name in plan.originals else copies).add(body)
         return originals, copies
 
