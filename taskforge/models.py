@@ -103,6 +103,11 @@ class GradingPlan(BaseModel):
     hidden_functions: int = 0         # hidden test functions (doctests not counted)
     unstable_excluded: int = 0        # hidden ids that did not come back under the gold
     uncopied_excluded: int = 0        # hidden ids with no must-fail copy: left out of the grading
+    # Seeds the choice of copies planted at verify: the same set every time, so
+    # that nothing carried from one verify to the next tells the original (only
+    # names and places are drawn afresh). Secret: task.json never enters a sandbox.
+    # "" (tasks written before it): the instance id seeds the choice.
+    plant_seed: str = ""
 
 
 class EnvironmentRecipe(BaseModel):

@@ -14,6 +14,10 @@ from taskforge.grade.events import parse_events
 from taskforge.grade.findings import FindingKind as K
 from taskforge.grade.findings import Policy, Severity, severity
 
+# The one-step copies these tests were written for (the matched ones, which drop
+# most of these sites, are tested in tests/test_copies_stats.py).
+LEGACY = mut.CopyStyle.LEGACY
+
 
 def events(*evs) -> str:
     return "\n".join(e if isinstance(e, str) else json.dumps(e) for e in evs) + "\n"
@@ -145,19 +149,19 @@ def test_proposed_mutants_parse_and_change_one_literal(tmp_path):
     (tmp_path / "t.py").write_text(SRC)
     ids = ["t.py::test_plain", "t.py::test_param[1-I]", "t.py::test_local",
            "t.py::TestCls::test_method", "t.py::test_no_literal"]
-    ms = mut.propose(tmp_path, ids, seed="s")
+    ms = mut.propose(tmp_path, ids, seed="s", style=LEGACY)
     assert {m.func for m in ms} == {"test_plain", "test_param", "test_local", "test_method"}
     for m in ms:
         assert mut.NAME_TOKEN in m.source
         ast.parse(("if 1:\n" + m.source) if m.source.startswith(" ") else m.source)
     # Deterministic for a seed.
-    assert [m.source for m in ms] == [m.source for m in mut.propose(tmp_path, ids, "s")]
+    assert [m.source for m in ms] == [m.source for m in mut.propose(tmp_path, ids, "s", style=LEGACY)]
 
 
 def test_plant_renames_and_maps_back(tmp_path):
     (tmp_path / "t.py").write_text(SRC)
     ids = ["t.py::test_plain", "t.py::test_param[1-I]", "t.py::TestCls::test_method"]
-    ms = [m for m in mut.propose(tmp_path, ids, "s", 1, 1)]
+    ms = [m for m in mut.propose(tmp_path, ids, "s", 1, 1, style=LEGACY)]
     plan = mut.plant(tmp_path, ids, ms, rng=random.Random(1))
     text = (tmp_path / "t.py").read_text()
     ast.parse(text)
@@ -181,7 +185,7 @@ def test_mutants_really_run(tmp_path):
         def test_param(n, expected):
             assert f(n) == expected
         '''))
-    ms = mut.propose(tmp_path, ["test_x.py::test_param[1-I]"], "seed")
+    ms = mut.propose(tmp_path, ["test_x.py::test_param[1-I]"], "seed", style=LEGACY)
     assert [m.kind for m in ms] == ["value"] * 4 and len({m.group for m in ms}) == 2
     plan = mut.plant(tmp_path, ["test_x.py::test_param[1-I]"], ms[:1])
     res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rA",
@@ -262,7 +266,7 @@ def test_the_original_is_not_the_centre_of_its_copies(tmp_path):
     (tmp_path / "t.py").write_text('def test_x():\n    assert f("abcdefgh") == "mnopqrst"\n')
     centre = total = 0
     for seed in range(120):
-        ms = mut.propose(tmp_path, ["t.py::test_x"], f"s{seed}", sites_per_test=1)
+        ms = mut.propose(tmp_path, ["t.py::test_x"], f"s{seed}", sites_per_test=1, style=LEGACY)
         values = [ast.literal_eval(m.site.split("-> ")[1]) for m in ms]
         if len(values) != 2:
             continue
@@ -284,7 +288,7 @@ def test_pathological_streams_are_findings_not_crashes():
 def test_a_copy_is_only_its_own_id(tmp_path):
     """A report under a made-up path with a copy's name is not the copy's."""
     (tmp_path / "t.py").write_text(SRC)
-    ms = mut.propose(tmp_path, ["t.py::test_plain"], "s", 1, 1)
+    ms = mut.propose(tmp_path, ["t.py::test_plain"], "s", 1, 1, style=LEGACY)
     plan = mut.plant(tmp_path, ["t.py::test_plain"], ms)
     (name,) = plan.mutants
     assert plan.mutant_of(f"t.py::{name}") == (name, "")
@@ -331,7 +335,7 @@ def test_only_sound_sites(tmp_path):
     (tmp_path / "t.py").write_text(SOUNDNESS)
     values = set()
     for seed in range(40):
-        for m in mut.propose(tmp_path, ["t.py::test_negative"], f"s{seed}", 1, 1):
+        for m in mut.propose(tmp_path, ["t.py::test_negative"], f"s{seed}", 1, 1, style=LEGACY):
             values.add(int(m.site.split("-> ")[1]))
     assert min(values) < -1 < max(values)       # copies on both sides of the original
 
@@ -368,7 +372,7 @@ def test_expected_exceptions_get_unrelated_ones(tmp_path):
     (tmp_path / "t.py").write_text(
         "import pytest\n\n\ndef test_bad():\n    for bad in (0, -1):\n"
         "        with pytest.raises(ValueError):\n            f(bad)\n")
-    ms = mut.propose(tmp_path, ["t.py::test_bad"], "s")
+    ms = mut.propose(tmp_path, ["t.py::test_bad"], "s", style=LEGACY)
     import builtins
 
     assert ms and all(m.kind == "value" for m in ms)
@@ -384,7 +388,7 @@ def test_copies_and_original_look_alike(tmp_path):
     (tmp_path / "t.py").write_text("def test_x():\n    assert f() == 0xFF\n\n\n"
                                    "def test_y():\n    assert g() == 2.50\n\n\n"
                                    "def test_z():\n    assert h() is None\n")
-    ms = mut.propose(tmp_path, ["t.py::test_x", "t.py::test_y", "t.py::test_z"], "s")
+    ms = mut.propose(tmp_path, ["t.py::test_x", "t.py::test_y", "t.py::test_z"], "s", style=LEGACY)
     x = [m for m in ms if m.func == "test_x"]
     assert x and all("0xff" in m.original.lower() and "0xFF" not in m.original for m in x)
     for m in (m for m in ms if m.func == "test_y"):
@@ -395,7 +399,7 @@ def test_copies_and_original_look_alike(tmp_path):
     import collections
 
     (tmp_path / "u.py").write_text('def test_u():\n    assert f("abcdef") == "ghijkl"\n')
-    pool = mut.propose(tmp_path, ["u.py::test_u"], "s", 1, 2)
+    pool = mut.propose(tmp_path, ["u.py::test_u"], "s", 1, 2, style=LEGACY)
     assert len(pool) == 2
     counts = collections.Counter()
     for seed in range(600):

@@ -30,6 +30,7 @@ import secrets
 import string
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
 from typing import AbstractSet, Literal, cast
 
@@ -37,6 +38,7 @@ from pydantic import BaseModel, Field
 
 from taskforge.analysis.pyparse import literal_eval
 from taskforge.analysis.pyparse import parse as parse_python
+from taskforge.grade import copies
 
 NAME_TOKEN = "__tf_mutant_name__"
 EQUAL_METHODS = {"assertEqual", "assertEquals", "assertListEqual", "assertTupleEqual",
@@ -50,6 +52,12 @@ NEGATABLE = {"assertTrue": "assertFalse", "assertFalse": "assertTrue",
              "assertIs": "assertIsNot", "assertIsNot": "assertIs",
              "assertIsInstance": "assertNotIsInstance", "assertNotIsInstance": "assertIsInstance"}
 ATOMIC = (ast.Call, ast.Name, ast.Attribute, ast.Subscript)
+
+
+class CopyStyle(str, Enum):
+    """How copy values are drawn."""
+    MATCHED = "matched"    # from the original's profile in its module (grade/copies.py)
+    LEGACY = "legacy"      # one-step perturbations, as before issue 23: kept to measure their tells
 
 
 class Mutant(BaseModel):
@@ -66,6 +74,10 @@ class Mutant(BaseModel):
     # name; "" when the original stays as it is.
     original: str = ""
     expect: dict[str, str] = Field(default_factory=dict)   # id suffix ("", "[p]") -> outcome
+    # Module constants the parametrize table named, written out in the original
+    # and every copy: planting drops their definitions once nothing else uses
+    # them, or the one table equal to the constant would be the original.
+    tables: list[str] = Field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -648,13 +660,16 @@ def _apply(lines: list[str], edits: list[Edit]) -> list[str] | None:
     return out
 
 
-def _mutate_table(site: Site, rng: random.Random, base=None) -> tuple | None:
-    """The table with the site's value changed (from `base`, a previous copy's
-    value, when given; never back to the original)."""
+def _mutate_table(site: Site, rng: random.Random, base=None, value=None) -> tuple | None:
+    """The table with the site's value changed (to `value` when given; else from
+    `base`, a previous copy's value, when given; never back to the original)."""
     assert site.table is not None           # only a table site's edits come here
     rows = [list(r) if isinstance(r, tuple) else [r] for r in site.table]
     single = not isinstance(site.table[0], tuple)
     orig = rows[site.row][site.column]
+    if value is not None:
+        rows[site.row][site.column] = value
+        return tuple(r[0] if single else tuple(r) for r in rows)
     v = orig if base is None else base
     if not isinstance(v, (str, bytes, int, float)):
         return None
@@ -690,10 +705,11 @@ def _named(src_lines: list[str], fn, edits: list[Edit]) -> str | None:
     return text
 
 
-def _render(src_lines: list[str], fn, site: Site, rng: random.Random, base=None
+def _render(src_lines: list[str], fn, site: Site, rng: random.Random, base=None, chosen=None
             ) -> tuple[str, str, str, object] | None:
     """(mutant source, what changed, the original rewritten or "", the new value).
-    `base`: a previous copy's new value, to change instead of the original's."""
+    `base`: a previous copy's new value, to change instead of the original's;
+    `chosen`: the new value itself (a token, an exception's name, a table cell)."""
     edits = site.edits_for(rng)
     if not edits:
         return None
@@ -702,7 +718,7 @@ def _render(src_lines: list[str], fn, site: Site, rng: random.Random, base=None
     if edits[0].text == "\1":
         assert site.table is not None       # "\1" edits are made only for table sites
         e = edits[0]
-        new_table = _mutate_table(site, rng, base)
+        new_table = _mutate_table(site, rng, base, chosen)
         if new_table is None:
             return None
         mutant = _named(src_lines, fn, [Edit(e.line, e.start, e.end, repr(new_table), e.end_line)])
@@ -720,9 +736,9 @@ def _render(src_lines: list[str], fn, site: Site, rng: random.Random, base=None
         start = orig if base is None else base
         pool = SWAPPABLE if orig in SWAPPABLE else FOR_CUSTOM
         options = [x for x in pool if _unrelated(x, orig) and _unrelated(x, start)]
-        if not options:
+        if not options and chosen is None:
             return None
-        new = rng.choice(options)
+        new = chosen if isinstance(chosen, str) else rng.choice(options)
         text = _named(src_lines, fn, [Edit(e.line, e.start, e.end, new)])
         return (text, f"line {site.where}: {orig} -> {new}", "", new) if text is not None else None
     if edits[0].text == "\0":
@@ -732,7 +748,7 @@ def _render(src_lines: list[str], fn, site: Site, rng: random.Random, base=None
         try:
             value = literal_eval(token)
             start = token if base is None else base
-            new = _new_token(start, literal_eval(start), rng)
+            new = chosen if isinstance(chosen, str) else _new_token(start, literal_eval(start), rng)
             if new is None or literal_eval(new) == value:
                 return None
         except (ValueError, SyntaxError):
@@ -756,8 +772,96 @@ def _token(lines: list[str], site: Site, rng: random.Random) -> str:
     return lines[e.line - 1].encode("utf-8")[e.start:e.end].decode("utf-8", "replace")
 
 
+def _numbers_of(fn) -> list:
+    """The numbers a test function writes, signs included."""
+    out: list = []
+    negated: set[int] = set()
+    for n in ast.walk(fn):
+        if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub) and isinstance(n.operand, ast.Constant) \
+                and copies._is_number(n.operand.value):
+            out.append(-cast(float, n.operand.value))
+            negated.add(id(n.operand))
+        elif isinstance(n, ast.Constant) and copies._is_number(n.value) and id(n) not in negated:
+            out.append(n.value)
+    return out
+
+
+def _local(fn, v, row=()) -> tuple[list[str], list]:
+    """The strings and numbers around a site: its table row's other cells, then
+    the rest of its test (the site's own occurrence left out)."""
+    cells = [x for x in row if x is not v]
+    strs = [x for x in cells if isinstance(x, str)]
+    nums = [x for x in cells if copies._is_number(x)]
+    fs = [n.value for n in ast.walk(fn) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+    fnums = _numbers_of(fn)
+    for pool in (fs, fnums):
+        if v in pool and not isinstance(v, bool):
+            pool.remove(v)
+    return strs + fs, nums + fnums
+
+
+def _source_of(lines: list[str], e: Edit) -> str:
+    if not e.end_line or e.end_line == e.line:
+        return lines[e.line - 1].encode("utf-8")[e.start:e.end].decode("utf-8", "replace")
+    first = lines[e.line - 1].encode("utf-8")[e.start:].decode("utf-8", "replace")
+    last = lines[e.end_line - 1].encode("utf-8")[:e.end].decode("utf-8", "replace")
+    return first + "".join(lines[e.line:e.end_line - 1]) + last
+
+
+# Complements (`is None` / `is not None`, assertTrue / assertFalse, `assert x` /
+# `assert not x`, True / False) have one other value and a prior a reader can
+# estimate from the module (and from every test file): not copied when matched.
+MATCHED_COMPLEMENTS = False
+# Expected exceptions: swapped for the module's other exception classes (used as
+# often; builtins under their prior), a reader still picked the original in 70%
+# of 53 held-out pairs (bench/bench_copies.py, 2026-12): not copied when matched.
+MATCHED_EXCEPTIONS = False
+
+
+def matched_values(lines: list[str], fn, ctx: copies.Context, site: Site, rng: random.Random,
+                   k: int) -> tuple[list, list[str]] | None:
+    """The values of a site's copies under CopyStyle.MATCHED, and the module
+    constants its table names (see Mutant.tables), or None: no copy can pass
+    for the original there."""
+    e = site.edits_for(rng)[0]
+    if site.table is not None:
+        row = site.table[site.row]
+        v = row[site.column] if isinstance(row, tuple) else row
+        names = sorted(set(re.findall(r"[A-Za-z_]\w*", _source_of(lines, e))))
+        # A table other code also names would show the original as the copy of it.
+        if any(ctx.names[n] != 1 for n in names):
+            return None
+        strs, nums = _local(fn, v, row if isinstance(row, tuple) else ())
+        toks = (copies.string_values(repr(v), v, ctx, rng, k, strs) if isinstance(v, str)
+                else copies.number_values(repr(v), v, ctx, nums, rng, k) if copies._is_number(v) else None)
+        return ([literal_eval(t) for t in toks], names) if toks else None
+    if e.text == "\2":
+        if not MATCHED_EXCEPTIONS:
+            return None
+        exc = _source_of(lines, e)
+        found = copies.exception_values(exc, ctx, rng, k)
+        return (found, []) if found else None
+    if e.text == "\0":
+        token = _source_of(lines, e)
+        try:
+            v = literal_eval(token)
+        except (ValueError, SyntaxError):
+            return None
+        if isinstance(v, bool):
+            return ([None], []) if MATCHED_COMPLEMENTS else None
+        strs, nums = _local(fn, v)
+        if isinstance(v, str):
+            toks = copies.string_values(token, v, ctx, rng, k, strs)
+        elif copies._is_number(v):
+            toks = copies.number_values(token, v, ctx, nums, rng, k)
+        else:
+            return None
+        return (toks, []) if toks else None
+    return ([None], []) if MATCHED_COMPLEMENTS else None
+
+
 def propose(root: Path, nodeids: list[str], seed: str, sites_per_test: int = 2,
-            values_per_site: int = 2) -> list[Mutant]:
+            values_per_site: int = 2, style: CopyStyle = CopyStyle.MATCHED) -> list[Mutant]:
     """Candidate mutants of the test functions behind `nodeids` (not yet validated).
 
     Per test: up to `sites_per_test` literals, each with `values_per_site`
@@ -769,6 +873,7 @@ def propose(root: Path, nodeids: list[str], seed: str, sites_per_test: int = 2,
     refs = sorted({r for r in map(test_ref, nodeids) if r is not None},
                   key=lambda r: (r.file, r.cls, r.func))
     parsed: dict[str, tuple[ast.Module, list[str], str] | None] = {}
+    contexts: dict[str, copies.Context] = {}
     out: list[Mutant] = []
     for ref in refs:
         if ref.file not in parsed:
@@ -789,6 +894,10 @@ def propose(root: Path, nodeids: list[str], seed: str, sites_per_test: int = 2,
         rng.shuffle(values)
         values.sort(key=lambda s: text.count(_token(lines, s, rng)))
         made = 0
+        if style is CopyStyle.MATCHED:
+            ctx = contexts.get(ref.file) or contexts.setdefault(ref.file, copies.Context.of(tree))
+            out += _matched_mutants(ref, lines, fn, ctx, values, rng, sites_per_test, values_per_site)
+            continue
         for site in values:
             if made >= sites_per_test:
                 break
@@ -811,6 +920,31 @@ def propose(root: Path, nodeids: list[str], seed: str, sites_per_test: int = 2,
                 out.append(Mutant(file=ref.file, cls=list(ref.cls), func=ref.func, kind="value",
                                   group=group, site=r[1], source=r[0], original=r[2]))
             made += bool(texts)
+    return out
+
+
+def _matched_mutants(ref: TestRef, lines: list[str], fn, ctx: copies.Context, values: list[Site],
+                     rng: random.Random, sites_per_test: int, k: int) -> list[Mutant]:
+    out: list[Mutant] = []
+    made = 0
+    for site in values:
+        if made >= sites_per_test:
+            break
+        found = matched_values(lines, fn, ctx, site, rng, k)
+        if found is None:
+            continue
+        vals, tables = found
+        e = site.edits_for(rng)[0]
+        group = f"{ref.func}@{e.line}:{e.start}:{site.row}"
+        texts: set[str] = set()
+        for val in vals:
+            r = _render(lines, fn, site, rng, chosen=val)
+            if r is None or r[0] in texts:
+                continue
+            texts.add(r[0])
+            out.append(Mutant(file=ref.file, cls=list(ref.cls), func=ref.func, kind="value",
+                              group=group, site=r[1], source=r[0], original=r[2], tables=tables))
+        made += bool(texts)
     return out
 
 
@@ -951,5 +1085,25 @@ def plant(tree: Path, nodeids: list[str], mutants: list[Mutant], rename: bool = 
                 continue
             out.append(lines[i])
             i += 1
-        path.write_text("".join(out), encoding="utf-8")
+        tables = {n for ms in groups.values() for m in ms for n in m.tables}
+        path.write_text(drop_unused_constants("".join(out), tables), encoding="utf-8")
     return plan
+
+
+def drop_unused_constants(text: str, names: AbstractSet[str]) -> str:
+    """`text` without the module-level `NAME = ...` definitions of `names` that
+    nothing in it uses any more (tables written out in their tests)."""
+    if not names:
+        return text
+    try:
+        module = parse_python(text)
+    except (SyntaxError, ValueError):
+        return text
+    used = {n.id for n in ast.walk(module) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    lines = text.splitlines(keepends=True)
+    for node in reversed(module.body):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                and node.targets[0].id in names and node.targets[0].id not in used \
+                and node.end_lineno is not None:
+            del lines[node.lineno - 1:node.end_lineno]
+    return "".join(lines)

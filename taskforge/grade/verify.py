@@ -275,11 +275,32 @@ def _prepare(task: Task, solution: Solution, tree: Path, defences: Defences,
                        if f.kind is K.ALWAYS_EQUAL and f.severity is Severity.FATAL else f
                        for f in scanned]
         found += scanned
-    rng = random.SystemRandom()
-    chosen = choose_mutants(rec.grading.mutants, rng) if defences.mutants else []
+    chosen = planted_set(rec) if defences.mutants else []
     plan = mut.plant(tree, rec.FAIL_TO_PASS, chosen,
-                     rename=defences.rename and rec.grading.rename, rng=rng)
+                     rename=defences.rename and rec.grading.rename, rng=random.SystemRandom())
     return found, plan
+
+
+def planted_set(rec) -> list[mut.Mutant]:
+    """The copies every verify of this task plants: chosen once per task (seeded by
+    the grading plan's secret), never drawn afresh.
+
+    Why: the original is in every verify, so were the copies drawn anew each
+    time, whatever a solution carries from one verify to the next would single it
+    out as "the one seen before". What it could carry, per backend:
+      - docker and bwrap alike: the host page cache of the shared read-only image
+        or runner mount (time a page read, evict with posix_fadvise(DONTNEED)),
+        and timing or load the next verify can observe (CPU, disk, memory pressure);
+      - docker: nothing on disk (a fresh container, /tmp and the workspace copy
+        go with it); bwrap: the same, a fresh tmpfs and workspace copy per verify.
+    Through any of them a solution can at most learn earlier verifies' planted
+    files. Those are now the same set each time, with fresh random names and a
+    fresh uniform place for the original among its copies: every member was
+    "seen before", and names and places carry nothing about which is the original.
+    (Learning across verifies by an agent's trainer is not a channel: it is
+    rewarded only for passing the tests the copies leave indistinguishable.)"""
+    seed = rec.grading.plant_seed or rec.instance_id
+    return choose_mutants(rec.grading.mutants, random.Random(f"plant:{seed}"))
 
 
 def verify(task_dir: str | Path, solution: Solution, timeout: float | None = None,

@@ -7,6 +7,7 @@ candidates in parallel workers and `Settler.earlier` to resume a run.
 """
 from __future__ import annotations
 
+import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -260,7 +261,8 @@ def _record_builder(tid, src, image, v: Verdict, ctx: Context, n_flaky: int,
         hidden_with_mutant=len({(m.file, tuple(m.cls), m.func) for m in pool.mutants
                                 if m.kind == "value"}),
         hidden_functions=len({(r.file, tuple(r.cls), r.func) for r in map(test_ref, f2p) if r}),
-        unstable_excluded=len(pool.unstable), uncopied_excluded=len(pool.uncopied))
+        unstable_excluded=len(pool.unstable), uncopied_excluded=len(pool.uncopied),
+        plant_seed=secrets.token_hex(16))
     p2p = sorted(ctx.passing - v.hidden - v.vanished)
     own = {s.qualname for s in cand.symbols}
     exports = sorted(f"{m}.{n}" for (m, n) in v.exported      # re-exports of removed names

@@ -1,0 +1,67 @@
+"""How well an attacker tells originals from copies, per copy style.
+
+    PYTHONPATH=. python bench/bench_copies.py [--per-package N] [--verifies V]
+
+Fits the distinguisher of tests/copies_attack.py on the planted groups of half
+the corpus files and scores it on the other half (and the best single signal),
+for CopyStyle.LEGACY (the copies before issue 23) and CopyStyle.MATCHED.
+Prints one JSON line per style.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+from copies_attack import NAMES, _strict_pick, accuracy, best_single, binomial_upper_p, chance, fit  # noqa: E402
+from copies_harness import corpus_files, corpus_of, planted_samples, split  # noqa: E402
+
+from taskforge.grade.mutants import CopyStyle  # noqa: E402
+
+
+def measure(style: CopyStyle, per_package: int, verifies: int) -> dict:
+    files = corpus_files(per_package)
+    train_files, test_files = split(files)
+    corpus = corpus_of(files)
+    t0 = time.monotonic()
+    train, st1 = planted_samples(train_files, style, corpus, verifies)
+    test, st2 = planted_samples(test_files, style, corpus, verifies)
+    w = fit(train)
+    acc = accuracy(w, test)
+    j, sign = best_single(train)
+    wj = [0.0] * len(NAMES)
+    wj[j] = sign
+    single = sum(_strict_pick(wj, s.feats) == s.truth for s in test) / max(1, len(test))
+    hits = sum(1 for s in test if __import__("copies_attack").pick(w, s.feats) == s.truth)
+    top = sorted(zip(NAMES, w), key=lambda x: -abs(x[1]))[:6]
+    from copies_attack import pick
+    kinds: dict[str, list[int]] = {}
+    for s in test:
+        k = next(n for n, x in zip(NAMES[:4], s.feats[0][:4]) if x) if any(s.feats[0][:4]) else "?"
+        kinds.setdefault(k, []).append(int(pick(w, s.feats) == s.truth))
+    return {"style": style.value, "groups_train": len(train), "groups_test": len(test),
+            "tests": st1["tests"] + st2["tests"], "tests_copied": st1["copied"] + st2["copied"],
+            "chance": round(chance(test), 3), "accuracy": round(acc, 3),
+            "p_value": binomial_upper_p(hits, [1 / len(s.feats) for s in test]),
+            "best_single": NAMES[j], "best_single_accuracy": round(single, 3),
+            "top_weights": [(n, round(x, 2)) for n, x in top],
+            "by_kind": {k: (len(v), round(sum(v) / len(v), 2)) for k, v in sorted(kinds.items())},
+            "seconds": round(time.monotonic() - t0, 1)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--per-package", type=int, default=25)
+    ap.add_argument("--verifies", type=int, default=1)
+    ap.add_argument("--style", choices=[s.value for s in CopyStyle], action="append")
+    a = ap.parse_args()
+    for style in (a.style or [s.value for s in CopyStyle]):
+        print(json.dumps(measure(CopyStyle(style), a.per_package, a.verifies)), flush=True)
+
+
+if __name__ == "__main__":
+    main()

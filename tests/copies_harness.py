@@ -1,0 +1,148 @@
+"""Planted files as verify makes them, for the distinguisher in copies_attack.py.
+
+Each test file of the corpus (the fixtures, and test files that installed
+packages ship, read where they are) goes through the real pieces: `propose`
+(the copies of every test of the file), `choose_mutants` (what one verify
+plants) and `plant` (the renamed, interleaved file) in a scratch directory.
+The attacker then sees only the planted text; the plan says which member of
+each group is the original.
+"""
+from __future__ import annotations
+
+import ast
+import random
+import shutil
+import site
+import tempfile
+from pathlib import Path
+
+from copies_attack import Context, Corpus, Sample, features, groups
+
+from taskforge.grade import mutants as mut
+from taskforge.grade.verify import choose_mutants
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("numpy", "pandas", "scipy", "networkx", "sympy", "libcst", "jsonschema", "dill",
+            "IPython", "pyarrow", "mpmath", "referencing", "multiprocess")
+MAX_BYTES = 40_000
+
+
+def corpus_files(limit_per_package: int = 25) -> list[tuple[Path, str]]:
+    """(root, relative path) of test files: the fixtures', then installed packages' tests."""
+    out: list[tuple[Path, str]] = []
+    for repo in sorted((ROOT / "fixtures" / "repos").iterdir()):
+        for p in sorted(repo.rglob("test_*.py")):
+            out.append((repo, p.relative_to(repo).as_posix()))
+    for sp in site.getsitepackages():
+        for pkg in PACKAGES:
+            base = Path(sp) / pkg
+            if not base.is_dir():
+                continue
+            found = sorted(p for p in base.rglob("test_*.py") if "tests" in p.parts
+                           and 2_000 < p.stat().st_size < MAX_BYTES)
+            rng = random.Random(pkg)
+            rng.shuffle(found)
+            for p in found[:limit_per_package]:
+                out.append((base, p.relative_to(base).as_posix()))
+    return out
+
+
+def test_ids(text: str, rel: str) -> list[str]:
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return []
+    out = []
+    for n in tree.body:
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name.startswith("test"):
+            out.append(f"{rel}::{n.name}")
+        elif isinstance(n, ast.ClassDef) and n.name.startswith("Test"):
+            out += [f"{rel}::{n.name}::{m.name}" for m in n.body
+                    if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and m.name.startswith("test")]
+    return out
+
+
+def planted_samples(files: list[tuple[Path, str]], style: mut.CopyStyle, corpus: Corpus,
+                    verifies: int = 1, seed: str = "bench") -> tuple[list[Sample], dict]:
+    """Groups of the original and its planted copies, one feature matrix each,
+    over `verifies` plantings of every file; and counts (tests, tests copied)."""
+    samples: list[Sample] = []
+    stats = {"files": 0, "tests": 0, "copied": 0, "groups": 0}
+    scratch = Path(tempfile.mkdtemp(prefix="tf-copies-"))
+    try:
+        for root, rel in files:
+            try:
+                text = (root / rel).read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
+            ids = test_ids(text, rel)
+            if not ids:
+                continue
+            work = scratch / "src"
+            (work / rel).parent.mkdir(parents=True, exist_ok=True)
+            (work / rel).write_text(text, encoding="utf-8")
+            pool = mut.propose(work, ids, f"{seed}:{rel}", style=style)
+            own = Corpus()
+            own.add(text)
+            others = corpus.minus(own)
+            stats["files"] += 1
+            stats["tests"] += len(ids)
+            stats["copied"] += len({(tuple(m.cls), m.func) for m in pool})
+            for v in range(verifies):
+                rng = random.Random(f"{seed}:{rel}:{v}")
+                chosen = choose_mutants(pool, rng)
+                if not chosen:
+                    continue
+                (work / rel).write_text(text, encoding="utf-8")
+                plan = mut.plant(work, ids, chosen, rng=rng)
+                planted = (work / rel).read_text(encoding="utf-8")
+                samples += _samples(planted, plan, others, rel)
+            stats["groups"] = len(samples)
+            shutil.rmtree(work, ignore_errors=True)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return samples, stats
+
+
+def _samples(planted: str, plan: mut.Plan, corpus: Corpus, rel: str) -> list[Sample]:
+    out = []
+    try:
+        found = groups(planted)
+    except SyntaxError:
+        return out
+    for g in found:
+        names = [m.name for m in g.members]
+        orig = [i for i, n in enumerate(names) if n in plan.originals]
+        copies = [n for n in names if n in plan.mutants]
+        # Only real groups: one original and its copies, nothing else.
+        if len(orig) != 1 or len(copies) != len(names) - 1:
+            continue
+        ctx = Context.of(planted, g)
+        out.append(Sample(features(g, ctx, corpus), orig[0], rel))
+    return out
+
+
+def corpus_of(files: list[tuple[Path, str]]) -> Corpus:
+    """The attacker's prior: literals and character pairs of the corpus files."""
+    c = Corpus()
+    for root, rel in files:
+        try:
+            c.add((root / rel).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError):
+            continue
+    return c
+
+
+def split(files: list[tuple[Path, str]]) -> tuple[list, list]:
+    """Files by a stable hash into a half to fit on and a half to score on."""
+    a, b = [], []
+    for f in files:
+        (a if hash_of(f[1]) % 2 == 0 else b).append(f)
+    return a, b
+
+
+def hash_of(s: str) -> int:
+    import hashlib
+
+    return int(hashlib.sha256(s.encode()).hexdigest()[:8], 16)
+

@@ -1,0 +1,192 @@
+"""Copies a statistical attacker cannot tell from the original (issue 23, item 1-2).
+
+The attacker (tests/copies_attack.py) sees each planted file as verify writes
+it and scores every member of each group (a test and its copies) on value
+frequencies in the module and in the machine's other test files, roundness,
+magnitude and rank of numbers, character models and edit distances of strings,
+exception vocabulary, and the polarity of complements. Its model is fitted on
+the groups of one half of the corpus files and scored on the other (and the
+other way round): every group is scored by a model that never saw its file.
+
+Corpus: the fixtures, and the test files installed packages ship (numpy,
+pandas, scipy, networkx, sympy, libcst, ...), read where they are installed.
+The old generator (CopyStyle.LEGACY) loses to the same attacker; the new one
+(CopyStyle.MATCHED) must leave it at chance.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from copies_attack import NAMES, Sample, _strict_pick, best_single, binomial_upper_p, fit, pick  # noqa: E402
+from copies_harness import corpus_files, corpus_of, planted_samples, split  # noqa: E402
+
+from taskforge.grade import copies  # noqa: E402
+from taskforge.grade import mutants as mut  # noqa: E402
+
+
+def cross_fitted(style: mut.CopyStyle, per_package: int) -> tuple[list[Sample], list[int], list[int], dict]:
+    """Every group scored by a model fitted on the other half of the files:
+    (groups, hits of the model, hits of the best single signal, counts)."""
+    files = corpus_files(per_package)
+    corpus = corpus_of(files)
+    halves = split(files)
+    parts = []
+    stats = {"tests": 0, "copied": 0}
+    for h in halves:
+        s, st = planted_samples(h, style, corpus)
+        parts.append(s)
+        stats["tests"] += st["tests"]
+        stats["copied"] += st["copied"]
+    groups: list[Sample] = []
+    hits: list[int] = []
+    single: list[int] = []
+    for train, test in ((parts[0], parts[1]), (parts[1], parts[0])):
+        w = fit(train)
+        j, sign = best_single(train)
+        wj = [0.0] * len(NAMES)
+        wj[j] = sign
+        groups += test
+        hits += [int(pick(w, s.feats) == s.truth) for s in test]
+        single += [int(_strict_pick(wj, s.feats) == s.truth) for s in test]
+    return groups, hits, single, stats
+
+
+def p_above_chance(groups: list[Sample], hits: list[int]) -> float:
+    return binomial_upper_p(sum(hits), [1 / len(s.feats) for s in groups])
+
+
+def test_the_attacker_beats_the_old_copies():
+    """The distinguisher is a real one: today's copies lose to it by far."""
+    groups, hits, single, _ = cross_fitted(mut.CopyStyle.LEGACY, per_package=4)
+    assert len(groups) >= 150, len(groups)
+    chance = sum(1 / len(s.feats) for s in groups) / len(groups)
+    acc = sum(hits) / len(hits)
+    assert acc > chance + 0.2, (acc, chance)
+    assert p_above_chance(groups, hits) < 1e-9
+
+
+@pytest.mark.xfail(strict=True, reason="not yet at chance: 399 held-out groups, accuracy 0.551 against "
+                   "chance 0.465 (p = 0.0003) with exception and complement copies off; see the report")
+def test_the_original_is_at_chance_among_matched_copies():
+    groups, hits, single, stats = cross_fitted(mut.CopyStyle.MATCHED, per_package=40)
+    assert len(groups) >= 300, (len(groups), stats)
+    chance = sum(1 / len(s.feats) for s in groups) / len(groups)
+    acc = sum(hits) / len(hits)
+    print(f"matched: {len(groups)} groups, accuracy {acc:.3f}, chance {chance:.3f}, "
+          f"single {sum(single) / len(single):.3f}, tests copied {stats['copied']}/{stats['tests']}")
+    assert p_above_chance(groups, hits) > 0.01, (acc, chance)
+    assert p_above_chance(groups, single) > 0.01, (sum(single) / len(single), chance)
+
+
+# ------------------------------------------------------------ table tests
+
+
+@pytest.mark.parametrize("n,u", [(3, 1), (4, 2), (15, 5), (20, 20), (2050, 50), (1994, 2), (300, 100),
+                                 (250, 250), (7000, 1000)])
+def test_roundness(n, u):
+    assert copies.unit(n) == u
+
+
+def _ctx(src: str):
+    import ast
+
+    return copies.Context.of(ast.parse(src))
+
+
+@pytest.mark.parametrize("src,value,k,expect", [
+    # a 4-digit number: neighbours of the same roundness, never the original's round class
+    ("def test_x():\n    assert f() == 1994\n", 1994, 2, lambda vs: all(int(v) % 2 == 0 and int(v) % 10
+                                                                   and 1900 < int(v) < 2100 for v in vs)),
+    # 2050 next to -2050: its neighbours do not recur, so no copy can pass for it
+    ("def test_x():\n    assert f(-2050) == 2050\n", 2050, 2, lambda vs: vs is None),
+    # a round hundred: too few of its kind
+    ("def test_x():\n    assert f() == 300\n", 300, 2, lambda vs: vs is None),
+    # zero is never copied
+    ("def test_x():\n    assert f() == 0\n", 0, 1, lambda vs: vs is None),
+])
+def test_number_copies(src, value, k, expect):
+    import random
+
+    ctx = _ctx(src)
+    nums = [x for x in (-2050,) if str(x) in src]
+    vs = copies.number_values(str(value), value, ctx, nums, random.Random(1), k)
+    assert expect(vs), vs
+
+
+def test_small_numbers_follow_their_prior():
+    """A one-digit original among its copies: over many sites, each member of a
+    {1, 3} pair is the original half the time (1 is the commoner expected value,
+    so a copy of 1 is rarely made, one of 3 nearly always)."""
+    import collections
+    import random
+
+    ctx = _ctx("def test_x():\n    assert f() == 'one'\n")     # the module around the site
+    counts: collections.Counter = collections.Counter()
+    prior = copies.SMALL_PRIOR
+    for i in range(20000):
+        v = random.Random(i).choices(list(prior), weights=list(prior.values()))[0]
+        vs = copies.small_values(v, ctx, [], random.Random(f"s{i}"), 1)
+        if vs:
+            counts[frozenset({v, int(vs[0])}), v] += 1
+    pair = frozenset({1, 3})
+    a, b = counts[pair, 1], counts[pair, 3]
+    assert a + b > 100 and abs(a - b) / (a + b) < 0.15, (a, b)
+
+
+def test_string_copies_keep_their_distances():
+    """An expected value one edit from its input stays one edit from it; a value
+    equal to an input gets no copy."""
+    import random
+
+    src = 'def test_x():\n    assert f("street_address") == "street-address"\n'
+    ctx = _ctx(src)
+    for seed in range(20):
+        vs = copies.string_values('"street-address"', "street-address", ctx, random.Random(seed), 1,
+                                  ["street_address"])
+        if vs:
+            v = vs[0].strip('"')
+            assert copies.levenshtein(v, "street_address") == 1 and len(v) == len("street-address")
+    same = 'def test_x():\n    assert f("street") == "street"\n'
+    assert copies.string_values('"street"', "street", _ctx(same), random.Random(0), 1, ["street"]) is None
+
+
+def test_exceptions_come_from_the_module():
+    """(Exception copies are off under MATCHED, see mutants.MATCHED_EXCEPTIONS;
+    the drawing itself stays tested for when they are back.)"""
+    import random
+
+    src = ("import pytest\nfrom pkg import LedgerError, OverdrawnError\n\n"
+           "def test_a():\n    with pytest.raises(LedgerError):\n        f()\n\n"
+           "def test_b():\n    with pytest.raises(OverdrawnError):\n        g()\n\n"
+           "def test_d():\n    with pytest.raises(LedgerError):\n        g()\n\n"
+           "def test_c():\n    with pytest.raises(ValueError):\n        h()\n")
+    ctx = _ctx(src)
+    # each used once elsewhere: one can stand in for the other
+    assert copies.exception_values("LedgerError", ctx, random.Random(0), 2) == ["OverdrawnError"]
+    # used once elsewhere against never: the one that recurs would be the original
+    alone = src.replace("def test_d():\n    with pytest.raises(LedgerError):\n        g()\n\n", "")
+    assert copies.exception_values("LedgerError", _ctx(alone), random.Random(0), 2) is None
+    # ValueError is the only builtin the module names: no other one can stand in
+    assert copies.exception_values("ValueError", ctx, random.Random(0), 2) is None
+
+
+def test_a_named_table_used_only_by_its_test_goes_with_it(tmp_path):
+    """The table written out in the original and its copies: the module constant
+    that equals the original's table is dropped, or it would point at it."""
+    src = ("import pytest\n\nTABLE = (\n    ('alpha', 1994),\n    ('beta', 2718),\n)\n\n\n"
+           "@pytest.mark.parametrize(('x', 'y'), TABLE)\ndef test_dash(x, y):\n    assert dash(x) == y\n")
+    (tmp_path / "t.py").write_text(src)
+    ms = []
+    for seed in range(10):
+        ms = mut.propose(tmp_path, ["t.py::test_dash"], f"s{seed}")
+        if ms:
+            break
+    assert ms and all(m.tables == ["TABLE"] for m in ms)
+    mut.plant(tmp_path, ["t.py::test_dash"], ms[:1])
+    planted = (tmp_path / "t.py").read_text()
+    assert "TABLE" not in planted and planted.count("'beta'") == 2
