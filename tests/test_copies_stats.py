@@ -10,8 +10,9 @@ other way round): every group is scored by a model that never saw its file.
 
 Corpus: the fixtures, and the test files installed packages ship (numpy,
 pandas, scipy, networkx, sympy, libcst, ...), read where they are installed.
-The old generator (CopyStyle.LEGACY) loses to the same attacker; the new one
-(CopyStyle.MATCHED) must leave it at chance.
+The default generator (CopyStyle.LEGACY) loses to the same attacker: reading a
+graded test file is therefore charged by the monitor. The matched generator
+(CopyStyle.MATCHED, not yet the default) is measured by bench/bench_copies.py.
 """
 from __future__ import annotations
 
@@ -68,19 +69,6 @@ def test_the_attacker_beats_the_old_copies():
     acc = sum(hits) / len(hits)
     assert acc > chance + 0.2, (acc, chance)
     assert p_above_chance(groups, hits) < 1e-9
-
-
-@pytest.mark.xfail(strict=True, reason="not yet at chance: 399 held-out groups, accuracy 0.551 against "
-                   "chance 0.465 (p = 0.0003) with exception and complement copies off; see the report")
-def test_the_original_is_at_chance_among_matched_copies():
-    groups, hits, single, stats = cross_fitted(mut.CopyStyle.MATCHED, per_package=40)
-    assert len(groups) >= 300, (len(groups), stats)
-    chance = sum(1 / len(s.feats) for s in groups) / len(groups)
-    acc = sum(hits) / len(hits)
-    print(f"matched: {len(groups)} groups, accuracy {acc:.3f}, chance {chance:.3f}, "
-          f"single {sum(single) / len(single):.3f}, tests copied {stats['copied']}/{stats['tests']}")
-    assert p_above_chance(groups, hits) > 0.01, (acc, chance)
-    assert p_above_chance(groups, single) > 0.01, (sum(single) / len(single), chance)
 
 
 # ------------------------------------------------------------ table tests
@@ -183,7 +171,7 @@ def test_a_named_table_used_only_by_its_test_goes_with_it(tmp_path):
     (tmp_path / "t.py").write_text(src)
     ms = []
     for seed in range(10):
-        ms = mut.propose(tmp_path, ["t.py::test_dash"], f"s{seed}")
+        ms = mut.propose(tmp_path, ["t.py::test_dash"], f"s{seed}", style=mut.CopyStyle.MATCHED)
         if ms:
             break
     assert ms and all(m.tables == ["TABLE"] for m in ms)

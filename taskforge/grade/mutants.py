@@ -55,9 +55,18 @@ ATOMIC = (ast.Call, ast.Name, ast.Attribute, ast.Subscript)
 
 
 class CopyStyle(str, Enum):
-    """How copy values are drawn."""
+    """How copy values are drawn.
+
+    LEGACY, the default: one-step perturbations; a distinguisher that reads the
+    planted file picks the original 81% of the time (chance 50%), so reading a
+    graded test file is charged by the monitor instead. MATCHED draws values from
+    the original's profile in its module (grade/copies.py): 55% against 46.5%,
+    but only 7% of hidden tests get any copy (45% under LEGACY), which would
+    leave most tests without the copies' defence against forged results. It
+    stays selectable, measured by bench/bench_copies.py, until it is at chance
+    without the coverage loss."""
     MATCHED = "matched"    # from the original's profile in its module (grade/copies.py)
-    LEGACY = "legacy"      # one-step perturbations, as before issue 23: kept to measure their tells
+    LEGACY = "legacy"      # one-step perturbations
 
 
 class Mutant(BaseModel):
@@ -861,7 +870,7 @@ def matched_values(lines: list[str], fn, ctx: copies.Context, site: Site, rng: r
 
 
 def propose(root: Path, nodeids: list[str], seed: str, sites_per_test: int = 2,
-            values_per_site: int = 2, style: CopyStyle = CopyStyle.MATCHED) -> list[Mutant]:
+            values_per_site: int = 2, style: CopyStyle = CopyStyle.LEGACY) -> list[Mutant]:
     """Candidate mutants of the test functions behind `nodeids` (not yet validated).
 
     Per test: up to `sites_per_test` literals, each with `values_per_site`
