@@ -240,6 +240,10 @@ ACTS: dict[str, tuple[str, set[str]]] = {
                               "    v = multiprocessing.Value('i', 3)\n    return v.value\n", set()),
     "multiprocessing_lock": ("import multiprocessing\ndef act(arg):\n"
                              "    with multiprocessing.Lock():\n        return 1\n", set()),
+    "import_stdlib_from_source": ("import importlib, sys\ndef act(arg):\n"
+                                  "    sys.pycache_prefix = '/nonexistent-pycache'\n"
+                                  "    try:\n        return importlib.import_module('colorsys')\n"
+                                  "    finally:\n        sys.pycache_prefix = None\n", set()),
     "own_data_file": ("import os\ndef act(arg):\n"
                       "    return open(os.path.join(os.path.dirname(__file__), 'data.json')).read()\n", set()),
     "visible_test_file": ("def act(arg):\n    return open('@WS@/tests/conftest.py').read()\n",
@@ -338,3 +342,14 @@ def test_the_static_scan_reads_any_added_file_that_is_python(tmp_path):
     assert ("trace-hook", "pkg/invariant_test.py") in got       # a test-like name is scanned
     assert not any(site.startswith(("tests/", "pkg/notes", "pkg/blob", "pkg/cache")) for _, site in got), got
 
+
+
+@pytest.mark.parametrize("call,charged", [
+    ("open('/proc/meminfo')", False), ("open('/proc/self/status')", False),
+    ("open('/proc/cpuinfo').read()", False), ("open('/proc/self/fd/1')", True),
+    ("os.listdir('/proc')", True), ("open('/proc/1/environ')", True),
+    ("open('/proc/self/../1/mem')", True), ("open(f'/proc/{os.getppid()}/fd/1')", False)])
+def test_the_static_scan_judges_literal_proc_paths_as_the_monitor_does(call, charged):
+    """A computed path is the monitor's to judge, as the real path it opens."""
+    found = static.scan_file("pkg/m.py", f"import os\nx = {call}\n".encode(), set())
+    assert any(k is FindingKind.PROC_ACCESS for k, _, _ in found) is charged

@@ -217,7 +217,7 @@ def invariant_test_module(task: Path, dest: Path) -> None:
         ''')
 
 
-def testing_subpackage(task: Path, dest: Path) -> None:
+def subpackage_named_testing(task: Path, dest: Path) -> None:
     """A `textkit/testing/` subpackage, like numpy.testing."""
     honest_gold(task, dest)
     (dest / "textkit" / "testing").mkdir()
@@ -307,7 +307,7 @@ def multiprocessing_lock(task: Path, dest: Path) -> None:
         ''')
 
 
-HONEST = {"invariant-test-module": invariant_test_module, "testing-subpackage": testing_subpackage,
+HONEST = {"invariant-test-module": invariant_test_module, "testing-subpackage": subpackage_named_testing,
           "marshal-cache": marshal_cache, "multiprocessing-value": multiprocessing_value,
           "proc-sized-cache": proc_sized_cache, "multiprocessing-lock": multiprocessing_lock}
 

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import ast
 import filecmp
+import functools
+import importlib.util
+import posixpath
 import shutil
 import sys
 from pathlib import Path
@@ -19,6 +22,7 @@ from taskforge.analysis.pyparse import parse as parse_python
 from taskforge.grade.findings import Finding, Policy, Source, finding
 from taskforge.grade.findings import FindingKind as K
 from taskforge.repo.layout import is_protected_path, walk_all
+from taskforge.sandbox import RUNTIME
 
 STARTUP_FILES = {"sitecustomize.py", "usercustomize.py"}
 RUNNER_MODULES = {"_pytest", "pytest", "pluggy", "py", "tf_guard", "tfboot", "tfrun"}
@@ -247,15 +251,26 @@ PATH_CALLS = {"open", "io.open", "os.open", "os.listdir", "os.scandir", "os.read
 
 
 def _names_proc(node) -> bool:
-    """A literal path argument under /proc (an f-string's literal parts too)."""
+    """A literal path argument under /proc that the monitor's rule charges
+    (tfboot.proc_verdict: /proc/meminfo or /proc/self/status is fine, /proc/1/fd
+    is not). A computed path (an f-string, a sum) is judged by the monitor when
+    it is opened, as the real path it is."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return node.value.startswith("/proc/") or node.value == "/proc"
-    if isinstance(node, ast.JoinedStr):
-        return any(isinstance(v, ast.Constant) and isinstance(v.value, str) and "/proc/" in v.value
-                   for v in node.values)
-    if isinstance(node, ast.BinOp):
-        return _names_proc(node.left)
+        path = node.value
+        if path == "/proc" or path.startswith("/proc/"):
+            return _proc_verdict()(posixpath.normpath(path), -1) is not None
     return False
+
+
+@functools.cache
+def _proc_verdict():
+    """The monitor's own /proc rule, read from the in-sandbox script that applies
+    it, so that the two never disagree."""
+    spec = importlib.util.spec_from_file_location("taskforge_tfboot_rules", RUNTIME / "tfboot.py")
+    assert spec is not None and spec.loader is not None         # a .py file always has a loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.proc_verdict
 
 
 BUILTIN_TYPES = {"str", "int", "float", "bytes", "object", "tuple", "list", "dict", "set",

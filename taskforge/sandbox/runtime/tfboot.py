@@ -310,6 +310,19 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
             if site is not None:
                 report("dynamic-code", site, "exec")
 
+    def imported_source(f):
+        """`f` (the caller of compile) is importlib's SourceFileLoader compiling
+        the file it has just read: _call_with_frames_removed <- source_to_code
+        <- get_code, the loader of exactly that class."""
+        if f is None or f.f_code is not trusted["call_removed"]:
+            return False
+        f = f.f_back
+        if f is None or f.f_code is not trusted["source_to_code"]:
+            return False
+        f = f.f_back
+        return f is not None and f.f_code is trusted["get_code"] and \
+            type(f.f_locals.get("self")) is trusted["source_loader"]
+
     def on_compile(args):
         try:
             fn = os.fspath(args[1])
@@ -319,13 +332,13 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
             fn = fn.decode("utf-8", "replace")
         if not isinstance(fn, str):
             return
-        f = getframe(2)           # the frame that called compile (hook, here)
-        if f is not None and f.f_code is trusted["call_removed"] and f.f_back is not None \
-                and f.f_back.f_code is trusted["source_to_code"]:
+        if imported_source(getframe(2)):       # the frame that called compile
             real = names.get(fn) or (realpath(fn) if fn.startswith(ws) else None)
             if real in snap:
                 from_source.add(real)
                 return
+            if not fn.startswith(ws):
+                return          # the import system compiling a file it read there
         path = fn if not fn.startswith(ws) else normpath(fn)
         if path.startswith(ws):
             if not path.endswith(".py"):
@@ -527,6 +540,7 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
     trusted["call_removed"] = bs._call_with_frames_removed.__code__
     trusted["loader_exec"] = bx._LoaderBasics.exec_module.__code__
     trusted["source_to_code"] = bx.SourceLoader.source_to_code.__code__
+    trusted["get_code"] = bx.SourceLoader.get_code.__code__
     trusted["source_loader"] = bx.SourceFileLoader
     trusted["compile_bytecode"] = bx._compile_bytecode.__code__
     try:
