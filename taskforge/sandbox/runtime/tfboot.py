@@ -379,36 +379,34 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
                 tainted.add(real)
                 report("bytecode", f"{rel_of(real)}:0", f"planted bytecode {path[-120:]}")
             return
-        in_proc = path == "/proc" or path.startswith("/proc/")
-        if not in_proc and path.startswith(installed):
+        if path == "/proc" or path.startswith("/proc/"):
+            kind, detail = proc_verdict(path, getpid(), writing), path[:120]
+        elif path.startswith(installed):
             return                        # read-only: no link into /proc or the tests
-        site = package_site(3, True)
-        if site is None:
-            return
-        if in_proc:
-            kind = proc_verdict(path, getpid(), writing)
-            if kind is not None:
-                report(kind, site, path[:120])
-                return
-        try:
-            st = stat(path)
-        except (OSError, ValueError):
-            return
-        if not in_proc and proc_dev is not None and st.st_dev == proc_dev:
-            real = realpath(path)
-            kind = proc_verdict(real, getpid(), writing) if real.startswith("/proc") else "proc-access"
-            if kind is not None:
-                report(kind, site, f"{path[:60]} -> {real[:60]}")
-            return
-        hit = by_inode.get((st.st_dev, st.st_ino))
-        if hit is None or event != "open":
-            return
-        rel, is_graded = hit
-        if is_graded or writing:
-            report("graded-test-read", site, f"{'writes' if writing else 'opens'} {rel}"
-                   + ("" if path == join(ws, rel) else f" as {path[:80]}"))
         else:
-            report("test-file-read", site, rel)
+            # By what the path is, not how it is spelt: a symlink, a hard link or
+            # a relative path to a test file, a link into /proc. (The stat comes
+            # before the stack walk: most opens are neither.)
+            try:
+                st = stat(path)
+            except (OSError, ValueError):
+                return
+            hit = by_inode.get((st.st_dev, st.st_ino))
+            if proc_dev is not None and st.st_dev == proc_dev:
+                real = realpath(path)
+                kind = proc_verdict(real, getpid(), writing) if real.startswith("/proc") else "proc-access"
+                detail = f"{path[:60]} -> {real[:60]}"
+            elif hit is not None and event == "open":
+                rel, is_graded = hit
+                kind = "graded-test-read" if is_graded or writing else "test-file-read"
+                detail = (f"{'writes' if writing else 'opens'} {rel}"
+                          + ("" if path == join(ws, rel) else f" as {path[:80]}"))
+            else:
+                return
+        if kind is not None:
+            site = package_site(3, True)
+            if site is not None:
+                report(kind, site, detail)
 
     def test_frame(obj, attr):
         """The test frame or test code `obj.attr` hands out, if it does."""
