@@ -162,6 +162,9 @@ WS_PREFIX = "@WS@"          # replaced by the workspace's path in the rows' code
 ACTS: dict[str, tuple[str, set[str]]] = {
     # charged
     "gc_walk": ("import gc\ndef act(arg):\n    return len(gc.get_objects())\n", {"gc-walk"}),
+    "gc_in_a_thread": ("import gc, threading\ndef walk():\n    gc.get_referrers(gc)\n"
+                       "def act(arg):\n    t = threading.Thread(target=walk)\n    t.start()\n    t.join()\n",
+                       {"gc-walk"}),
     "settrace": ("import sys\ndef act(arg):\n    sys.settrace(None)\n", {"trace-hook"}),
     "caller_frame": ("import sys\ndef act(arg):\n    return sys._getframe(1).f_locals['secret']\n",
                      {"test-code-access"}),

@@ -140,7 +140,10 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
     stat, exists, getpid = os.stat, os.path.exists, os.getpid
     ws = ws.rstrip("/") + "/"
     seen = set()          # (kind, site)
-    busy = [False]
+    # Threads inside the hook (its own reads raise events too). Per thread: one
+    # thread's busy hook must not blind the monitor to another thread's acts.
+    busy = set()
+    from _thread import get_ident
     high = {"code-swap", "gc-walk", "trace-hook", "proc-access", "bytecode",
             "ctypes", "test-code-access", "graded-test-read", "name-spoof", "foreign-loader",
             "test-tampered"}
@@ -418,9 +421,12 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
         return target is not None and is_test(target.f_code)
 
     def hook(event, args):
-        if event not in watched or busy[0]:
+        if event not in watched:
             return
-        busy[0] = True
+        me = get_ident()
+        if me in busy:
+            return
+        busy.add(me)
         try:
             kind, detail, walk, skip = simple.get(event), event, True, ()
             if kind == "ctypes":
@@ -503,7 +509,7 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
         except Exception:  # noqa: BLE001 - the monitor never breaks the run it watches
             pass
         finally:
-            busy[0] = False
+            busy.discard(me)
 
     import marshal
 
