@@ -43,9 +43,9 @@ from taskforge.grade.findings import FindingKind as K
 from taskforge.models import Outcome, TestResult, VerifyResult
 from taskforge.package.store import Task, load_task
 from taskforge.package.writer import ApplyError, apply_patch
-from taskforge.repo.layout import is_protected_path, walk, walk_all
+from taskforge.repo.layout import task_test_roots, unshipped_test_file, walk, walk_all
 from taskforge.sandbox import Limits, Mount, SandboxSpec, open_sandbox
-from taskforge.sandbox.testrun import PytestRunner, RunResult, runner_mount, supervisor_standby
+from taskforge.sandbox.testrun import PytestRunner, RunResult, monitor_env, runner_mount, supervisor_standby
 from taskforge.sandbox.warm import Lease, WarmPool
 
 INFRA_RETRIES = 2
@@ -150,7 +150,8 @@ def drop_symlinks(tree: Path, workspace: Path, links: list[str]) -> list[tuple[K
 
 
 def restore_protected(task: Task, tree: Path) -> list[tuple[K, str]]:
-    """Put back every test file and config from the task's copy; drop unshipped ones."""
+    """Put back every test file and config from the task's copy; drop the unshipped
+    ones that pytest would take for tests (in the task's test roots, any conftest.py)."""
     notes: list[tuple[K, str]] = []
     shipped = set(walk(task.hidden))
     ws = task.workspace
@@ -167,8 +168,9 @@ def restore_protected(task: Task, tree: Path) -> list[tuple[K, str]]:
         elif dst.is_symlink():
             dst.unlink()
         shutil.copy2(task.hidden / rel, dst)
+    roots = task_test_roots(shipped, task.record.test_paths)
     for rel in walk_all(tree):
-        if rel not in shipped and is_protected_path(rel):
+        if rel not in shipped and unshipped_test_file(rel, roots):
             (tree / rel).unlink()
             notes.append((K.REMOVED_UNSHIPPED, rel))
     return notes
@@ -265,7 +267,8 @@ def _prepare(task: Task, solution: Solution, tree: Path, defences: Defences,
               for k, d in notes]
     if defences.static_scan:
         scan_bounds = {} if defences.bounds else {"max_file": None, "max_total": None}
-        scanned = static.scan_solution(tree, task.workspace, pol, allowed, **scan_bounds)
+        scanned = static.scan_solution(tree, task.workspace, pol, allowed,
+                                       skip=set(rec.protected_files), **scan_bounds)
         g = rec.grading
         if defences.mutants and g.hidden_functions and g.hidden_with_mutant >= g.hidden_functions:
             # Every hidden test has value copies: an object equal to everything
@@ -398,7 +401,10 @@ def _run_hidden(rec, d: Defences, spec: SandboxSpec, tree: Path, timeout: float,
 
 
 def _pytest(sb, rec, d: Defences, timeout: float) -> RunResult:
-    return PytestRunner(sb, None, rec.test_options, rec.test_paths, rec.test_env,
+    # The monitor knows test code by the files the task ships (never by name).
+    shipped = [f for f in rec.protected_files if f.endswith(".py")]
+    env = {**rec.test_env, **monitor_env(shipped, rec.hidden_test_files)}
+    return PytestRunner(sb, None, rec.test_options, rec.test_paths, env,
                         naive=not d.isolation).run(["--continue-on-collection-errors"], timeout=timeout)
 
 

@@ -59,6 +59,41 @@ def is_protected_path(rel: str) -> bool:
     return any(part in TEST_DIRS for part in p.parts[:-1])
 
 
+def task_test_roots(shipped: list[str] | set[str], testpaths: list[str] | tuple[str, ...] = ()) -> set[str]:
+    """The directories a task's tests live in: those of its shipped test files
+    (configs and conftest.py files aside) and its configured testpaths ("" for
+    the repository root). A testpath that names a file counts as its directory."""
+    roots = set()
+    for rel in shipped:
+        p = PurePosixPath(rel)
+        if p.suffix == ".py" and p.name != "conftest.py" and is_protected_path(rel) \
+                and not (len(p.parts) == 1 and p.name in TEST_CONFIGS):
+            roots.add(p.parent.as_posix() if len(p.parts) > 1 else "")
+    for t in testpaths:
+        t = t.strip().removeprefix("./").strip("/")
+        if not t or t.startswith("-") or ".." in PurePosixPath(t).parts:
+            continue
+        roots.add(PurePosixPath(t).parent.as_posix() if t.endswith(".py") else t)
+    return {"" if r == "." else r for r in roots}
+
+
+def in_test_roots(rel: str, roots: set[str]) -> bool:
+    """`rel` lies in one of `roots`: under it, or for the repository root, at
+    the top level only (the packages beside root-level tests are not tests)."""
+    return any(("/" not in rel) if r == "" else rel.startswith(r + "/") for r in roots)
+
+
+def unshipped_test_file(rel: str, roots: set[str]) -> bool:
+    """A file the task did not ship that grading removes: a conftest.py anywhere,
+    a root test config, or a test file inside the task's test roots. A module
+    named like a test inside the import packages (`invariant_test.py`,
+    `pkg/testing/`) is the solution's code, not a test."""
+    p = PurePosixPath(rel)
+    if p.name == "conftest.py" or (len(p.parts) == 1 and p.name in TEST_CONFIGS):
+        return True
+    return is_protected_path(rel) and in_test_roots(rel, roots)
+
+
 @dataclass
 class RepoLayout:
     root: Path

@@ -1,9 +1,9 @@
 """Bubblewrap backend: sandboxes with no Docker daemon, for pods and hosts without one.
 
 Each exec is one `bwrap` process: the environment's root filesystem (see
-rootfs.py) bound read-only at /, fresh /proc, /dev and a size-capped /tmp,
-new PID, IPC, UTS and (with network "none") network namespaces, every
-capability dropped, Docker's default profile's denials as a seccomp filter
+rootfs.py) bound read-only at /, fresh /proc, /dev (with a writable /dev/shm,
+as Docker has) and a size-capped /tmp, new PID, IPC, UTS and (with network
+"none") network namespaces, every capability dropped, Docker's default profile's denials as a seccomp filter
 (seccomp.py: no uid-wide kernel keyrings, no new namespaces), the spec's mounts
 bound in. Commands run as the spec's
 user through setpriv; the supervisor (user "0:0") keeps exactly SETUID and
@@ -39,6 +39,8 @@ from typing import Any, cast
 from taskforge.errors import InfraError
 from taskforge.sandbox.base import MAX_OUTPUT, ExecResult, Sandbox, SandboxSpec, standby_payload
 from taskforge.sandbox.bwrap import rootfs, seccomp
+
+SHM_BYTES = 64 * 1024 * 1024      # Docker's default /dev/shm
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 
@@ -204,7 +206,11 @@ class BwrapSandbox(Sandbox):
         uid, gid = _ids(user)
         cmd = [rootfs.bwrap(), "--ro-bind", str(self.root), "/", "--proc", "/proc", "--dev", "/dev",
                "--size", str(spec.limits.tmp_mb * 1024 * 1024), "--perms", "1777",
-               "--tmpfs", "/tmp", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+               "--tmpfs", "/tmp",
+               # POSIX semaphores and shared memory (multiprocessing.Lock, Value) need
+               # a writable /dev/shm, as Docker gives every container (64 MiB).
+               "--size", str(SHM_BYTES), "--perms", "1777", "--tmpfs", "/dev/shm",
+               "--unshare-pid", "--unshare-ipc", "--unshare-uts",
                "--unshare-cgroup-try", "--die-with-parent", "--new-session"]
         if spec.network == "none":
             cmd.append("--unshare-net")

@@ -1,0 +1,358 @@
+"""The monitor's decisions, as tables: which paths are test roots, which /proc
+paths package code may read, and which acts are charged to the package.
+
+The acts run for real: a small workspace, its tests run by pytest through the
+supervisor (tfrun.py) and tfboot.py exactly as in a sandbox, except that the
+workspace is a temporary directory (TF_WORKSPACE) and there is no uid drop.
+Each row is one package module doing one act, called from one test.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from taskforge.grade import static
+from taskforge.grade.findings import HIGH_CONFIDENCE, FindingKind, Policy, Severity, severity
+from taskforge.repo.layout import in_test_roots, task_test_roots, unshipped_test_file
+from taskforge.sandbox import RUNTIME
+from taskforge.sandbox.testrun import monitor_env
+
+
+def _tfboot():
+    spec = importlib.util.spec_from_file_location("tf_runtime_tfboot_t", RUNTIME / "tfboot.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+TFBOOT = _tfboot()
+
+# ------------------------------------------------------------------ test roots
+
+ROOTS = [
+    # shipped test files, testpaths -> roots
+    (["tests/test_a.py", "tests/unit/test_b.py", "tests/conftest.py", "pyproject.toml"], [],
+     {"tests", "tests/unit"}),
+    (["test_inflection.py", "tox.ini"], [], {""}),
+    (["pkg/tests/test_x.py", "conftest.py"], ["pkg/tests"], {"pkg/tests"}),
+    (["tests/test_a.py"], ["./tests/", "test.py", "--strict", "../up"], {"tests", ""}),
+]
+
+
+@pytest.mark.parametrize("shipped,testpaths,roots", ROOTS)
+def test_test_roots_are_where_the_shipped_tests_live(shipped, testpaths, roots):
+    assert task_test_roots(shipped, testpaths) == roots
+
+
+UNSHIPPED = [
+    # path, roots, removed by grading
+    ("tests/test_new.py", {"tests"}, True),
+    ("tests/sub/helpers.py", {"tests"}, True),
+    ("conftest.py", {"tests"}, True),
+    ("textkit/conftest.py", {"tests"}, True),
+    ("pytest.ini", {"tests"}, True),
+    ("textkit/invariant_test.py", {"tests"}, False),     # a helper module of the package
+    ("textkit/testing/__init__.py", {"tests"}, False),   # numpy.testing-style subpackage
+    ("textkit/testing/asserts.py", {"tests"}, False),
+    ("src/geomlib/test_support.py", {"tests"}, False),
+    ("test_zz.py", {""}, True),                            # beside root-level tests
+    ("inflection/testing/x.py", {""}, False),
+    ("pkg/tests/test_new.py", {"pkg/tests"}, True),        # tests inside the package
+    ("pkg/invariant_test.py", {"pkg/tests"}, False),
+    ("textkit/numerals.py", {"tests"}, False),
+]
+
+
+@pytest.mark.parametrize("rel,roots,removed", UNSHIPPED)
+def test_unshipped_test_files_are_removed_only_in_the_test_roots(rel, roots, removed):
+    assert unshipped_test_file(rel, roots) is removed
+
+
+def test_the_repository_root_as_a_test_root_is_its_top_level_only():
+    assert in_test_roots("test_x.py", {""}) and not in_test_roots("pkg/test_x.py", {""})
+    assert in_test_roots("tests/a/b.py", {"tests"}) and not in_test_roots("testsx/a.py", {"tests"})
+
+
+# ------------------------------------------------------------------ /proc paths
+
+PROC = [
+    # path, writing, kind (None: fine)
+    ("/proc/meminfo", False, None),
+    ("/proc/cpuinfo", False, None),
+    ("/proc/self/status", False, None),
+    ("/proc/{pid}/status", False, None),
+    ("/proc/self/cgroup", False, None),
+    ("/proc/self/task/77/stat", False, None),
+    ("/proc/sys/kernel/random/uuid", False, None),
+    ("/proc/loadavg", False, None),
+    ("/proc/self", False, None),
+    ("/proc", False, "proc-access"),                    # every process on the machine
+    ("/proc/self/fd", False, "proc-access"),
+    ("/proc/self/fd/3", False, "proc-access"),
+    ("/proc/self/fdinfo/3", False, "proc-access"),
+    ("/proc/thread-self/fd/1", False, "proc-access"),
+    ("/proc/self/task/77/fd/3", False, "proc-access"),
+    ("/proc/self/mem", False, "proc-access"),
+    ("/proc/self/environ", False, "proc-access"),
+    ("/proc/self/maps", False, "proc-access"),
+    ("/proc/self/cwd/tests/test_a.py", False, "proc-access"),
+    ("/proc/self/root/etc/passwd", False, "proc-access"),
+    ("/proc/1/cmdline", False, "proc-access"),           # another process
+    ("/proc/1/status", False, "proc-access"),
+    ("/proc/{ppid}/fd/1", False, "proc-access"),
+    ("/proc/self/oom_score_adj", True, "proc-access"),   # any write
+    ("/proc/sys/vm/drop_caches", True, "proc-access"),
+    ("/proc/net/tcp", False, "proc-access"),
+]
+
+
+@pytest.mark.parametrize("path,writing,kind", PROC)
+def test_which_proc_paths_package_code_may_open(path, writing, kind):
+    path = path.format(pid=os.getpid(), ppid=os.getppid())
+    assert TFBOOT.proc_verdict(path, os.getpid(), writing) == kind
+
+
+@pytest.mark.parametrize("args,writing", [
+    (("/x", "r", 0), False), (("/x", "rb", os.O_RDONLY), False), (("/x", "w", None), True),
+    (("/x", "a+", None), True), (("/x", None, os.O_WRONLY), True), (("/x", None, os.O_RDWR), True),
+    (("/x", "r", os.O_RDONLY | os.O_CLOEXEC), False), (("/x",), False)])
+def test_an_open_event_for_writing(args, writing):
+    assert TFBOOT.is_writing(args) is writing
+
+
+@pytest.mark.parametrize("pyc,prefix,source", [
+    ("/w/tests/__pycache__/test_a.cpython-311-pytest-9.2.0.pyc", None, ("/w/tests", "test_a")),
+    ("/w/tests/__pycache__/helper.cpython-311.opt-1.pyc", None, ("/w/tests", "helper")),
+    ("/cache/w/tests/helper.cpython-311.pyc", "/cache", ("/w/tests", "helper")),
+    ("/w/tests/helper.pyc", None, None)])
+def test_which_source_a_cached_pyc_stands_for(pyc, prefix, source):
+    assert TFBOOT.pyc_source(pyc, prefix) == source
+
+
+@pytest.mark.parametrize("n", [3, 5000])
+def test_the_host_and_tfboot_agree_on_the_list_of_test_files(n):
+    files = [f"tests/sub{i}/test_{i}.py" for i in range(n)]
+    env = monitor_env(files, files[:2])
+    assert env["TF_TEST_FILES"].startswith("z:") is (n > 1000)
+    got = TFBOOT.read_test_files(dict(env))
+    assert sorted(got[0]) == sorted(files) and sorted(got[1]) == sorted(files[:2])
+
+
+def test_the_new_kinds_score_under_the_default_policy():
+    for kind in (FindingKind.GRADED_TEST_READ, FindingKind.TEST_CODE_ACCESS, FindingKind.NAME_SPOOF,
+                 FindingKind.FOREIGN_LOADER, FindingKind.TEST_TAMPERED):
+        assert kind in HIGH_CONFIDENCE
+        assert severity(kind, Policy.SCORE) is Severity.FATAL
+        assert severity(kind, Policy.SCORE, exempt=True) is Severity.INFO
+    assert severity(FindingKind.TEST_FILE_READ, Policy.SCORE) is Severity.REVIEW
+
+
+# ------------------------------------------------------------ acts, for real
+
+WS_PREFIX = "@WS@"          # replaced by the workspace's path in the rows' code
+
+# name -> (package code defining act(arg), expected kinds at this row's sites).
+# `act` is called by the test `test_<name>` with that test's own local `secret`.
+ACTS: dict[str, tuple[str, set[str]]] = {
+    # charged
+    "gc_walk": ("import gc\ndef act(arg):\n    return len(gc.get_objects())\n", {"gc-walk"}),
+    "gc_in_a_thread": ("import gc, threading\ndef walk():\n    gc.get_referrers(gc)\n"
+                       "def act(arg):\n    t = threading.Thread(target=walk)\n    t.start()\n    t.join()\n",
+                       {"gc-walk"}),
+    "settrace": ("import sys\ndef act(arg):\n    sys.settrace(None)\n", {"trace-hook"}),
+    "caller_frame": ("import sys\ndef act(arg):\n    return sys._getframe(1).f_locals['secret']\n",
+                     {"test-code-access"}),
+    "f_back_f_code": ("import inspect\ndef act(arg):\n"
+                      "    return inspect.currentframe().f_back.f_code.co_consts\n",
+                      {"test-code-access"}),
+    "inspect_stack": ("import inspect\ndef act(arg):\n    return inspect.stack()[1].frame\n",
+                      {"test-code-access"}),
+    "test_function_code": ("import sys\ndef act(arg):\n"
+                           "    return sys.modules['test_acts'].test_gc_in_a_test.__code__.co_consts\n",
+                           {"test-code-access"}),
+    "open_graded": ("def act(arg):\n    return open('@WS@/tests/test_acts.py').read()\n",
+                    {"graded-test-read"}),
+    "open_graded_relative": ("def act(arg):\n    return open('tests/../tests/test_acts.py').read()\n",
+                             {"graded-test-read"}),
+    "open_graded_symlink": ("import os, tempfile\ndef act(arg):\n"
+                            "    p = tempfile.mktemp(suffix='.py')\n"
+                            "    os.symlink('@WS@/tests/test_acts.py', p)\n"
+                            "    return open(p).read()\n", {"graded-test-read"}),
+    "open_graded_hardlink": ("import os\ndef act(arg):\n"
+                             "    os.link('@WS@/tests/test_acts.py', '@WS@/pkg/copy_of_tests')\n"
+                             "    return open('@WS@/pkg/copy_of_tests').read()\n", {"graded-test-read"}),
+    "open_graded_proc_cwd": ("def act(arg):\n    return open('/proc/self/cwd/tests/test_acts.py').read()\n",
+                             {"proc-access"}),
+    "open_graded_for_writing": ("import os\ndef act(arg):\n"
+                                "    os.close(os.open('@WS@/tests/test_acts.py', os.O_WRONLY))\n",
+                                {"graded-test-read"}),
+    "proc_environ": ("def act(arg):\n    return open('/proc/self/environ', 'rb').read()\n",
+                     {"proc-access"}),
+    "proc_other_process": ("import os\ndef act(arg):\n"
+                           "    return open(f'/proc/{os.getppid()}/cmdline', 'rb').read()\n",
+                           {"proc-access"}),
+    "proc_fds": ("import os\ndef act(arg):\n    return os.listdir('/proc/self/fd')\n", {"proc-access"}),
+    "proc_listing": ("import os\ndef act(arg):\n    return os.listdir('/proc')\n", {"proc-access"}),
+    "marshal_code": ("import marshal\ndef act(arg):\n"
+                     "    return marshal.loads(marshal.dumps((1, compile('1', 'x', 'eval'))))\n",
+                     {"bytecode"}),
+    "ctypes_direct": ("import ctypes\ndef act(arg):\n    return ctypes.string_at(id(arg), 8)\n",
+                      {"ctypes"}),
+    "spoof_new_test_name": ("def act(arg):\n    g = {}\n"
+                            "    exec(compile('import gc\\ndef f():\\n    return gc.get_objects()\\n',"
+                            " '@WS@/tests/test_zz_spoof.py', 'exec'), g)\n    return g['f']()\n",
+                            {"gc-walk@tests/test_zz_spoof.py"}),
+    "spoof_shipped_test_name": ("def act(arg):\n    g = {}\n"
+                                "    exec(compile('import sys\\ndef f():\\n    sys.settrace(None)\\n',"
+                                " '@WS@/tests/test_acts.py', 'exec'), g)\n    return g['f']()\n",
+                                {"name-spoof", "trace-hook@tests/test_acts.py"}),
+    "spoof_installed_name": ("import os\ndef act(arg):\n    g = {}\n"
+                             "    exec(compile('import gc\\ndef f():\\n    return gc.get_objects()\\n',"
+                             " os.__file__, 'exec'), g)\n    return g['f']()\n", {"name-spoof"}),
+    "code_replace": ("def act(arg):\n    return act.__code__.replace(co_filename='@WS@/tests/x.py')\n",
+                     {"bytecode"}),
+    "txt_loader": ("import importlib.util\nfrom importlib.machinery import SourceFileLoader\n"
+                   "def act(arg):\n"
+                   "    p = '@WS@/pkg/test_support.txt'\n"
+                   "    spec = importlib.util.spec_from_loader('pkg.test_support', SourceFileLoader("
+                   "'pkg.test_support', p))\n"
+                   "    m = importlib.util.module_from_spec(spec)\n    spec.loader.exec_module(m)\n"
+                   "    return m.walk()\n", {"foreign-loader", "gc-walk@pkg/test_support.txt"}),
+    # honest: not charged (review kinds at most)
+    "own_frame": ("import sys\ndef act(arg):\n    return sys._getframe(0).f_lineno\n", set()),
+    "logging_stacklevel": ("import logging\ndef act(arg):\n"
+                           "    logging.getLogger('pkg').warning('old', stacklevel=2)\n", set()),
+    "callback_signature": ("import inspect\ndef act(arg):\n"
+                           "    return len(inspect.signature(arg).parameters) + arg.__code__.co_argcount\n",
+                           set()),
+    "marshal_data": ("import marshal\ndef act(arg):\n"
+                     "    return marshal.loads(marshal.dumps({'a': [1, 2.0, 'x'], 'b': (b'y',)}))\n",
+                     set()),
+    "proc_meminfo": ("def act(arg):\n    return open('/proc/meminfo').read()\n", set()),
+    "proc_cpuinfo": ("def act(arg):\n    return open('/proc/cpuinfo').read()\n", set()),
+    "proc_self_status": ("import os\ndef act(arg):\n"
+                         "    return open('/proc/self/status').read() + open(f'/proc/{os.getpid()}/stat').read()\n",
+                         set()),
+    "multiprocessing_value": ("import multiprocessing\ndef act(arg):\n"
+                              "    v = multiprocessing.Value('i', 3)\n    return v.value\n", set()),
+    "multiprocessing_lock": ("import multiprocessing\ndef act(arg):\n"
+                             "    with multiprocessing.Lock():\n        return 1\n", set()),
+    "import_stdlib_from_source": ("import importlib, sys\ndef act(arg):\n"
+                                  "    sys.pycache_prefix = '/nonexistent-pycache'\n"
+                                  "    try:\n        return importlib.import_module('colorsys')\n"
+                                  "    finally:\n        sys.pycache_prefix = None\n", set()),
+    "own_data_file": ("import os\ndef act(arg):\n"
+                      "    return open(os.path.join(os.path.dirname(__file__), 'data.json')).read()\n", set()),
+    "visible_test_file": ("def act(arg):\n    return open('@WS@/tests/conftest.py').read()\n",
+                          {"test-file-read"}),
+}
+HIGH = {k.value for k in HIGH_CONFIDENCE}
+
+
+@pytest.fixture(scope="module")
+def monitored(tmp_path_factory):
+    """Run every row once; (monitor lines, the pytest log)."""
+    ws = tmp_path_factory.mktemp("ws")
+    (ws / "pkg").mkdir()
+    (ws / "tests").mkdir()
+    (ws / "pkg" / "__init__.py").write_text("")
+    (ws / "pkg" / "data.json").write_text("{}")
+    (ws / "pkg" / "test_support.txt").write_text("import gc\ndef walk():\n    return len(gc.get_objects())\n")
+    for name, (code, _) in ACTS.items():
+        (ws / "pkg" / f"r_{name}.py").write_text(code.replace(WS_PREFIX, str(ws)))
+    # Test code may do anything: the tests' own gc walks, trace hooks and frames.
+    (ws / "tests" / "conftest.py").write_text(textwrap.dedent('''\
+        import gc, sys
+        import pytest
+
+        @pytest.fixture
+        def walked():
+            return len(gc.get_referrers(sys))
+        '''))
+    (ws / "tests" / "helper.py").write_text("import sys\ndef here():\n    return sys._getframe(1)\n")
+    body = ["import gc, sys", "import helper", ""]
+    for name in ACTS:
+        body += [f"def test_{name}():", "    secret = 41", f"    from pkg import r_{name}",
+                 f"    r_{name}.act(lambda a, b: a)", ""]
+    body += ["def test_gc_in_a_test(walked):", "    assert gc.get_objects() and walked",
+             "    sys.settrace(None)", "    assert helper.here().f_code.co_name == 'test_gc_in_a_test'",
+             "    assert sys._getframe(0).f_back is not None", ""]
+    (ws / "tests" / "test_acts.py").write_text("\n".join(body))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "COV"))}
+    env.update(monitor_env(["tests/conftest.py", "tests/helper.py", "tests/test_acts.py"],
+                           ["tests/test_acts.py"]))
+    env.update({"TF_WORKSPACE": str(ws), "PYTHONDONTWRITEBYTECODE": "1"})
+    res = subprocess.run([sys.executable, "-I", "-S", str(RUNTIME / "tfrun.py"), "--timeout", "120",
+                          "--", "-q", "-p", "no:cacheprovider", "-W", "ignore", "tests"],
+                         capture_output=True, text=True, timeout=200, cwd=ws, env=env)
+    meta = json.loads(res.stdout.strip().splitlines()[-1])
+    mons = [json.loads(line) for line in meta["results"].splitlines() if '"Monitor"' in line]
+    return mons, meta["log"]
+
+
+def _at(mons, site_file: str) -> set[str]:
+    return {m["kind"] for m in mons if m["site"].rsplit(":", 1)[0] == site_file}
+
+
+@pytest.mark.parametrize("name", sorted(ACTS))
+def test_which_acts_are_charged_to_the_package(name, monitored):
+    mons, log = monitored
+    assert f"{len(ACTS) + 1} passed" in log, log[-3000:]
+    want = ACTS[name][1]
+    mine = _at(mons, f"pkg/r_{name}.py")
+    for w in want:
+        kind, _, where = w.partition("@")
+        assert kind in (_at(mons, where) if where else mine), (w, mons)
+    if not any(w.partition("@")[0] in HIGH for w in want):
+        assert not (mine & HIGH), (name, mons)
+
+
+def test_test_code_is_never_charged(monitored):
+    """The tests' own acts (a test, its conftest, a helper module it imports)
+    raise no finding, however suspicious."""
+    mons, _ = monitored
+    tests = [m for m in mons if m["site"].startswith("tests/")]
+    # Only the spoofed compilations name test files: code compiled by package
+    # code under a test's name is the package's.
+    assert {m["site"].rsplit(":", 1)[0] for m in tests} <= {"tests/test_zz_spoof.py", "tests/test_acts.py"}
+    assert all(m["site"] in ("tests/test_acts.py:3", "tests/test_zz_spoof.py:3") for m in tests), tests
+
+
+# ------------------------------------------------------------ the static scan
+
+def test_the_static_scan_reads_any_added_file_that_is_python(tmp_path):
+    ws, tree = tmp_path / "ws", tmp_path / "tree"
+    for d in (ws, tree):
+        (d / "pkg").mkdir(parents=True)
+        (d / "pkg" / "__init__.py").write_text("")
+        (d / "tests").mkdir()
+        (d / "tests" / "test_a.py").write_text("import gc\ndef test_a():\n    gc.get_objects()\n")
+    (tree / "tests" / "test_a.py").write_text("import gc\ndef test_a():\n    gc.get_objects()\n\n")
+    (tree / "pkg" / "test_support.txt").write_text("import gc\ngc.get_objects()\n")
+    (tree / "pkg" / "notes.md").write_text("# Notes\n\nSome `gc.get_objects()` prose.\n")
+    (tree / "pkg" / "blob.bin").write_bytes(b"\x00\xff" * 100)
+    (tree / "pkg" / "cache.py").write_text("import marshal\n\ndef load(b):\n    return marshal.loads(b)\n")
+    (tree / "pkg" / "invariant_test.py").write_text("import sys\nsys.settrace(None)\n")
+    found = static.scan_solution(tree, ws, skip={"tests/test_a.py"})
+    got = {(f.kind.value, f.site.rsplit(":", 1)[0]) for f in found}
+    assert ("gc-walk", "pkg/test_support.txt") in got
+    assert ("trace-hook", "pkg/invariant_test.py") in got       # a test-like name is scanned
+    assert not any(site.startswith(("tests/", "pkg/notes", "pkg/blob", "pkg/cache")) for _, site in got), got
+
+
+
+@pytest.mark.parametrize("call,charged", [
+    ("open('/proc/meminfo')", False), ("open('/proc/self/status')", False),
+    ("open('/proc/cpuinfo').read()", False), ("open('/proc/self/fd/1')", True),
+    ("os.listdir('/proc')", True), ("open('/proc/1/environ')", True),
+    ("open('/proc/self/../1/mem')", True), ("open(f'/proc/{os.getppid()}/fd/1')", False)])
+def test_the_static_scan_judges_literal_proc_paths_as_the_monitor_does(call, charged):
+    """A computed path is the monitor's to judge, as the real path it opens."""
+    found = static.scan_file("pkg/m.py", f"import os\nx = {call}\n".encode(), set())
+    assert any(k is FindingKind.PROC_ACCESS for k, _, _ in found) is charged
