@@ -162,10 +162,10 @@ def generate(
     keep_weak: bool = typer.Option(False, "--keep-weak", help="Write tasks under the mutation "
                                    "score bar too (the score is in task.json). Tasks a do-nothing "
                                    "stand-in passes are never written."),
-    allow_uncopied: bool = typer.Option(False, "--allow-uncopied", help="Grade hidden tests that "
-                                        "have no must-fail copies (doctests, tests with no literal "
-                                        "expected value) instead of leaving them out: a forger can "
-                                        "pass those."),
+    allow_uncopied: bool = typer.Option(False, "--allow-uncopied", help="Write tasks none of whose "
+                                        "hidden tests has must-fail copies (doctests, tests with no "
+                                        "literal expected value). Such tests always grade; a task "
+                                        "with no copy at all rests on the monitor alone."),
     python: Optional[str] = typer.Option(None, "--python", help="Python X.Y for the sandbox "
                                          "(default: what requires-python admits, preferring 3.11)."),
     install: Optional[list[str]] = typer.Option(None, "--install", help="Shell command that "
