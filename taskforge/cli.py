@@ -230,7 +230,12 @@ def generate(
                    + f"; large (40+ lines or 2+ files): {report.large_tasks}")
         m = report.mutants
         typer.echo(f"mutants: {m.hidden_with_mutant} of {m.hidden_functions} hidden test functions "
-                   f"have must-fail copies ({m.tasks_with_mutants} of {len(report.tasks)} tasks)")
+                   f"have must-fail copies ({m.tasks_with_mutants} of {len(report.tasks)} tasks); "
+                   f"graded tests: {m.graded}, {m.protected} protected by copies, "
+                   f"{m.unprotected} unprotected")
+        if report.families:
+            typer.echo(f"families of near-duplicate tasks: {len(report.families)} "
+                       f"({sum(map(len, report.families.values()))} tasks)")
         reasons: dict[str, int] = {}
         for d in report.drops:
             key = f"{d.stage}: {d.reason.split(':')[0]}"
