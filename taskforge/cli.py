@@ -163,10 +163,10 @@ def generate(
     keep_weak: bool = typer.Option(False, "--keep-weak", help="Write tasks under the mutation "
                                    "score bar too (the score is in task.json). Tasks a do-nothing "
                                    "stand-in passes are never written."),
-    allow_uncopied: bool = typer.Option(False, "--allow-uncopied", help="Grade hidden tests that "
-                                        "have no must-fail copies (doctests, tests with no literal "
-                                        "expected value) instead of leaving them out: a forger can "
-                                        "pass those."),
+    allow_uncopied: bool = typer.Option(False, "--allow-uncopied", help="Write tasks none of whose "
+                                        "hidden tests has must-fail copies (doctests, tests with no "
+                                        "literal expected value). Such tests always grade; a task "
+                                        "with no copy at all rests on the monitor alone."),
     python: Optional[str] = typer.Option(None, "--python", help="Python X.Y for the sandbox "
                                          "(default: what requires-python admits, preferring 3.11)."),
     install: Optional[list[str]] = typer.Option(None, "--install", help="Shell command that "
@@ -231,7 +231,12 @@ def generate(
                    + f"; large (40+ lines or 2+ files): {report.large_tasks}")
         m = report.mutants
         typer.echo(f"mutants: {m.hidden_with_mutant} of {m.hidden_functions} hidden test functions "
-                   f"have must-fail copies ({m.tasks_with_mutants} of {len(report.tasks)} tasks)")
+                   f"have must-fail copies ({m.tasks_with_mutants} of {len(report.tasks)} tasks); "
+                   f"graded tests: {m.graded}, {m.protected} protected by copies, "
+                   f"{m.unprotected} unprotected")
+        if report.families:
+            typer.echo(f"families of near-duplicate tasks: {len(report.families)} "
+                       f"({sum(map(len, report.families.values()))} tasks)")
         reasons: dict[str, int] = {}
         for d in report.drops:
             key = f"{d.stage}: {d.reason.split(':')[0]}"

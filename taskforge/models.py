@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from taskforge.grade.findings import Finding
 from taskforge.grade.mutants import Mutant
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2     # 2: every hidden test graded (unprotected listed), coverage, family
 
 Outcome = Literal["passed", "failed", "error", "skipped", "xfailed", "missing"]
 
@@ -82,6 +82,11 @@ class Adequacy(BaseModel):
     mutants: int = 0                  # simple mutants of the gold tried
     mutants_killed: int = 0           # ... that fail at least one hidden test
     mutation_score: float | None = None
+    # Partial solutions (issue 24): the gold with one removed public definition
+    # stubbed (`stub-raise:name`, `stub-constant:name`) -> hidden tests it passed.
+    partials: dict[str, int] = Field(default_factory=dict)
+    partials_passing_all: list[str] = Field(default_factory=list)   # must be empty to be written
+    partials_skipped: int = 0         # past adequacy.MAX_PARTIALS: not run
 
 
 class TaskTimings(BaseModel):
@@ -90,6 +95,17 @@ class TaskTimings(BaseModel):
     hidden_on_stripped: float = 0.0
     adequacy: float = 0.0             # stand-ins and gold mutants against the hidden tests
     rounds: int = 1
+
+
+class SymbolCoverage(BaseModel):
+    """How much of one removed definition the graded hidden tests run (from the
+    baseline's per-test coverage): its statements, those a graded test ran, and
+    the graded tests that run its body."""
+    qualname: str
+    statements: int = 0              # statement lines of its body (docstring aside)
+    covered: int = 0                 # ... that at least one graded hidden test ran
+    tests: int = 0                   # graded hidden tests that run its body
+    missed: list[int] = Field(default_factory=list)   # statement lines no graded test runs
 
 
 class GradingPlan(BaseModel):
@@ -102,7 +118,12 @@ class GradingPlan(BaseModel):
     hidden_with_mutant: int = 0       # hidden test functions that have at least one mutant
     hidden_functions: int = 0         # hidden test functions (doctests not counted)
     unstable_excluded: int = 0        # hidden ids that did not come back under the gold
-    uncopied_excluded: int = 0        # hidden ids with no must-fail copy: left out of the grading
+    uncopied_excluded: int = 0        # schema 1 only: hidden ids left out for having no copy
+    # Schema 2 (issue 24): every hidden test that exercises the feature is graded.
+    graded: int = 0                   # FAIL_TO_PASS ids
+    protected: int = 0                # ... whose test function has must-fail value copies
+    unprotected: list[str] = Field(default_factory=list)   # graded ids with no value copy
+    coverage: list[SymbolCoverage] = Field(default_factory=list)   # per removed definition
     # Seeds the choice of copies planted at verify: the same set every time, so
     # that nothing carried from one verify to the next tells the original (only
     # names and places are drawn afresh). Secret: task.json never enters a sandbox.
@@ -150,6 +171,10 @@ class TaskRecord(BaseModel):
     grading: GradingPlan = Field(default_factory=GradingPlan)
     difficulty: Difficulty = Field(default_factory=Difficulty)
     adequacy: Adequacy = Field(default_factory=Adequacy)
+    # Tasks of one repository that share most hidden tests form a family (the
+    # smallest instance_id in it; a task alone is its own): a split or a sampler
+    # keeps a family together. "" for tasks written before schema 2.
+    family: str = ""
 
 
 class TestResult(BaseModel):
@@ -202,6 +227,9 @@ class MutantCoverage(BaseModel):
     hidden_functions: int = 0
     hidden_with_mutant: int = 0
     pool_size: int = 0
+    graded: int = 0                   # FAIL_TO_PASS ids over the tasks
+    protected: int = 0                # ... with must-fail value copies
+    unprotected: int = 0              # ... without: graded, a forger's easier target
 
 
 class GenerateReport(BaseModel):
@@ -232,6 +260,7 @@ class GenerateReport(BaseModel):
     difficulty: dict[str, int] = Field(default_factory=dict)
     kinds: dict[str, int] = Field(default_factory=dict)
     large_tasks: int = 0              # 40+ removed lines or 2+ files
+    families: dict[str, list[str]] = Field(default_factory=dict)   # family -> its tasks (2+ only)
 
 
 class VerifyResult(BaseModel):

@@ -9,7 +9,7 @@ from taskforge.leaks.audit import audit
 from taskforge.orchestrate.pipeline import Options, generate
 from taskforge.package.store import load_task
 from taskforge.repo.sdist import repo_from_sdist
-from taskforge.validate.adequacy import standin_solutions
+from taskforge.validate.adequacy import partial_solutions, standin_solutions
 
 REAL = [("cachetools", "5.3.3"), ("inflection", "0.5.1")]
 
@@ -21,9 +21,10 @@ def test_real_library_end_to_end(name, version, base_image, tmp_path_factory):
     out = tmp_path_factory.mktemp(f"tasks-{name}")
     report = generate(str(repo), out, Options(max_tasks=2, jobs=2))
     assert len(report.tasks) == 2, report.model_dump_json(indent=1)
-    # Every hidden test of every task has must-fail copies (the default).
+    # Every hidden test grades; those with must-fail copies are counted apart.
     m = report.mutants
-    assert m.tasks_with_mutants == 2 and m.hidden_with_mutant == m.hidden_functions > 0, m
+    assert m.tasks_with_mutants == 2 and 0 < m.hidden_with_mutant <= m.hidden_functions, m
+    assert m.graded == m.protected + m.unprotected and m.protected > 0, m
     assert report.baseline_passing > 100
     for t in report.tasks:
         leaks = audit(out / t)
@@ -35,6 +36,9 @@ def test_real_library_end_to_end(name, version, base_image, tmp_path_factory):
                 for name, diff in standin_solutions(out / t).items()]
     assert len(standins) >= 2 * len(report.tasks)
     pairs += [(task, sol) for task, _, sol in standins]
+    # The gold with one removed public definition stubbed never scores either.
+    pairs += [(out / t, Solution.from_patch(diff)) for t in report.tasks
+              for diff in partial_solutions(out / t).values()]
     results = verify_many(pairs, workers=2, timeout=300)
     for (task, sol), res in zip(pairs, results):
         assert res.error is None, res.error

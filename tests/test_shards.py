@@ -82,10 +82,21 @@ def test_manifest_and_splits_by_repository(sharded, task_roots):
     assert m.shard_schema_version == shards.SHARD_SCHEMA_VERSION
     assert all(f.rows <= 4 for f in m.shards)
     repo_splits: dict[str, set] = {}
+    family_splits: dict[str, set] = {}
+    hidden: dict[str, list[str]] = {}
+    repo_of: dict[str, str] = {}
     for f in m.shards:
         for row in shards.iter_rows(out / f.path):
             repo_splits.setdefault(shards.normalize_repo(row.repo), set()).add(f.split)
+            family_splits.setdefault(row.family, set()).add(f.split)
+            hidden[row.instance_id] = row.FAIL_TO_PASS
+            repo_of[row.instance_id] = shards.normalize_repo(row.repo)
     assert all(len(s) == 1 for s in repo_splits.values()), repo_splits
+    # Families of near-duplicates (issue 24), recomputed over every task sharded:
+    # each one's id is a task of it, and it never spans two splits.
+    from taskforge.package.families import families
+    assert all(len(s) == 1 for s in family_splits.values()), family_splits
+    assert set(families(hidden, repo_of).values()) == set(family_splits)
     assert {r: s.pop() for r, s in repo_splits.items()} == m.repos
     assert len(set(m.repos.values())) >= 2
     # Stable names, not the temporary checkout paths the fixtures were cloned from.
@@ -131,7 +142,7 @@ def test_task_record_round_trips(task_roots):
                                            "remaining_tests", "workspace_files"}
     assert set(TaskTimings.model_fields) == {"remaining_suite", "hidden_on_stripped", "adequacy",
                                              "rounds"}
-    assert shards.SHARD_SCHEMA_VERSION == 4      # 4: environment_json (3: difficulty, adequacy)
+    assert shards.SHARD_SCHEMA_VERSION == 5      # 5: family (4: environment_json, 3: difficulty)
     for d in shards.find_tasks(task_roots)[::4]:
         row = shards.task_to_row(d)
         rec = load_task(d).record

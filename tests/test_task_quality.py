@@ -194,3 +194,142 @@ def test_difficulty_floor_is_honoured(generated, fixture_repos, base_image, tmp_
     for tid in report.tasks:
         assert load_task(tmp_path / "out" / tid).record.difficulty.tier != Tier.EASY
     assert any("below the difficulty asked" in d.reason for d in report.drops)
+
+
+# Issue 24: a cluster whose `decode` is tested only against `encode` (no literal,
+# so no must-fail copy). The old grading left that test out: the gold with
+# `decode` unwritten scored 1.
+_PAIR_CORE = '''
+def shift(ch, n):
+    """Move a letter n places round the alphabet; anything else stays."""
+    if not ch.isalpha():
+        return ch
+    base = ord("a") if ch.islower() else ord("A")
+    return chr((ord(ch) - base + n) % 26 + base)
+
+
+def encode(text):
+    """Caesar-encode text, three places on."""
+    return "".join(shift(c, 3) for c in text)
+
+
+def decode(text):
+    """Undo encode."""
+    return "".join(shift(c, -3) for c in text)
+'''
+_PAIR_TESTS = '''
+from pair.core import decode, encode, shift
+
+SAMPLE = "Hello, World"
+
+
+def test_shift_moves_letters():
+    assert shift("a", 1) == "b"
+
+
+def test_shift_wraps():
+    assert shift("z", 2) == "b"
+
+
+def test_shift_keeps_others():
+    assert shift("!", 5) == "!"
+
+
+def test_encode():
+    assert encode("abc") == "def"
+
+
+def test_decode_inverts_encode():
+    assert decode(encode(SAMPLE)) == SAMPLE
+'''
+_PAIR_WORDS = '''
+def count_words(text):
+    """Words in text."""
+    words = [w for w in text.split() if w]
+    return len(words)
+'''
+_PAIR_WORD_TESTS = "from pair.words import count_words\n\n" + "\n".join(
+    f"\ndef test_count_{i}():\n    assert count_words({' '.join(['w'] * i)!r}) == {i}\n"
+    for i in range(1, 11))
+
+
+def _pair_repo(tmp_path, extra: str = ""):
+    from tests.conftest import make_git_repo
+
+    files = {
+        "pyproject.toml": '[project]\nname = "pair"\nversion = "0.1"\n[build-system]\n'
+                          'requires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n'
+                          '[tool.setuptools]\npackages = ["pair"]\n',
+        "pair/__init__.py": "",
+        "pair/core.py": _PAIR_CORE + extra,
+        "pair/words.py": _PAIR_WORDS,
+        "tests/test_core.py": _PAIR_TESTS,
+        "tests/test_words.py": _PAIR_WORD_TESTS,
+    }
+    src = tmp_path / "src"
+    for rel, text in files.items():
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        (src / rel).write_text(text)
+    return make_git_repo(src, tmp_path / "repo")
+
+
+def test_whole_feature_graded_partial_solution_scores_0(base_image, tmp_path):
+    """The test with no copy grades (listed as unprotected): the gold with
+    `decode` stubbed scores 0, and 1 under the old grading (that test left out of
+    FAIL_TO_PASS); the gold keeps 1. The partial-solution gate ran every stub."""
+    import json
+    import shutil
+
+    from taskforge.validate.adequacy import partial_solutions
+
+    repo = _pair_repo(tmp_path)
+    report = generate(str(repo), tmp_path / "out", Options(max_tasks=1, jobs=1, only=("+",)))
+    assert report.tasks, report.model_dump_json(indent=1)
+    task = tmp_path / "out" / report.tasks[0]
+    rec = load_task(task).record
+    inverse = "tests/test_core.py::test_decode_inverts_encode"
+    assert inverse in rec.FAIL_TO_PASS and rec.grading.unprotected == [inverse]
+    assert rec.grading.graded == len(rec.FAIL_TO_PASS) == rec.grading.protected + 1
+    assert report.mutants.unprotected == 1 and report.mutants.graded == rec.grading.graded
+    assert rec.schema_version == 2 and rec.family == rec.instance_id
+    # The coverage record: every removed definition is run by a graded test.
+    cov = {c.qualname: c for c in rec.grading.coverage}
+    assert set(cov) == {"pair.core.shift", "pair.core.encode", "pair.core.decode"}
+    assert all(c.tests and c.covered == c.statements > 0 for c in cov.values()), cov
+    assert cov["pair.core.decode"].tests == 1
+    # The gate's record: each stub was run and failed a graded test.
+    adq = rec.adequacy
+    assert not adq.partials_passing_all
+    assert {"stub-raise:shift", "stub-raise:encode", "stub-raise:decode"} <= set(adq.partials)
+    assert all(n < len(rec.FAIL_TO_PASS) for n in adq.partials.values())
+
+    stubs = partial_solutions(task)
+    decode_stub = Solution.from_patch(stubs["stub-raise:decode"])
+    assert verify(task, decode_stub).reward == 0.0
+    # The old grading: the test with no copy out of FAIL_TO_PASS (settle.py before issue 24).
+    old = tmp_path / "old" / task.name
+    shutil.copytree(task, old, symlinks=True)
+    data = json.loads((old / "task.json").read_text())
+    data["FAIL_TO_PASS"] = [t for t in data["FAIL_TO_PASS"] if t != inverse]
+    (old / "task.json").write_text(json.dumps(data, indent=2))
+    assert verify(old, decode_stub).reward == 1.0          # paid for two thirds of the feature
+    assert verify(old, Solution.gold()).reward == 1.0
+    assert verify(task, Solution.gold()).reward == 1.0     # the honest twin
+
+
+def test_symbol_no_graded_test_needs_drops_the_task(base_image, tmp_path):
+    """`rot13` joins the cluster (it uses `shift`) but no test calls it: the gold
+    with it stubbed passes every hidden test, so the task is not written."""
+    extra = '''
+
+def rot13(text):
+    """Rotate letters by 13."""
+    out = [shift(c, 13) for c in text]
+    return "".join(out)
+'''
+    repo = _pair_repo(tmp_path, extra)
+    report = generate(str(repo), tmp_path / "out", Options(max_tasks=1, jobs=1, only=("+",)))
+    assert report.tasks == [], report.model_dump_json(indent=1)
+    [drop] = [d for d in report.drops if "+" in d.candidate and d.stage != Stage.CANDIDATES]
+    assert drop.stage == Stage.CONSTRAINED, drop
+    assert "a removed symbol is not needed by the graded tests" in drop.reason and "rot13" in drop.reason

@@ -36,7 +36,7 @@ class GradeCheckError(Exception):
 class Pool:
     mutants: list[mut.Mutant] = field(default_factory=list)
     unstable: set[str] = field(default_factory=set)     # hidden ids the gold run did not report
-    uncopied: set[str] = field(default_factory=set)     # hidden ids with no copy: not graded
+    uncopied: set[str] = field(default_factory=set)     # graded ids with no value copy: unprotected
     seconds: float = 0.0                                 # bare test time of the gold run
     functions: int = 0                                   # hidden test functions
     rename: bool = True          # False: the tests break when renamed (order, names)

@@ -6,6 +6,7 @@ parallel warm sandboxes -> package. Every drop is recorded with its reason.
 """
 from __future__ import annotations
 
+import json
 import logging
 import re
 import time
@@ -38,6 +39,7 @@ from taskforge.models import (
 from taskforge.orchestrate.options import Options
 from taskforge.orchestrate.settle import Settler
 from taskforge.orchestrate.state import BaselineState, RunState, make_scratch, reap_dead_runs
+from taskforge.package.families import families
 from taskforge.package.store import load_task
 from taskforge.propose.features import propose
 from taskforge.repo.layout import scan, walk
@@ -203,6 +205,7 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
             tid = tid_of(cand)
             if tid not in chosen and (out_dir / tid / "task.json").is_file():
                 rmtree(out_dir / tid)
+        fams = mark_families(out_dir, tasks)
         timings["package"] = time.monotonic() - t
         timings["total"] = time.monotonic() - t_all
         timings["test_seconds_all"] = (base_state.bare_seconds + base_state.coverage_seconds
@@ -225,7 +228,8 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
             resumed=ResumeInfo(baseline=cached is not None,
                                tasks=sum(1 for v in verdicts if v.resumed and v.ok),
                                rejections=sum(1 for v in verdicts if v.resumed and not v.ok)),
-            mutants=_mutant_coverage(out_dir, tasks), **_distribution(out_dir, tasks))
+            mutants=_mutant_coverage(out_dir, tasks), families=fams,
+            **_distribution(out_dir, tasks))
         atomic_write(out_dir / "report.json", report.model_dump_json(indent=2) + "\n")
         return report
     except TaskforgeError:
@@ -342,6 +346,23 @@ def tally(verdicts: list[Verdict], candidates: list, tid_of: Callable[[Any], str
     return tasks, necessary, adequacy_secs
 
 
+def mark_families(out_dir: Path, tasks: list[str]) -> dict[str, list[str]]:
+    """Write each task's family into its task.json (a family is computed over every
+    task of the run, resumed ones too); {family: its tasks} for families of 2+."""
+    recs = {tid: load_task(out_dir / tid).record for tid in tasks}
+    fam = families({tid: r.FAIL_TO_PASS for tid, r in recs.items()})
+    for tid, rec in recs.items():
+        if rec.family != fam[tid]:
+            tj = out_dir / tid / "task.json"
+            data = json.loads(tj.read_text())
+            data["family"] = fam[tid]
+            atomic_write(tj, json.dumps(data, indent=2) + "\n")
+    out: dict[str, list[str]] = {}
+    for tid in sorted(fam):
+        out.setdefault(fam[tid], []).append(tid)
+    return {f: ts for f, ts in out.items() if len(ts) > 1}
+
+
 def funnel(considered: int, drops: list[DropReason]) -> list[FunnelStage]:
     """Stage counts from the drops: every candidate is counted once, at the first
     stage it did not pass (or as a task), so each step down is its drops."""
@@ -388,6 +409,9 @@ def _mutant_coverage(out_dir: Path, tasks: list[str]) -> MutantCoverage:
         cov.hidden_functions += g.hidden_functions
         cov.hidden_with_mutant += g.hidden_with_mutant
         cov.pool_size += len(g.mutants)
+        cov.graded += g.graded
+        cov.protected += g.protected
+        cov.unprotected += len(g.unprotected)
     return cov
 
 

@@ -7,6 +7,7 @@ candidates in parallel workers and `Settler.earlier` to resume a run.
 """
 from __future__ import annotations
 
+import ast
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,17 +15,20 @@ from typing import Any
 
 from taskforge import __version__
 from taskforge.analysis.coverage_map import CoverageMap
+from taskforge.analysis.pyparse import parse as parse_python
 from taskforge.errors import TaskforgeError, UserError
 from taskforge.grade.mutants import test_ref
 from taskforge.grade.pool import GradeCheckError, Pool, build_pool, final_check, verify_timeout
 from taskforge.leaks.audit import LeakError, leak_checker
 from taskforge.models import (
+    SCHEMA_VERSION,
     Adequacy,
     FeatureInfo,
     FeatureKind,
     GradingPlan,
     RemovedSymbol,
     Stage,
+    SymbolCoverage,
     TaskRecord,
     TaskSizes,
     TaskTimings,
@@ -34,11 +38,13 @@ from taskforge.orchestrate.state import RunState, VerdictState
 from taskforge.package.statement import Underspecified, doc_pointers, problem_statement, required_strings
 from taskforge.package.store import load_task
 from taskforge.package.writer import task_id, write_task
-from taskforge.propose.difficulty import rate, statements_in
+from taskforge.propose.difficulty import rate
 from taskforge.validate import adequacy
 from taskforge.validate.checks import Context, Verdict, Worker, validate
 
-GLUE_STATEMENTS = 5     # a definition of fewer statements is glue: it may go ungraded
+# Rejections journalled under another grading scheme are no answer for this one
+# (2: issue 24, every hidden test graded, partial solutions must fail).
+GRADING_SCHEME = 2
 
 
 @dataclass
@@ -71,7 +77,7 @@ class Settler:
         """A rejection journalled under other grading options is no answer for these."""
         o = self.opts
         return repr((o.require_copies, o.check_adequacy, o.keep_weak, o.min_mutation_score,
-                     o.gold_mutants))
+                     o.gold_mutants, GRADING_SCHEME))
 
     def tid_of(self, cand) -> str:
         return task_id(self.src.name, self.src.commit, cand.name, cand.kind)
@@ -81,7 +87,7 @@ class Settler:
         tdir = self.out_dir / self.tid_of(cand)
         try:
             rec = load_task(tdir).record
-            if rec.source_commit == self.src.commit:
+            if rec.source_commit == self.src.commit and rec.schema_version == SCHEMA_VERSION:
                 return Verdict(candidate=cand, ok=True, stage=Stage.TASKS, resumed=True,
                                seconds={"remaining_suite": rec.timings.remaining_suite,
                                         "hidden_on_stripped": rec.timings.hidden_on_stripped,
@@ -116,52 +122,35 @@ class Settler:
         return v
 
     def grading(self, w: Worker, v: Verdict, s: Settled) -> None:
-        """The mutant pool on the gold; which hidden tests can grade; every tested
-        public definition keeps a graded test."""
-        ctx, cand, opts = self.ctx, v.candidate, self.opts
+        """The mutant pool on the gold; every stable hidden test grades.
+
+        Every hidden test that exercises the feature is graded, copies or not
+        (issue 24): leaving out the tests no must-fail copy could be made for
+        paid 1.0 for a `parse_isodate` that only raised (30 of its 31 tests were
+        out) and for clusters with two of three functions unwritten. A hollow
+        reward is certain; a forged one needs a solution that defeats the
+        supervisor's separate uid and strict event stream, the monitor, and the
+        copies of the other tests (a test without value copies keeps its
+        negated ones). So the tests without copies grade, listed as
+        `grading.unprotected`, and only a task none of whose tests has a copy
+        is left unwritten (unless `require_copies` is off)."""
+        ctx, opts = self.ctx, self.opts
         f2p = sorted(v.hidden & ctx.passing)
         pool = build_pool(w, f2p, seed=s.tid, timeout=ctx.timeout,
                           passing=ctx.passing - v.hidden - v.vanished | set(f2p))
         s.pool = pool
         v.test_seconds_total += pool.seconds
-        uncovered = uncopied(f2p, pool)
         if not set(f2p) - pool.unstable:
             v.ok = False
             v.reason = ("every hidden test id changes between runs" if f2p else
                         "no hidden test left: they lived in the removed code")
             return
-        if opts.require_copies and uncovered:
-            # A hidden test with no copy could be forged: it leaves the grading
-            # (like an unstable id) and the rest must still constrain the feature.
-            bad = set(uncovered)
-            pool.uncopied = {t for t in f2p if t.partition("[")[0] in bad}
-            if not set(f2p) - pool.unstable - pool.uncopied:
-                v.ok = False
-                v.reason = (f"hidden tests without must-fail copies: all {len(uncovered)}"
-                            f", e.g. {uncovered[0]}"
-                            + (f" ({pool.note})" if pool.note else ""))
-            # Their other copies (negated assertions) would grade them after all.
-            kept_fns = {(r.file, tuple(r.cls), r.func) for r in map(
-                test_ref, set(f2p) - pool.uncopied) if r}
-            pool.mutants = [m for m in pool.mutants
-                            if (m.file, tuple(m.cls), m.func) in kept_fns]
-        if not v.ok:
-            return
-        # Every tested public definition keeps a graded test: excluding the
-        # uncopied ones must not leave part of the feature ungraded.
-        # Glue (a wrapper of a few statements, like semver's `__main__.main`
-        # over `cli.main`, often the entry point) may go ungraded.
-        s.graded = sorted(set(f2p) - pool.unstable - pool.uncopied)
-        testers = {sym.qualname: self.cov.tests_for(sym.path, sym.body_lines)
-                   for sym in cand.symbols if sym.public and sym.kind != "module"
-                   and statements_in(ctx.index.modules[sym.module].code, sym.start,
-                                     sym.end) >= GLUE_STATEMENTS}
-        kept = set(s.graded)
-        bare = [q for q, t in testers.items() if t & v.hidden and not t & kept]
-        if bare:
+        s.graded = sorted(set(f2p) - pool.unstable)
+        pool.uncopied = set(unprotected(s.graded, pool))
+        if opts.require_copies and not set(s.graded) - pool.uncopied:
             v.ok = False
-            v.reason = (f"no graded hidden test exercises {bare[0]} "
-                        f"(its tests have no must-fail copies)")
+            v.reason = (f"hidden tests without must-fail copies: all {len(s.graded)}"
+                        f", e.g. {s.graded[0]}" + (f" ({pool.note})" if pool.note else ""))
 
     def specify(self, v: Verdict, s: Settled) -> None:
         """The exact strings the hidden tests require, stated; doc pointers."""
@@ -192,6 +181,13 @@ class Settler:
             v.ok = False
             v.reason = (f"hidden tests do not constrain it: a stand-in that does no work "
                         f"({adq.standins_passing_all[0]}) passes all {len(f2p)}")
+        elif adq.partials_passing_all:
+            v.ok = False
+            name = adq.partials_passing_all[0]
+            how, _, sym = name.partition(":")
+            stubbed = "raise NotImplementedError" if how == "stub-raise" else "a constant"
+            v.reason = (f"a removed symbol is not needed by the graded tests: the gold with "
+                        f"{sym} stubbed ({stubbed}) passes all {len(f2p)}")
         elif (adq.mutation_score is not None and adq.mutation_score < opts.min_mutation_score
               and not opts.keep_weak):
             v.ok = False
@@ -206,7 +202,8 @@ class Settler:
         v.stage = Stage.LEAK_FREE
         try:
             scan = self.image_scan.result()
-            record_fn = _record_builder(s.tid, self.src, self.image, v, self.ctx, self.n_flaky,
+            record_fn = _record_builder(s.tid, self.src, self.image, v, self.ctx, self.cov,
+                                        self.n_flaky,
                                         self.protected, s.pool, s.adequacy, s.required, s.docs)
             check = leak_checker(self.src.path, cand.symbols, sorted(v.hidden & self.ctx.passing),
                                  scan.hits(self.src.path, cand.symbols))
@@ -235,24 +232,61 @@ def _workspace_files(texts: dict[str, str], *changes: dict[str, str | None]) -> 
     return merged
 
 
-def uncopied(f2p: list[str], pool: Pool) -> list[str]:
-    """Hidden test functions (doctests and other items too) with no value copy."""
+def unprotected(graded: list[str], pool: Pool) -> list[str]:
+    """Graded ids (doctests and other items too) whose test function has no value
+    copy: a forger who tells them apart needs no guess for them."""
     covered = {(m.file, tuple(m.cls), m.func) for m in pool.mutants if m.kind == "value"}
     out = []
-    for nid in f2p:
-        if nid in pool.unstable:
-            continue
+    for nid in graded:
         ref = test_ref(nid)
-        key = (ref.file, ref.cls, ref.func) if ref else None
-        if key not in covered:
-            out.append(nid.partition("[")[0])
-    return sorted(set(out))
+        if (ref.file, ref.cls, ref.func) not in covered if ref else True:
+            out.append(nid)
+    return sorted(out)
 
 
-def _record_builder(tid, src, image, v: Verdict, ctx: Context, n_flaky: int,
+def symbol_coverage(cov: CoverageMap, symbols, codes: dict[str, str],
+                    graded: set[str]) -> list[SymbolCoverage]:
+    """Per removed definition: its body's statement lines, those a graded test ran
+    (from the baseline's per-test coverage), and how many graded tests run it."""
+    out = []
+    for sym in symbols:
+        if sym.kind == "module":
+            lines = set(range(sym.start, sym.end + 1))
+        else:
+            lines = set(sym.body_lines)
+        stmts = statement_lines(codes.get(sym.path, ""), lines)
+        table = cov.by_file.get(sym.path, {})
+        ran = {ln for ln in stmts if table.get(ln, frozenset()) & graded}
+        tests = cov.tests_for(sym.path, lines) & graded
+        out.append(SymbolCoverage(qualname=sym.qualname, statements=len(stmts), covered=len(ran),
+                                  tests=len(tests), missed=sorted(stmts - ran)[:50]))
+    return out
+
+
+def statement_lines(code: str, lines: set[int]) -> set[int]:
+    """First lines of the statements among `lines` (docstrings, nested def and
+    class headers left out: coverage marks a header at import, not at a call)."""
+    try:
+        tree = parse_python(code)
+    except (SyntaxError, ValueError):
+        return set()
+    out = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.stmt) or node.lineno not in lines:
+            continue
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(
+                node.value.value, str):
+            continue
+        out.add(node.lineno)
+    return out
+
+
+def _record_builder(tid, src, image, v: Verdict, ctx: Context, cov: CoverageMap, n_flaky: int,
                     protected: list[str], pool: Pool, adq=None, required=(), docs=()):
     cand = v.candidate
-    f2p = sorted(v.hidden & ctx.passing - pool.unstable - pool.uncopied)
+    f2p = sorted(v.hidden & ctx.passing - pool.unstable)
     measured = v.seconds.get("remaining_suite", 0.0) + pool.seconds
     grading = GradingPlan(
         mutants=pool.mutants, rename=pool.rename, timeout=verify_timeout(measured),
@@ -261,7 +295,11 @@ def _record_builder(tid, src, image, v: Verdict, ctx: Context, n_flaky: int,
         hidden_with_mutant=len({(m.file, tuple(m.cls), m.func) for m in pool.mutants
                                 if m.kind == "value"}),
         hidden_functions=len({(r.file, tuple(r.cls), r.func) for r in map(test_ref, f2p) if r}),
-        unstable_excluded=len(pool.unstable), uncopied_excluded=len(pool.uncopied),
+        unstable_excluded=len(pool.unstable), graded=len(f2p),
+        protected=len(set(f2p) - pool.uncopied), unprotected=sorted(pool.uncopied & set(f2p)),
+        coverage=symbol_coverage(cov, cand.symbols, {p: ctx.index.modules[m].code for m, p in
+                                                     {(s.module, s.path) for s in cand.symbols}
+                                                     if m in ctx.index.modules}, set(f2p)),
         plant_seed=secrets.token_hex(16))
     p2p = sorted(ctx.passing - v.hidden - v.vanished)
     own = {s.qualname for s in cand.symbols}
@@ -297,5 +335,6 @@ def _record_builder(tid, src, image, v: Verdict, ctx: Context, n_flaky: int,
                             workspace_files=workspace_files),
             timings=TaskTimings(rounds=v.rounds, **{k: round(x, 3) for k, x in v.seconds.items()}),
             taskforge_version=__version__, grading=grading, difficulty=difficulty,
+            family=tid,                 # alone until generate's tally groups it
             **({"adequacy": adq} if adq is not None else {}))
     return build

@@ -14,7 +14,11 @@ its row count, size and sha256.
 Splits are by repository: a repository's split comes from a hash of the seed
 and its normalised name alone, so no repository spans two splits and a
 repository never changes split as the dataset grows. Fractions hold in
-expectation over many repositories, not exactly over a few.
+expectation over many repositories, not exactly over a few. A family of
+near-duplicate tasks (`package/families.py`: most hidden tests shared) lies in
+one repository, so it never spans two splits either; `write_shards` computes
+the families over every task it shards (`family` column, schema 5), so tasks
+of one repository generated in separate runs are grouped too.
 """
 from __future__ import annotations
 
@@ -43,9 +47,10 @@ from taskforge.models import (
     TaskRecord,
 )
 from taskforge.package import archive
+from taskforge.package.families import families
 from taskforge.package.store import load_task
 
-SHARD_SCHEMA_VERSION = 4
+SHARD_SCHEMA_VERSION = 5      # 5: family
 META_KEY = b"taskforge.shard_schema_version"
 FORMATS = ("parquet", "jsonl")
 ROW_GROUP = 64          # rows per Parquet row group: a reward worker reads one group, not a shard
@@ -107,6 +112,7 @@ class ShardRow(BaseModel):
     difficulty_tier: str            # easy, medium or hard: for selecting a curriculum
     difficulty_json: str            # Difficulty as JSON (the measures behind the tier)
     adequacy_json: str              # Adequacy as JSON (stand-ins, mutation score)
+    family: str                     # near-duplicate tasks share it: keep it within one split
     workspace_tgz: bytes            # deterministic tar.gz of workspace/ without .git
     workspace_sha256: str
     hidden_tgz: bytes               # hidden/: grader only
@@ -253,6 +259,7 @@ COLUMNS: dict[str, Column] = {
     "difficulty_tier": Column("difficulty.tier", lambda t: t.value, None),
     "difficulty_json": Column("difficulty", _json, Difficulty.model_validate_json),
     "adequacy_json": Column("adequacy", _json, Adequacy.model_validate_json),
+    "family": Column("family"),
 }
 
 # TaskRecord fields the row carries (under these or other names).
@@ -265,9 +272,15 @@ def _get(obj: Any, path: str) -> Any:
     return obj
 
 
-def task_to_row(task_dir: str | Path) -> ShardRow:
+def task_to_row(task_dir: str | Path, family: str | None = None) -> ShardRow:
+    """One task as a row; `family` (computed over the tasks sharded together)
+    replaces the one generate recorded."""
     task = load_task(task_dir)
     rec = task.record
+    if family is not None:
+        rec = rec.model_copy(update={"family": family})
+    elif not rec.family:
+        rec = rec.model_copy(update={"family": rec.instance_id})
     _check_clean(task.dir, task.workspace)
     ws = archive.pack(task.workspace, _git_executables(task.workspace))
     hidden = archive.pack(task.hidden)
@@ -466,14 +479,17 @@ def write_shards(tasks: Iterable[str | Path], out: str | Path, fmt: str = "parqu
     _check_out(out, fmt, shard_size)
     task_dirs = find_tasks(tasks)
     index: dict[str, tuple[Path, str]] = {}
+    hidden: dict[str, list[str]] = {}
     for d in task_dirs:
         rec = load_task(d).record
         if rec.instance_id in index:
             raise UserError(f"duplicate instance_id {rec.instance_id} in {index[rec.instance_id][0]} "
                             f"and {d}")
         index[rec.instance_id] = (d, rec.repo)
+        hidden[rec.instance_id] = rec.FAIL_TO_PASS
+    fam = families(hidden, {iid: normalize_repo(repo) for iid, (_, repo) in index.items()})
     return write_rows({iid: repo for iid, (_, repo) in index.items()},
-                      lambda ids: [task_to_row(index[iid][0]) for iid in ids],
+                      lambda ids: [task_to_row(index[iid][0], fam[iid]) for iid in ids],
                       out, fmt, shard_size, splits, seed, log)
 
 

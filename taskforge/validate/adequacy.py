@@ -15,20 +15,41 @@ hidden tests in the generation worker:
   constant). The share that fails at least one hidden test is the task's
   mutation score; below the bar the tests cannot tell a wrong implementation
   from a right one.
+- partial solutions (issue 24): the gold with one removed public definition
+  stubbed (`raise NotImplementedError`, or a plausible constant: a literal the
+  gold returns, else one its return annotation names), and stand-ins that raise
+  the exception the hidden tests expect, with the text they match
+  (`pytest.raises(X, match=...)`, `assertRaises(X)`, `assertRaisesRegex(X, r)`).
+  A partial solution that passes every graded hidden test means part of the
+  feature is paid for without being written: the task is dropped ("a removed
+  symbol is not needed by the graded tests"). Dropping is the honest choice
+  that needs no second removal: shrinking the feature to what the tests need
+  would have to be validated again (suite green, hidden tests red, leaks).
+  Every probe is one pytest session in the worker's warm sandbox, like the
+  stand-ins: no sandbox is started for it.
 """
 from __future__ import annotations
 
+import ast
+import builtins
 import random
-from collections.abc import Sequence
+import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import cast
 
 import libcst as cst
 
+from taskforge.analysis.pyparse import parse as parse_python
+from taskforge.grade.mutants import TestRef, find_def, test_ref
 from taskforge.models import Adequacy
 
 STANDINS = ("return-none", "raise", "identity", "swallow")
 CONSTANT = "constant:"          # + a Python literal: `return <literal>`
+RAISES = "raises:"              # + a Python expression: `raise <expression>`
+MAX_EXPECTED = 3                # stand-ins that raise what the hidden tests expect
+MAX_PARTIALS = 40               # partial solutions tried (one pytest session each)
 MAX_CONSTANTS = 3
 MAX_MUTANTS = 6
 MIN_MUTATION_SCORE = 0.5
@@ -98,6 +119,8 @@ def standin_body(kind: str, fn: cst.FunctionDef, in_class: bool) -> list[str]:
     """Source lines of a body that does no work."""
     if kind.startswith(CONSTANT):
         return [f"return {kind[len(CONSTANT):]}"]
+    if kind.startswith(RAISES):
+        return [f"raise {kind[len(RAISES):]}"]
     if kind == "raise":
         return ["raise NotImplementedError"]
     if fn.name.value == "__init__":
@@ -149,11 +172,14 @@ class _Bodies(cst.CSTTransformer):
 
 
 def standins(files: dict[str, str], targets: dict[str, Targets],
-             constants: Sequence[str] = ()) -> dict[str, dict[str, str]]:
+             constants: Sequence[str] = (), raises: Sequence[str] = ()
+             ) -> dict[str, dict[str, str]]:
     """{stand-in name: {file: content}}, for the files holding removed code.
-    `constants` are Python literals (the statement's required strings)."""
+    `constants` are Python literals (the statement's required strings);
+    `raises` are exception expressions (`expected_raises`)."""
     out: dict[str, dict[str, str]] = {}
-    for kind in [*STANDINS, *(CONSTANT + c for c in constants[:MAX_CONSTANTS])]:
+    for kind in [*STANDINS, *(CONSTANT + c for c in constants[:MAX_CONSTANTS]),
+                 *(RAISES + r for r in raises[:MAX_EXPECTED])]:
         changes = {}
         for rel, code in files.items():
             tr = _Bodies(targets[rel], kind)
@@ -287,12 +313,305 @@ def gold_mutants(files: dict[str, str], targets: dict[str, Targets], seed: str,
     return out
 
 
+# ---------------------------------------------------------------- partial solutions
+
+class Stub(StrEnum):
+    """How one removed definition is left unwritten in a partial solution."""
+    RAISE = "raise"             # raise NotImplementedError
+    CONSTANT = "constant"       # return a plausible constant
+
+
+@dataclass(frozen=True)
+class Unit:
+    """A removed public definition a partial solution may leave unwritten:
+    `name` is relative to its module (`Class.method`)."""
+    file: str
+    name: str
+    is_class: bool = False
+
+
+# Return annotations -> a constant of that type.
+_BY_ANNOTATION = {"int": "0", "float": "0.0", "str": "''", "bytes": "b''", "bool": "False",
+                  "list": "[]", "dict": "{}", "tuple": "()", "set": "set()"}
+_LITERALS = (cst.Integer, cst.Float, cst.SimpleString, cst.List, cst.Dict, cst.Tuple,
+             cst.Set, cst.UnaryOperation)
+
+
+def units_of(files: dict[str, str], targets: dict[str, Targets]) -> list[Unit]:
+    """The public definitions of the removed code, in source order: top-level
+    functions and classes, and the public methods of a removed class (a class
+    is a unit, and so is each of its methods). Dunders other than `__call__`
+    are left to the class unit."""
+    out: list[Unit] = []
+    for rel in sorted(files):
+        t = targets[rel]
+        for node in cst.parse_module(files[rel]).body:
+            if not isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+                continue
+            name = node.name.value
+            inside = t.hit([name])
+            if isinstance(node, cst.FunctionDef):
+                if inside and not name.startswith("_"):
+                    out.append(Unit(rel, name))
+                continue
+            if name.startswith("_"):
+                continue                  # a private class: not the interface
+            if inside:
+                out.append(Unit(rel, name, is_class=True))
+            body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
+            for m in body:
+                if isinstance(m, cst.FunctionDef) and t.hit([name, m.name.value]) and (
+                        not m.name.value.startswith("_") or m.name.value == "__call__"):
+                    out.append(Unit(rel, f"{name}.{m.name.value}"))
+    return out
+
+
+def _own_returns(fn: cst.FunctionDef) -> list[cst.BaseExpression]:
+    """The values of `fn`'s own return statements (not those of nested defs)."""
+    found: list[cst.BaseExpression] = []
+
+    class V(cst.CSTVisitor):
+        def visit_FunctionDef(self, node):
+            return node is fn
+
+        def visit_Lambda(self, node):
+            return False
+
+        def visit_Return(self, node):
+            if node.value is not None:
+                found.append(node.value)
+
+    fn.visit(V())
+    return found
+
+
+def plausible_constant(fn: cst.FunctionDef) -> str | None:
+    """A constant a partial solution might return for `fn`: the first literal the
+    gold itself returns, else the empty value of its return annotation, else
+    None when the gold returns something (None when the gold returns nothing:
+    then `return None` is the gold's own behaviour, not a stub)."""
+    if fn.name.value == "__init__":
+        return None
+    values = _own_returns(fn)
+    for v in values:
+        if isinstance(v, _LITERALS) or (isinstance(v, cst.Name) and v.value in ("True", "False")):
+            return cst.Module([]).code_for_node(v)
+    if fn.returns is not None:
+        ann = fn.returns.annotation
+        base = ann.value if isinstance(ann, cst.Subscript) else ann
+        name = base.value if isinstance(base, cst.Name) else None
+        if name is not None and name.lower() in _BY_ANNOTATION:
+            return _BY_ANNOTATION[name.lower()]
+    if any(not (isinstance(v, cst.Name) and v.value == "None") for v in values):
+        return "None"
+    return None
+
+
+def _function(tree: cst.Module, name: str) -> cst.FunctionDef | None:
+    """The top-level function or method `name` (`Class.method`) of `tree`."""
+    body: Sequence[cst.CSTNode] = tree.body
+    found: cst.FunctionDef | cst.ClassDef | None = None
+    for part in name.split("."):
+        found = next((n for n in body if isinstance(n, (cst.FunctionDef, cst.ClassDef))
+                      and n.name.value == part), None)
+        if found is None:
+            return None
+        body = found.body.body if isinstance(found.body, cst.IndentedBlock) else ()
+    return found if isinstance(found, cst.FunctionDef) else None
+
+
+def stub(code: str, unit: Unit, how: Stub) -> str | None:
+    """`code` with `unit`'s body (or every method of a class unit) replaced, or
+    None when that stub does not apply (a constant for a class, or for a
+    function that returns nothing)."""
+    tree = cst.parse_module(code)
+    kind = "raise"
+    if how is Stub.CONSTANT:
+        fn = None if unit.is_class else _function(tree, unit.name)
+        const = plausible_constant(fn) if fn is not None else None
+        if const is None:
+            return None
+        kind = CONSTANT + const
+    tr = _Bodies(Targets(names={unit.name}), kind)
+    new = tree.visit(tr).code
+    return new if tr.changed and new != code else None
+
+
+def partials(files: dict[str, str], targets: dict[str, Targets],
+             limit: int = MAX_PARTIALS) -> dict[str, dict[str, str]]:
+    """{`stub-raise:Class.method` ...: {file: content}}: the gold with one
+    removed public definition stubbed, every unit both ways where it applies.
+    Raising stubs come first (cheapest to fail); at most `limit`."""
+    out: dict[str, dict[str, str]] = {}
+    units = units_of(files, targets)
+    for how in Stub:
+        for u in units:
+            new = stub(files[u.file], u, how)
+            if new is not None and len(out) < limit:
+                out[f"stub-{how.value}:{u.name}"] = {u.file: new}
+    return out
+
+
+# ------------------------------------------------ what the hidden tests expect raised
+
+@dataclass(frozen=True)
+class Expected:
+    """An exception a hidden test expects: an expression that names the class
+    from the package's own code (`__import__('pkg.errors', fromlist=['E']).E`
+    or a builtin), and a text that matches what the test matches."""
+    exc: str
+    text: str = ""
+
+    @property
+    def raise_expr(self) -> str:
+        return f"{self.exc}({self.text!r})" if self.text else self.exc
+
+
+_RAISES_FUNCS = {"raises"}
+_ASSERT_RAISES = {"assertRaises", "assertRaisesRegex", "assertRaisesRegexp", "failUnlessRaises"}
+
+
+def text_matching(pattern: str) -> str:
+    """A text `re.search(pattern, text)` finds: the pattern read as a literal
+    (escapes dropped, anchors stripped; then its metacharacters dropped too), or
+    "" when none of those matches."""
+    lit = re.sub(r"\\(.)", r"\1", pattern.removeprefix("^").removesuffix("$"))
+    bare = re.sub(r"\\(.)|[\^$()\[\]+*?{}|]", lambda m: m.group(1) or "", pattern)
+    for cand in (lit, bare, pattern):
+        try:
+            if re.search(pattern, cand):
+                return cand
+        except re.error:
+            return ""
+    return ""
+
+
+def _imports(tree: ast.Module) -> dict[str, tuple[str, str | None]]:
+    """local name -> (module, attribute or None for a module) for absolute imports."""
+    out: dict[str, tuple[str, str | None]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for a in node.names:
+                out[a.asname or a.name] = (node.module, a.name)
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if a.asname:
+                    out[a.asname] = (a.name, None)
+                else:
+                    top = a.name.split(".")[0]
+                    out.setdefault(top, (top, None))
+    return out
+
+
+def _dotted(node: ast.expr) -> list[str] | None:
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    return [node.id, *reversed(parts)]
+
+
+def exception_expr(node: ast.expr, imports: dict[str, tuple[str, str | None]]) -> str | None:
+    """An expression for the exception class `node` names in a test module,
+    valid inside the package's code: a builtin by name, anything imported as
+    `__import__(module, fromlist=[name]).name` (lazily, so no import cycle).
+    None for a class the test module defines itself or a name it cannot place."""
+    if isinstance(node, ast.Tuple) and node.elts:
+        node = node.elts[0]
+    parts = _dotted(node)
+    if parts is None:
+        return None
+    head, rest = parts[0], parts[1:]
+    if head in imports:
+        module, attr = imports[head]
+        path = ([attr] if attr else []) + rest
+        if not path:
+            return None
+        if attr is None and len(path) > 1:        # `import a` then `a.b.Error`
+            module, path = ".".join([module, *path[:-1]]), path[-1:]
+        elif attr is not None and len(path) > 1:  # `from a import b` then `b.Error`
+            module, path = f"{module}.{attr}", path[1:]
+        if len(path) != 1:
+            return None
+        return f"__import__({module!r}, fromlist=[{path[0]!r}]).{path[0]}"
+    if not rest:
+        obj = getattr(builtins, head, None)
+        if isinstance(obj, type) and issubclass(obj, BaseException):
+            return head
+    return None
+
+
+def _str_arg(node: ast.expr | None) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def expected_in(fn: ast.AST, imports: dict[str, tuple[str, str | None]]) -> list[Expected]:
+    """The exceptions (with text) one test function expects, in source order."""
+    out: list[Expected] = []
+    for node in ast.walk(fn):
+        if not isinstance(node, ast.Call) or not node.args:
+            continue
+        f = node.func
+        name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+        if name in _RAISES_FUNCS:
+            match = next((_str_arg(k.value) for k in node.keywords if k.arg == "match"), None)
+        elif name in _ASSERT_RAISES:
+            match = _str_arg(node.args[1]) if name != "assertRaises" and name != \
+                "failUnlessRaises" and len(node.args) > 1 else next(
+                (_str_arg(k.value) for k in node.keywords if k.arg == "expected_regex"), None)
+        else:
+            continue
+        exc = exception_expr(node.args[0], imports)
+        if exc is not None:
+            out.append(Expected(exc, text_matching(match) if match else ""))
+    return out
+
+
+def expected_raises(sources: dict[str, str], f2p: Iterable[str]) -> list[Expected]:
+    """What the hidden tests expect raised, most often expected first (ties in
+    first-seen order). `sources`: {test file: its text} of the hidden tests."""
+    counts: dict[Expected, int] = {}
+    trees: dict[str, tuple[ast.Module, dict[str, tuple[str, str | None]]]] = {}
+    seen: set[TestRef] = set()
+    for nid in f2p:
+        ref = test_ref(nid)
+        if ref is None or ref in seen or ref.file not in sources:
+            continue
+        seen.add(ref)
+        if ref.file not in trees:
+            try:
+                tree = parse_python(sources[ref.file])
+            except (SyntaxError, ValueError):
+                continue
+            trees[ref.file] = (tree, _imports(tree))
+        tree, imports = trees[ref.file]
+        fn = find_def(tree, ref)
+        for e in expected_in(fn, imports) if fn is not None else ():
+            counts[e] = counts.get(e, 0) + 1
+    return sorted(counts, key=lambda e: -counts[e])
+
+
+def hidden_sources(root, f2p: Iterable[str]) -> dict[str, str]:
+    """{test file: text} under `root` for the files the hidden test ids name."""
+    out = {}
+    for ref in filter(None, map(test_ref, f2p)):
+        if ref.file not in out:
+            try:
+                out[ref.file] = (root / ref.file).read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
+    return out
+
+
 def check(worker, f2p: list[str], symbols, whole_module: str | None, seed: str,
-          timeout: float, mutants: int = MAX_MUTANTS, constants: Sequence[str] = ()
-          ) -> tuple[Adequacy, float]:
-    """Run the stand-ins and gold mutants against the hidden tests on the worker
-    (its tree is the gold: the source as cloned). Returns the measures and the
-    test seconds spent."""
+          timeout: float, mutants: int = MAX_MUTANTS, constants: Sequence[str] = (),
+          partial: bool = True) -> tuple[Adequacy, float]:
+    """Run the stand-ins, the partial solutions and the gold mutants against the
+    hidden tests on the worker (its tree is the gold: the source as cloned), one
+    pytest session each in the worker's sandbox. Returns the measures and the
+    test seconds spent; stops at the first probe that passes every test."""
     targets = targets_of(symbols, whole_module)
     files = {rel: (worker.src / rel).read_text(encoding="utf-8") for rel in targets}
     result = Adequacy()
@@ -313,12 +632,22 @@ def check(worker, f2p: list[str], symbols, whole_module: str | None, seed: str,
         return ok, n
 
     literals = [c for c in constants if c[:1] in "'\""]        # not "an error message ..."
-    for name, changes in standins(files, targets, literals).items():
+    raises = [e.raise_expr for e in expected_raises(hidden_sources(worker.src, f2p), f2p)]
+    for name, changes in standins(files, targets, literals, raises).items():
         ok, n = passed_all(changes)
         result.standins[name] = n
         if ok:
             result.standins_passing_all.append(name)
             return result, spent          # dropped anyway: no need to go on
+    if partial:
+        probes = partials(files, targets, limit=MAX_PARTIALS + 1)
+        result.partials_skipped = max(0, len(probes) - MAX_PARTIALS)
+        for name, changes in list(probes.items())[:MAX_PARTIALS]:
+            ok, n = passed_all(changes)
+            result.partials[name] = n
+            if ok:
+                result.partials_passing_all.append(name)
+                return result, spent
     tried = gold_mutants(files, targets, seed, mutants)
     for m in tried:
         ok, _ = passed_all(m.changes)
@@ -353,5 +682,39 @@ def standin_solutions(task_dir) -> dict[str, str]:
         out = {}
         for name, changes in standins(files, targets).items():
             [diff] = make_patches(task.workspace, {rel: c.encode() for rel, c in changes.items()})
+            out[name] = diff
+        return out
+
+
+def partial_solutions(task_dir) -> dict[str, str]:
+    """{`stub-raise:name` ...: a patch against the task's workspace} for a written
+    task: the gold with one removed public definition stubbed. Each must score
+    0 (bench/bench_partials.py measures how many do not)."""
+    import tempfile
+    from pathlib import Path
+
+    from taskforge.fsutil import copy_tree
+    from taskforge.package.store import load_task
+    from taskforge.package.writer import apply_patch, make_patches
+
+    task = load_task(task_dir)
+    rec = task.record
+    whole = rec.feature.symbols[0].module if rec.feature.kind == "module" else None
+    targets = targets_of(rec.feature.symbols, whole)
+    with tempfile.TemporaryDirectory(prefix="tf-partial-") as tmp:
+        gold = Path(tmp) / "gold"
+        copy_tree(task.workspace, gold)
+        err = apply_patch(gold, rec.patch)
+        if err:
+            raise RuntimeError(f"the gold patch does not apply: {err}")
+        files = {rel: (gold / rel).read_text(encoding="utf-8") for rel in targets}
+        # The whole gold (re-exports in other files too), but for the stub.
+        touched = {rel: (gold / rel).read_bytes() for rel in {*rec.feature.touched_files, *targets}
+                   if (gold / rel).is_file()}
+        out = {}
+        for name, changes in partials(files, targets, limit=10_000).items():
+            full: dict[str, bytes | None] = {**touched,
+                                             **{rel: c.encode() for rel, c in changes.items()}}
+            [diff] = make_patches(task.workspace, full)
             out[name] = diff
         return out
