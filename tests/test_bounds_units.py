@@ -153,6 +153,16 @@ def test_entry_breach_table(rel, size, entries, tree_bytes, needle):
     assert (why is None) if needle is None else (needle in (why or "")), why
 
 
+@pytest.fixture(autouse=True)
+def _no_deep_leftovers(tmp_path):
+    """The chains these tests make are deeper than pytest's own clean-up of old
+    temporary directories can remove (it recurses): remove them here."""
+    yield
+    from taskforge.fsutil import rmtree as remove
+
+    remove(tmp_path)
+
+
 def deep_chain(root: Path, levels: int) -> Path:
     """A chain of `levels` directories, made by relative steps (its path is longer
     than PATH_MAX), with a file at each level."""

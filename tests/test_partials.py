@@ -144,6 +144,11 @@ def test_partials_one_stub_each_raise_first():
     assert len(partials({"m.py": MOD}, t, limit=2)) == 2
 
 
+def test_a_feature_of_one_public_unit_has_no_partials_of_its_own():
+    """Stubbing its one unit is the raise stand-in, which runs anyway."""
+    assert partials({"m.py": MOD}, {"m.py": Targets(names={"total", "_x"})}) == {}
+
+
 @pytest.mark.parametrize("src,want", [
     ("def f():\n    return 3\n", "3"),
     ("def f():\n    if x:\n        return -1\n    return y\n", "-1"),
