@@ -43,7 +43,7 @@ from taskforge.grade.findings import FindingKind as K
 from taskforge.models import Outcome, TestResult, VerifyResult
 from taskforge.package.store import Task, load_task
 from taskforge.package.writer import ApplyError, apply_patch
-from taskforge.repo.layout import task_test_roots, unshipped_test_file, walk, walk_all
+from taskforge.repo.layout import package_dirs, task_test_roots, unshipped_test_file, walk, walk_all
 from taskforge.sandbox import Limits, Mount, SandboxSpec, open_sandbox
 from taskforge.sandbox.testrun import PytestRunner, RunResult, monitor_env, runner_mount, supervisor_standby
 from taskforge.sandbox.warm import Lease, WarmPool
@@ -169,8 +169,9 @@ def restore_protected(task: Task, tree: Path) -> list[tuple[K, str]]:
             dst.unlink()
         shutil.copy2(task.hidden / rel, dst)
     roots = task_test_roots(shipped, task.record.test_paths)
+    packages = package_dirs(task.workspace)
     for rel in walk_all(tree):
-        if rel not in shipped and unshipped_test_file(rel, roots):
+        if rel not in shipped and unshipped_test_file(rel, roots, packages):
             (tree / rel).unlink()
             notes.append((K.REMOVED_UNSHIPPED, rel))
     return notes

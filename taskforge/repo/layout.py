@@ -83,15 +83,37 @@ def in_test_roots(rel: str, roots: set[str]) -> bool:
     return any(("/" not in rel) if r == "" else rel.startswith(r + "/") for r in roots)
 
 
-def unshipped_test_file(rel: str, roots: set[str]) -> bool:
+def unshipped_test_file(rel: str, roots: set[str], packages: set[str] | None = None) -> bool:
     """A file the task did not ship that grading removes: a conftest.py anywhere,
     a root test config, or a test file inside the task's test roots. A module
     named like a test inside the import packages (`invariant_test.py`,
-    `pkg/testing/`) is the solution's code, not a test."""
+    `pkg/testing/`) is the solution's code, not a test. With `packages` (the
+    workspace's own package directories), a test file outside them is removed
+    wherever it is (a new `tests/test_x.py` beside root-level tests would be
+    collected by a whole-suite run)."""
     p = PurePosixPath(rel)
     if p.name == "conftest.py" or (len(p.parts) == 1 and p.name in TEST_CONFIGS):
         return True
-    return is_protected_path(rel) and in_test_roots(rel, roots)
+    if not is_protected_path(rel):
+        return False
+    if in_test_roots(rel, roots):
+        return True
+    return packages is not None and not any(rel.startswith(d + "/") for d in packages)
+
+
+def package_dirs(workspace: Path) -> set[str]:
+    """The workspace's own import package directories (top level or under src/)."""
+    out = set()
+    for base in (workspace, workspace / "src"):
+        try:
+            entries = list(base.iterdir())
+        except OSError:
+            continue
+        for d in entries:
+            if d.is_dir() and not d.is_symlink() and (d / "__init__.py").is_file() \
+                    and d.name not in TEST_DIRS:
+                out.add(d.relative_to(workspace).as_posix())
+    return out
 
 
 @dataclass
