@@ -304,7 +304,7 @@ def test_the_readme_commands_on_the_cluster(cluster, corpus, fixture_repos, tmp_
     gen = subprocess.run([*CLI, "corpus", str(fixture_repos["textkit"]), "--out",
                           str(tmp_path / "tasks"), "--max-tasks", "1", "--ray", "--helpers", "1",
                           "--json"], capture_output=True, text=True, env=env, timeout=900)
-    assert gen.returncode == 0 and "Traceback" not in gen.stderr, gen.stderr[-2000:]
+    assert gen.returncode == 0 and "Traceback" not in gen.stderr, gen.stdout[-4000:] + gen.stderr[-2000:]
     row = json.loads(gen.stdout.splitlines()[0])
     assert len(row["tasks"]) == 1 and (Path(row["out"]) / row["tasks"][0] / "task.json").is_file()
     one = subprocess.run([*CLI, "generate", str(fixture_repos["ledger"]), "--out",

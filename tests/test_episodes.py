@@ -104,7 +104,7 @@ def test_many_episodes_expire_when_idle_and_clean_up(tasks):
             pool.get(eps[1].id)
     finally:
         pool.close_all()
-    left = docker.from_env().containers.list(all=True, filters={"label": "taskforge.role=episode"})
+    left = docker.from_env().containers.list(all=True, ignore_removed=True, filters={"label": "taskforge.role=episode"})
     assert left == []
 
 

@@ -346,7 +346,7 @@ def test_resource_attacks_score_zero_and_leave_nothing(bomb, backend, redteam_ta
     from taskforge.sandbox.owner import owner_token
 
     docker_engine = request.getfixturevalue("docker_engine")
-    left = docker_engine.containers.list(all=True, filters={"label": [
+    left = docker_engine.containers.list(all=True, ignore_removed=True, filters={"label": [
         "taskforge.role=verify", f"taskforge.owner={owner_token()}"]})
     # The module's warm pool keeps idle sandboxes ready; this verify's is cold.
     assert not [c for c in left if "taskforge.warm" not in (c.labels or {})], left

@@ -57,7 +57,7 @@ def test_sigkill_then_rerun_equals_uninterrupted(fixture_repos, base_image, tmp_
     assert survivors, "no task was written before the kill"
     assert len(survivors) < MAX_TASKS
     before = {t: (out / t / "task.json").stat().st_mtime_ns for t in survivors}
-    dead = [c for c in client().containers.list(all=True, filters={"label": LABEL})
+    dead = [c for c in client().containers.list(all=True, ignore_removed=True, filters={"label": LABEL})
             if (c.labels or {}).get("taskforge.owner", "").split(":")[1:2] == [str(proc.pid)]]
     assert dead, "the killed run's warm containers should still exist before the rerun"
 
@@ -76,6 +76,6 @@ def test_sigkill_then_rerun_equals_uninterrupted(fixture_repos, base_image, tmp_
     resumed = json.loads(res.stdout)["resumed"]
     assert resumed["baseline"] is True
     assert resumed["tasks"] == len(survivors)
-    left = {c.id for c in client().containers.list(all=True, filters={"label": LABEL})}
+    left = {c.id for c in client().containers.list(all=True, ignore_removed=True, filters={"label": LABEL})}
     assert not left & {c.id for c in dead}, "the rerun must remove the dead run's containers"
     assert not list(out.glob(".tmp-*"))

@@ -80,7 +80,7 @@ def test_docker_sandbox_settings(base_image, docker_engine):
         attrs = docker_engine.api.inspect_container(cid)["HostConfig"]
         assert attrs["ReadonlyRootfs"] and attrs["CapDrop"] == ["ALL"]
         assert attrs["NetworkMode"] == "none" and attrs["PidsLimit"] > 0 and attrs["Memory"] > 0
-    assert not docker_engine.containers.list(all=True, filters={"id": cid})
+    assert not docker_engine.containers.list(all=True, ignore_removed=True, filters={"id": cid})
 
 
 def test_warm_pool_gives_every_lease_a_fresh_hardened_sandbox(base_image, docker_engine):
@@ -116,11 +116,11 @@ def test_warm_pool_gives_every_lease_a_fresh_hardened_sandbox(base_image, docker
         pool.give_back(second, spec)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and (
-                docker_engine.containers.list(all=True, filters={"id": cid}) or scratch.exists()):
+                docker_engine.containers.list(all=True, ignore_removed=True, filters={"id": cid}) or scratch.exists()):
             time.sleep(0.2)
-        assert not docker_engine.containers.list(all=True, filters={"id": cid})
+        assert not docker_engine.containers.list(all=True, ignore_removed=True, filters={"id": cid})
         assert not scratch.exists()
-    assert not docker_engine.containers.list(all=True, filters={"label": "taskforge.warm"})
+    assert not docker_engine.containers.list(all=True, ignore_removed=True, filters={"label": "taskforge.warm"})
 
 
 PARKED = ("import os, sys, time\nstart = time.monotonic()\ndata = b''\n"

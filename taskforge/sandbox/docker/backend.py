@@ -189,7 +189,7 @@ def reap_orphans(owner_alive) -> int:
     """Remove the containers whose owning process is dead; returns how many."""
     n = 0
     try:
-        found = client().containers.list(all=True, filters={"label": LABEL})
+        found = client().containers.list(all=True, ignore_removed=True, filters={"label": LABEL})
     except InfraError:
         return 0
     for c in found:
@@ -208,7 +208,7 @@ def reap_orphans(owner_alive) -> int:
 def remove_leftovers() -> int:
     """Remove every container taskforge labelled; returns how many."""
     n = 0
-    for c in client().containers.list(all=True, filters={"label": LABEL}):
+    for c in client().containers.list(all=True, ignore_removed=True, filters={"label": LABEL}):
         try:
             c.remove(force=True, v=True)
             n += 1
