@@ -35,7 +35,14 @@ file's, `<frozen ...>`) or loading a non-.py workspace file as code is itself
 charged. Running before the test modules are imported (conftest imports the
 package) does not help: only the listed files, unchanged, become test code,
 and a frame is the package's unless it is registered or lies in the image's
-read-only directories (stdlib, the environment, this directory).
+read-only directories (stdlib, the environment, this directory). A thread
+the package starts acts for it: every thread starter (`_thread`'s and the
+copies `threading` keeps) is wrapped here, so a thread remembers the package
+site that started it and an act at the bottom of its stack with no package
+frame (a stdlib function given to a pool) is charged there; loading `_thread`
+afresh, for unwrapped starters, is charged itself. A test's frame handed out
+(sys._getframe, tb_frame) is no act, since f_back hands it out unaudited; its
+code object is.
 What does not: f_back and f_locals raise no audit event, so a package frame
 that walks up from its own frame to a test frame's locals without reading its
 f_code is invisible (the mutant tests catch what it reads); a caller who
@@ -231,7 +238,31 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
             if not walk:
                 return None
             f = f.f_back
-        return None
+        # The bottom of a thread's stack: a thread the package started (or one
+        # started by such a thread) acts for the package, even when its stack
+        # holds only installed code (a stdlib function as the target).
+        return origins.get(get_ident()) if walk else None
+
+    origins = {}          # thread ident -> the package site that started it (None: not the package)
+
+    def spawner(start):
+        """`start` (a thread-starting builtin) that remembers, in the new
+        thread, which package site started it."""
+        def started_by(function, *args, **kwargs):
+            me = get_ident()
+            busy.add(me)          # its own stack walk is no act of the package's
+            try:
+                site = package_site(2, True)
+            except Exception:  # noqa: BLE001 - the monitor never breaks the run it watches
+                site = None
+            finally:
+                busy.discard(me)
+
+            def boot(*a, **k):
+                origins[get_ident()] = site
+                return function(*a, **k)
+            return start(boot, *args, **kwargs)
+        return started_by
 
     def report(kind, site, detail):
         key = (kind, site)
@@ -453,10 +484,12 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
                         return    # data (a cache): marshal is a fast serialiser
                     kind = "bytecode"
                 elif event == "sys._getframe":
+                    # A frame is not code: f_back reaches the same frame with no
+                    # event at all, and the caller's module name (namedtuple's,
+                    # enum's idiom) is honest. Its f_code is charged when read.
+                    kind = "frame-inspection"
                     if args and is_test(args[0].f_code):
-                        kind, detail, skip = "test-code-access", "sys._getframe of a test frame", quiet
-                    else:
-                        kind = "frame-inspection"
+                        detail = "sys._getframe of a test frame"
                 elif event == "object.__getattr__":
                     attr = args[1]
                     if attr == "__code__":
@@ -472,8 +505,10 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
                     elif attr not in frame_attrs:
                         return
                     elif test_frame(args[0], attr):
-                        kind, detail, skip = ("test-code-access",
-                                              f"{type(args[0]).__name__}.{attr} of a test", quiet)
+                        # A test's code object (its constants, its names) is the
+                        # act; a test's frame handed out is as f_back gives it.
+                        kind = "test-code-access" if attr.endswith("_code") else "frame-inspection"
+                        detail, skip = f"{type(args[0]).__name__}.{attr} of a test", quiet
                     else:
                         kind, detail = "frame-inspection", f"{type(args[0]).__name__}.{attr}"
                 elif event == "object.__setattr__":
@@ -492,6 +527,13 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
                     kind, detail = "network", host[:80]
                 elif event == "import":
                     mod = str(args[0]).split(".")[0]
+                    if mod == "_thread":
+                        # Loaded afresh, it has the thread starters unwrapped.
+                        kind, detail, walk = "code-swap", "imports _thread afresh", False
+                        site = package_site(2, True)
+                        if site is not None:
+                            report(kind, site, detail)
+                        return
                     if mod not in ("_pytest", "pytest", "pluggy", "tf_guard", "unittest"):
                         return
                     kind, detail = "runner-import", mod
@@ -554,6 +596,17 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
         trusted["rewrite_hook"] = rewrite.AssertionRewritingHook
     except (ImportError, AttributeError):
         pass                    # no rewriting: pytest imports through importlib
+
+    # Every way to start a thread, wrapped before any workspace code runs (the
+    # thread-start audit event is 3.13's only).
+    import _thread
+    import threading
+
+    for owner, starters in ((_thread, ("start_new_thread", "start_new", "start_joinable_thread")),
+                            (threading, ("_start_new_thread", "_start_joinable_thread"))):
+        for starter in starters:
+            if getattr(owner, starter, None) is not None:
+                setattr(owner, starter, spawner(getattr(owner, starter)))
 
 
 def main() -> None:
