@@ -195,6 +195,14 @@ ACTS: dict[str, tuple[str, set[str]]] = {
                             "    with ThreadPoolExecutor(1) as pool:\n"
                             "        return pool.submit(traceback.StackSummary.extract, traceback.walk_stack(frame),"
                             " capture_locals=True).result()\n", {"test-code-access"}),
+    "unwrapped_thread_starter": ("import _thread, linecache, time\ndef act(arg):\n"
+                                 "    raw = next(c.cell_contents for c in _thread.start_new_thread.__closure__\n"
+                                 "               if callable(c.cell_contents)\n"
+                                 "               and getattr(c.cell_contents, '__name__', '') == 'start_new_thread')\n"
+                                 "    p = '@WS@/tests/test_acts.py'\n    linecache.cache.pop(p, None)\n"
+                                 "    raw(linecache.updatecache, (p,))\n"
+                                 "    while p not in linecache.cache:\n        time.sleep(0.01)\n",
+                                 {"graded-test-read@<a thread started around the monitor>"}),
     "thread_module_afresh": ("import sys\ndef act(arg):\n    saved = sys.modules.pop('_thread')\n"
                              "    try:\n        import _thread\n        return _thread.start_new_thread\n"
                              "    finally:\n        sys.modules['_thread'] = saved\n", {"code-swap"}),
@@ -256,6 +264,11 @@ ACTS: dict[str, tuple[str, set[str]]] = {
     "caller_via_traceback": ("def act(arg):\n    try:\n        raise KeyError\n"
                              "    except KeyError as e:\n        return e.__traceback__.tb_frame.f_back.f_lineno\n",
                              set()),
+    # The test's threading.settrace reaches the package's thread (honest: the
+    # hook is the test's; threading installs it).
+    "thread_under_a_tests_trace": ("import threading\ndef act(arg):\n"
+                                   "    t = threading.Thread(target=sum, args=([1, 2],))\n"
+                                   "    t.start()\n    t.join()\n", set()),
     "own_files_in_a_pool": ("import os\nfrom concurrent.futures import ThreadPoolExecutor\n"
                             "def read(name):\n    with open(name) as f:\n        return f.read()\n"
                             "def act(arg):\n    here = os.path.dirname(__file__)\n"
@@ -313,8 +326,12 @@ def monitored(tmp_path_factory):
     (ws / "tests" / "helper.py").write_text("import sys\ndef here():\n    return sys._getframe(1)\n")
     body = ["import gc, sys", "import helper", ""]
     for name in ACTS:
-        body += [f"def test_{name}():", "    secret = 41", f"    from pkg import r_{name}",
-                 f"    r_{name}.act(lambda a, b: a)", ""]
+        body += [f"def test_{name}():", "    secret = 41", f"    from pkg import r_{name}"]
+        if name == "thread_under_a_tests_trace":
+            body += ["    import threading", "    threading.settrace(lambda *a: None)",
+                     f"    r_{name}.act(lambda a, b: a)", "    threading.settrace(None)", ""]
+        else:
+            body += [f"    r_{name}.act(lambda a, b: a)", ""]
     body += ["def test_gc_in_a_test(walked):", "    assert gc.get_objects() and walked",
              "    sys.settrace(None)", "    assert helper.here().f_code.co_name == 'test_gc_in_a_test'",
              "    assert sys._getframe(0).f_back is not None", ""]

@@ -40,7 +40,9 @@ the package starts acts for it: every thread starter (`_thread`'s and the
 copies `threading` keeps) is wrapped here, so a thread remembers the package
 site that started it and an act at the bottom of its stack with no package
 frame (a stdlib function given to a pool) is charged there; loading `_thread`
-afresh, for unwrapped starters, is charged itself. A test's frame handed out
+afresh, for unwrapped starters, is charged itself, and so is an act with no
+package frame on a thread that did not start through them (a starter taken
+out of a wrapper's closure). A test's frame handed out
 (sys._getframe, tb_frame) is no act, since f_back hands it out unaudited; its
 code object is.
 What does not: f_back and f_locals raise no audit event, so a package frame
@@ -225,25 +227,39 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
         under `skip` are passed over; then, without `walk`, only the first frame
         counts."""
         f = getframe(depth)
+        bottom = None
         while f is not None:
             co = f.f_code
             if is_test(co):
                 return None
             fn = co.co_filename
             if skip and fn.startswith(skip):
-                f = f.f_back
+                bottom, f = f, f.f_back
                 continue
             if not fn.startswith(installed):
                 return f"{fn[len(ws):] if fn.startswith(ws) else fn[:100]}:{f.f_lineno}"
             if not walk:
                 return None
-            f = f.f_back
-        # The bottom of a thread's stack: a thread the package started (or one
-        # started by such a thread) acts for the package, even when its stack
-        # holds only installed code (a stdlib function as the target).
-        return origins.get(get_ident()) if walk else None
+            bottom, f = f, f.f_back
+        if not walk:
+            return None
+        return thread_site(bottom)
+
+    def thread_site(bottom):
+        """The bottom of a stack with no package frame: a thread the package
+        started (or one started by such a thread) acts for the package, even
+        when its stack holds only installed code (a stdlib function as the
+        target). A thread that did not start through the wrapped starters
+        (their originals dug out of a wrapper) is charged as the package's."""
+        me = get_ident()
+        if me == main_thread:
+            return None
+        if bottom is not None and bottom.f_code is boot_code:
+            return origins.get(me)
+        return "<a thread started around the monitor>:0"
 
     origins = {}          # thread ident -> the package site that started it (None: not the package)
+    main_thread = get_ident()
 
     def spawner(start):
         """`start` (a thread-starting builtin) that remembers, in the new
@@ -263,6 +279,11 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
                 return function(*a, **k)
             return start(boot, *args, **kwargs)
         return started_by
+
+    # The code of every `boot` (one code object for all the closures).
+    boot_code = next(c for c in spawner.__code__.co_consts if type(c) is type(spawner.__code__)
+                     and c.co_name == "started_by")
+    boot_code = next(c for c in boot_code.co_consts if type(c) is type(boot_code) and c.co_name == "boot")
 
     def report(kind, site, detail):
         key = (kind, site)
@@ -464,6 +485,8 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
                 # ctypes used by the package itself, not by the standard library
                 # on its behalf (multiprocessing.Value imports it).
                 walk, skip = False, (ctypes_dir,)
+            elif kind == "trace-hook" and getframe(1).f_code is trusted.get("thread_bootstrap"):
+                return        # a new thread taking the hook threading.settrace set
             elif kind == "bytecode" and event == "marshal.load" and \
                     getframe(1).f_code is trusted.get("compile_bytecode"):
                 return
@@ -607,6 +630,7 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
         for starter in starters:
             if getattr(owner, starter, None) is not None:
                 setattr(owner, starter, spawner(getattr(owner, starter)))
+    trusted["thread_bootstrap"] = threading.Thread._bootstrap_inner.__code__
 
 
 def main() -> None:
