@@ -136,6 +136,27 @@ def deep_at_import(task: Path, dest: Path, levels: int = 3000) -> Path:
     return dest
 
 
+WRITES_AT_IMPORT = '''\
+import os as _os
+_dir = _os.path.join(_os.path.dirname(_os.path.abspath(__file__)), "litter")
+_os.makedirs(_dir, exist_ok=True)
+_block = b"x" * (1 << 20)
+for _i in range({files}):
+    open(_os.path.join(_dir, str(_i)), "wb").close()
+for _i in range({chunks}):
+    with open(_os.path.join(_dir, "blob%d" % (_i // {per_file})), "ab") as _fh:
+        _fh.write(_block)
+'''
+
+
+def writes_at_import(task: Path, dest: Path, mib: int = 0, files: int = 0, per_file_mib: int = 256) -> Path:
+    """The gold, whose package writes `files` empty files and `mib` MiB (in files
+    of `per_file_mib`) into the workspace when imported: the host's disk pays."""
+    gold_tree(task, dest)
+    append(dest / PKG / "__init__.py", WRITES_AT_IMPORT.format(files=files, chunks=mib, per_file=per_file_mib))
+    return dest
+
+
 def flood(task: Path, dest: Path, n: int = 150_000) -> Path:
     """The gold, whose package writes `n` well-formed, distinct monitor events on
     the result pipe when imported (of a kind that alone costs nothing)."""

@@ -166,8 +166,6 @@ ACTS: dict[str, tuple[str, set[str]]] = {
                        "def act(arg):\n    t = threading.Thread(target=walk)\n    t.start()\n    t.join()\n",
                        {"gc-walk"}),
     "settrace": ("import sys\ndef act(arg):\n    sys.settrace(None)\n", {"trace-hook"}),
-    "caller_frame": ("import sys\ndef act(arg):\n    return sys._getframe(1).f_locals['secret']\n",
-                     {"test-code-access"}),
     "f_back_f_code": ("import inspect\ndef act(arg):\n"
                       "    return inspect.currentframe().f_back.f_code.co_consts\n",
                       {"test-code-access"}),
@@ -176,6 +174,38 @@ ACTS: dict[str, tuple[str, set[str]]] = {
     "test_function_code": ("import sys\ndef act(arg):\n"
                            "    return sys.modules['test_acts'].test_gc_in_a_test.__code__.co_consts\n",
                            {"test-code-access"}),
+    # A stdlib function on a thread the package started: the act is the package's.
+    "graded_read_in_a_thread": ("import linecache, threading\ndef act(arg):\n"
+                                "    t = threading.Thread(target=linecache.updatecache,"
+                                " args=('@WS@/tests/test_acts.py',))\n    t.start()\n    t.join()\n",
+                                {"graded-test-read"}),
+    "graded_read_in_a_pool": ("import linecache\nfrom concurrent.futures import ThreadPoolExecutor\n"
+                              "POOL = ThreadPoolExecutor(1)\ndef act(arg):\n"
+                              "    linecache.cache.pop('@WS@/tests/test_acts.py', None)\n"
+                              "    return POOL.submit(linecache.getlines, '@WS@/tests/test_acts.py').result()\n",
+                              {"graded-test-read"}),
+    "graded_read_on_a_raw_thread": ("import _thread, linecache, time\ndef act(arg):\n"
+                                    "    p = '@WS@/tests/test_acts.py'\n    linecache.cache.pop(p, None)\n"
+                                    "    _thread.start_new_thread(linecache.updatecache, (p,))\n"
+                                    "    while p not in linecache.cache:\n        time.sleep(0.01)\n",
+                                    {"graded-test-read"}),
+    "test_code_in_a_pool": ("import sys, threading, traceback\n"
+                            "from concurrent.futures import ThreadPoolExecutor\ndef act(arg):\n"
+                            "    frame = sys._current_frames()[threading.get_ident()]\n"
+                            "    with ThreadPoolExecutor(1) as pool:\n"
+                            "        return pool.submit(traceback.StackSummary.extract, traceback.walk_stack(frame),"
+                            " capture_locals=True).result()\n", {"test-code-access"}),
+    "unwrapped_thread_starter": ("import _thread, linecache, time\ndef act(arg):\n"
+                                 "    raw = next(c.cell_contents for c in _thread.start_new_thread.__closure__\n"
+                                 "               if callable(c.cell_contents)\n"
+                                 "               and getattr(c.cell_contents, '__name__', '') == 'start_new_thread')\n"
+                                 "    p = '@WS@/tests/test_acts.py'\n    linecache.cache.pop(p, None)\n"
+                                 "    raw(linecache.updatecache, (p,))\n"
+                                 "    while p not in linecache.cache:\n        time.sleep(0.01)\n",
+                                 {"graded-test-read@<a thread started around the monitor>"}),
+    "thread_module_afresh": ("import sys\ndef act(arg):\n    saved = sys.modules.pop('_thread')\n"
+                             "    try:\n        import _thread\n        return _thread.start_new_thread\n"
+                             "    finally:\n        sys.modules['_thread'] = saved\n", {"code-swap"}),
     "open_graded": ("def act(arg):\n    return open('@WS@/tests/test_acts.py').read()\n",
                     {"graded-test-read"}),
     "open_graded_relative": ("def act(arg):\n    return open('tests/../tests/test_acts.py').read()\n",
@@ -226,6 +256,24 @@ ACTS: dict[str, tuple[str, set[str]]] = {
                    "    return m.walk()\n", {"foreign-loader", "gc-walk@pkg/test_support.txt"}),
     # honest: not charged (review kinds at most)
     "own_frame": ("import sys\ndef act(arg):\n    return sys._getframe(0).f_lineno\n", set()),
+    # A test's frame is not its code: f_back hands it out with no event at all.
+    # Its values are the copies' to answer for (tests/test_redteam.py).
+    "caller_frame": ("import sys\ndef act(arg):\n    return sys._getframe(1).f_locals['secret']\n", set()),
+    "caller_module_name": ("import sys\ndef act(arg):\n"
+                           "    return sys._getframe(1).f_globals.get('__name__', '__main__')\n", set()),
+    "caller_via_traceback": ("def act(arg):\n    try:\n        raise KeyError\n"
+                             "    except KeyError as e:\n        return e.__traceback__.tb_frame.f_back.f_lineno\n",
+                             set()),
+    # The test's threading.settrace reaches the package's thread (honest: the
+    # hook is the test's; threading installs it).
+    "thread_under_a_tests_trace": ("import threading\ndef act(arg):\n"
+                                   "    t = threading.Thread(target=sum, args=([1, 2],))\n"
+                                   "    t.start()\n    t.join()\n", set()),
+    "own_files_in_a_pool": ("import os\nfrom concurrent.futures import ThreadPoolExecutor\n"
+                            "def read(name):\n    with open(name) as f:\n        return f.read()\n"
+                            "def act(arg):\n    here = os.path.dirname(__file__)\n"
+                            "    with ThreadPoolExecutor(2) as pool:\n"
+                            "        return list(pool.map(open, [os.path.join(here, 'data.json')] * 3))\n", set()),
     "logging_stacklevel": ("import logging\ndef act(arg):\n"
                            "    logging.getLogger('pkg').warning('old', stacklevel=2)\n", set()),
     "callback_signature": ("import inspect\ndef act(arg):\n"
@@ -278,8 +326,12 @@ def monitored(tmp_path_factory):
     (ws / "tests" / "helper.py").write_text("import sys\ndef here():\n    return sys._getframe(1)\n")
     body = ["import gc, sys", "import helper", ""]
     for name in ACTS:
-        body += [f"def test_{name}():", "    secret = 41", f"    from pkg import r_{name}",
-                 f"    r_{name}.act(lambda a, b: a)", ""]
+        body += [f"def test_{name}():", "    secret = 41", f"    from pkg import r_{name}"]
+        if name == "thread_under_a_tests_trace":
+            body += ["    import threading", "    threading.settrace(lambda *a: None)",
+                     f"    r_{name}.act(lambda a, b: a)", "    threading.settrace(None)", ""]
+        else:
+            body += [f"    r_{name}.act(lambda a, b: a)", ""]
     body += ["def test_gc_in_a_test(walked):", "    assert gc.get_objects() and walked",
              "    sys.settrace(None)", "    assert helper.here().f_code.co_name == 'test_gc_in_a_test'",
              "    assert sys._getframe(0).f_back is not None", ""]

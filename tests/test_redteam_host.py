@@ -155,13 +155,23 @@ def test_patch_attack_is_bounded(name, backend, roman, tmp_path, request):
     bounded_zero(cli_verify(roman, ["--patch", str(patch)], backend, tmp_path), roman, kinds)
 
 
+TREE_ATTACKS = {
+    "chain-3000-deep-at-import": (lambda t, d: hostkit.deep_at_import(t, d), {"over-limit"}),
+    "150000-monitor-events": (lambda t, d: hostkit.flood(t, d), {"monitor-flood"}),
+    # The fresh attack's A2 and A8: the workspace is a directory of the host's.
+    "3gib-written-at-import": (lambda t, d: hostkit.writes_at_import(t, d, mib=3072), {"over-limit"}),
+    "one-2gib-file-at-import": (lambda t, d: hostkit.writes_at_import(t, d, mib=2048, per_file_mib=4096),
+                                {"over-limit"}),
+    "300000-files-at-import": (lambda t, d: hostkit.writes_at_import(t, d, files=300_000), {"over-limit"}),
+}
+
+
 @pytest.mark.parametrize("backend", BACKEND_PARAMS)
-@pytest.mark.parametrize("name", ["chain-3000-deep-at-import", "150000-monitor-events"])
+@pytest.mark.parametrize("name", list(TREE_ATTACKS))
 def test_tree_attack_is_bounded(name, backend, roman, tmp_path, request):
     on(backend, roman, request)
-    sol = (hostkit.deep_at_import(roman, tmp_path / "s") if name.startswith("chain")
-           else hostkit.flood(roman, tmp_path / "s"))
-    kinds = {"over-limit"} if name.startswith("chain") else {"monitor-flood"}
+    build, kinds = TREE_ATTACKS[name]
+    sol = build(roman, tmp_path / "s")
     r = bounded_zero(cli_verify(roman, ["--solution", str(sol)], backend, tmp_path), roman, kinds)
     if name.startswith("150000"):
         assert len(r["findings"]) <= 101, len(r["findings"])
@@ -205,6 +215,48 @@ def test_without_the_cap_a_flood_scores_one_and_bloats_the_result(roman, tmp_pat
     res = verify(roman, Solution.from_dir(sol), defences=d)
     assert res.reward == 1.0 and len(res.findings) > 100_000, len(res.findings)
     assert len(res.model_dump_json()) > 10_000_000
+
+
+def _peak_bytes_under(root: Path, stop) -> list[int]:
+    """A thread's running maximum of the bytes on disk under `root`."""
+    import threading
+
+    peak = [0]
+
+    def watch():
+        while not stop.is_set():
+            total = 0
+            for dirpath, _, files in os.walk(root):
+                for f in files:
+                    try:
+                        total += os.lstat(os.path.join(dirpath, f)).st_blocks * 512
+                    except OSError:
+                        pass
+            peak[0] = max(peak[0], total)
+            stop.wait(0.2)
+    threading.Thread(target=watch, daemon=True).start()
+    return peak
+
+
+@pytest.mark.docker
+def test_without_the_workspace_bound_the_host_disk_pays(roman, tmp_path, monkeypatch):
+    """Bounds off: the gold that writes 3 GiB into its workspace at import scores
+    1, and those bytes land in the host's temporary directory."""
+    import tempfile
+    import threading
+
+    sol = hostkit.writes_at_import(roman, tmp_path / "s", mib=3072)
+    host_tmp = tmp_path / "host-tmp"
+    host_tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(host_tmp))
+    stop = threading.Event()
+    peak = _peak_bytes_under(host_tmp, stop)
+    try:
+        res = verify(roman, Solution.from_dir(sol), defences=Defences(bounds=False))
+    finally:
+        stop.set()
+    assert res.reward == 1.0 and res.error is None, res.model_dump_json(indent=1)
+    assert peak[0] > 2 << 30, peak[0]
 
 
 @pytest.mark.docker
@@ -260,6 +312,16 @@ def test_honest_large_patches_keep_their_one(name, backend, roman, tmp_path, req
     m = cli_verify(roman, ["--patch", str(patch)], backend, tmp_path)
     assert m.rc == 0 and m.result["reward"] == 1.0, m.out[-3000:]
     assert m.maxrss_mb < MEMORY_MB and m.seconds < limit(roman) + SLACK, m
+
+
+@pytest.mark.parametrize("backend", BACKEND_PARAMS)
+def test_an_honest_cache_in_the_workspace_keeps_its_one(backend, roman, tmp_path, request):
+    """A package that writes 200 MiB and 2,000 files of its own into the
+    workspace is well inside the bound."""
+    on(backend, roman, request)
+    sol = hostkit.writes_at_import(roman, tmp_path / "s", mib=200, files=2000, per_file_mib=50)
+    m = cli_verify(roman, ["--solution", str(sol)], backend, tmp_path)
+    assert m.rc == 0 and m.result["reward"] == 1.0, m.out[-3000:]
 
 
 @pytest.mark.docker

@@ -86,10 +86,13 @@ def test_supervisor_arguments_and_json_line():
     tf = load("tfrun")
     opts, rest = tf.parse_args(["--timeout", "12.5", "--uid", "1000", "--gid", "1001", "--",
                                 "-q", "tests/"])
-    assert opts == {"timeout": 12.5, "uid": 1000, "gid": 1001, "naive": False, "park": False}
+    assert opts == {"timeout": 12.5, "uid": 1000, "gid": 1001, "naive": False, "park": False,
+                    "growth": None}
     assert rest == ["-q", "tests/"]
-    with pytest.raises(SystemExit):
-        tf.parse_args(["--bogus"])
+    assert tf.parse_args(["--workspace-growth", "1024:10", "--"])[0]["growth"] == (1024, 10)
+    for bad in (["--bogus"], ["--workspace-growth", "1k:10"]):
+        with pytest.raises(SystemExit):
+            tf.parse_args(bad)
     meta = {"$tf": "run", "exit_code": -9, "seconds": 0.25, "timed_out": True, "none": None,
             "log": 'quote " back\\slash \n nl \x00 and é ☃', "results": ""}
     assert json.loads(tf.dump_json(meta)) == meta
@@ -166,3 +169,71 @@ def test_a_parked_supervisor_runs_as_the_arguments_it_is_handed(tmp_path):
         {"TF_PARK_PROBE": "yes"}), timeout=120)
     meta = json.loads(out.decode().strip().splitlines()[-1])
     assert meta["exit_code"] == 0 and "1 passed" in meta["log"], meta
+
+
+def _settle(g, limit=200):
+    """Tick a Growth until a whole pass is done; its verdict."""
+    now = 0.0
+    for _ in range(limit):
+        verdict = g.tick(now)
+        if verdict or g.walk is None and now > 0:
+            return verdict
+        now += 2.0
+    raise AssertionError("no pass finished")
+
+
+@pytest.mark.parametrize("add_files,add_mib,max_mib,max_files,over", [
+    (0, 0, 1, 10, None),            # nothing written
+    (9, 0, 1, 10, None),            # just inside the count
+    (11, 0, 1, 10, "files"),        # past it
+    (0, 2, 1, 100, "MiB"),          # past the bytes
+    (0, 2, 4, 100, None),           # inside them
+])
+def test_the_workspace_growth_bound(add_files, add_mib, max_mib, max_files, over, tmp_path):
+    """What the tests add counts, not what the tree had: a big tree at the start
+    is not over a small bound."""
+    tf = load("tfrun")
+    for i in range(50):
+        (tmp_path / f"old{i}").write_bytes(b"o" * 100_000)
+    g = tf.Growth(str(tmp_path), max_mib << 20, max_files)
+    (tmp_path / "new").mkdir()
+    for i in range(add_files - 1 if add_files else 0):
+        (tmp_path / "new" / str(i)).touch()
+    if add_mib:
+        (tmp_path / "new" / "blob").write_bytes(os.urandom(add_mib << 20))
+    verdict = _settle(g)
+    assert (verdict is None) if over is None else (over in verdict), verdict
+
+
+def test_the_growth_walk_survives_a_deep_chain(tmp_path):
+    tf = load("tfrun")
+    g = tf.Growth(str(tmp_path), 1 << 30, 1000)
+    d = tmp_path
+    os.chdir(tmp_path)
+    try:
+        for _ in range(3000):               # past any recursion limit
+            os.mkdir("d")
+            os.chdir("d")
+    finally:
+        os.chdir(tmp_path.parent)
+    try:
+        assert "files" in _settle(g, limit=5000)
+    finally:
+        from taskforge.fsutil import rmtree
+
+        assert rmtree(d / "d") == []
+
+
+def test_a_run_past_the_growth_bound_is_ended_and_said(tmp_path):
+    """The supervisor itself: pytest whose test writes 3,000 files with a bound
+    of 1,000 is ended (long before its own end) and the line says why."""
+    (tmp_path / "test_w.py").write_text(
+        "import os, time\ndef test_w():\n    for i in range(3000):\n        open(f'f{i}', 'w').close()\n"
+        "    time.sleep(30)\n")
+    t0 = time.monotonic()
+    res = subprocess.run([sys.executable, "-I", "-S", str(RUNTIME / "tfrun.py"), "--timeout", "60",
+                          "--workspace-growth", f"{1 << 30}:1000", "--", "-q", "-p", "no:cacheprovider"],
+                         capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    meta = json.loads(res.stdout.strip().splitlines()[-1])
+    assert "files in the workspace" in meta["over_limit"] and meta["exit_code"] == -9, meta
+    assert time.monotonic() - t0 < 20

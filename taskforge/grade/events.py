@@ -77,6 +77,7 @@ class RunMeta(BaseModel):
     output_bytes: int = 0
     results_bytes: int = 0
     overflow: bool = False
+    over_limit: str = ""            # the workspace grew past the sandbox's bound
     separated: bool = False
     naive: bool = False
     alive_after_exit: int = 0

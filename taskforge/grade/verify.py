@@ -406,7 +406,8 @@ def _pytest(sb, rec, d: Defences, timeout: float) -> RunResult:
     shipped = [f for f in rec.protected_files if f.endswith(".py")]
     env = {**rec.test_env, **monitor_env(shipped, rec.hidden_test_files)}
     return PytestRunner(sb, None, rec.test_options, rec.test_paths, env,
-                        naive=not d.isolation).run(["--continue-on-collection-errors"], timeout=timeout)
+                        naive=not d.isolation, bound_workspace=d.bounds
+                        ).run(["--continue-on-collection-errors"], timeout=timeout)
 
 
 def _outcomes(run: RunResult, plan: mut.Plan) -> tuple[dict[str, str], dict[str, dict[str, str]]]:

@@ -28,6 +28,10 @@ class Limits(BaseModel):
     pids: int = 256
     cpus: float = 1.0
     tmp_mb: int = 512
+    # What a run may add to its workspace (a host directory): past either, the
+    # supervisor ends the run and says so (taskforge/sandbox/runtime/tfrun.py).
+    workspace_growth_mb: int = 1024
+    workspace_growth_files: int = 20_000
 
 
 class Mount(BaseModel):

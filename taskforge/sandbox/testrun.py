@@ -95,16 +95,18 @@ class PytestRunner:
 
     def __init__(self, sandbox: Sandbox, out_host: Path | None, options: list[str] | None = None,
                  paths: list[str] | None = None, env: dict[str, str] | None = None,
-                 naive: bool = False):
+                 naive: bool = False, bound_workspace: bool = True):
         """`options` go to every run (the project's test command and pytest config);
         `paths` only to whole-suite runs, never to runs of chosen test ids. `naive`
-        runs the old same-uid design (for the red-team suite's naive grader)."""
+        runs the old same-uid design (for the red-team suite's naive grader);
+        without `bound_workspace` a run may write any amount into the workspace."""
         self.sandbox = sandbox
         self.out_host = out_host
         self.options = list(options or [])
         self.paths = list(paths or [])
         self.env = dict(env or {})
         self.naive = naive
+        self.bound_workspace = bound_workspace
 
     def _next(self) -> str:
         with PytestRunner._lock:
@@ -136,6 +138,9 @@ class PytestRunner:
         if whole_suite:
             argv += self.paths
         sup = [*SUPERVISOR, "--timeout", str(timeout)]
+        if self.bound_workspace:
+            lim = self.sandbox.spec.limits
+            sup += ["--workspace-growth", f"{lim.workspace_growth_mb << 20}:{lim.workspace_growth_files}"]
         uid, _, gid = self.sandbox.spec.user.partition(":")
         if self.naive:
             sup.append("--naive")
@@ -167,6 +172,8 @@ class PytestRunner:
             result.timed_out = result.timed_out or meta.timed_out
             result.log = meta.log
             parsed = parse_events(meta.results, strict=not self.naive)
+            if meta.over_limit:
+                result.problems.append((FindingKind.OVER_LIMIT, meta.over_limit))
             if meta.overflow and not self.naive:
                 result.problems.append((FindingKind.RESULTS_OVERFLOW,
                                         f"more than {meta.results_bytes} bytes of reports"))

@@ -35,7 +35,16 @@ file's, `<frozen ...>`) or loading a non-.py workspace file as code is itself
 charged. Running before the test modules are imported (conftest imports the
 package) does not help: only the listed files, unchanged, become test code,
 and a frame is the package's unless it is registered or lies in the image's
-read-only directories (stdlib, the environment, this directory).
+read-only directories (stdlib, the environment, this directory). A thread
+the package starts acts for it: every thread starter (`_thread`'s and the
+copies `threading` keeps) is wrapped here, so a thread remembers the package
+site that started it and an act at the bottom of its stack with no package
+frame (a stdlib function given to a pool) is charged there; loading `_thread`
+afresh, for unwrapped starters, is charged itself, and so is an act with no
+package frame on a thread that did not start through them (a starter taken
+out of a wrapper's closure). A test's frame handed out
+(sys._getframe, tb_frame) is no act, since f_back hands it out unaudited; its
+code object is.
 What does not: f_back and f_locals raise no audit event, so a package frame
 that walks up from its own frame to a test frame's locals without reading its
 f_code is invisible (the mutant tests catch what it reads); a caller who
@@ -218,20 +227,63 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
         under `skip` are passed over; then, without `walk`, only the first frame
         counts."""
         f = getframe(depth)
+        bottom = None
         while f is not None:
             co = f.f_code
             if is_test(co):
                 return None
             fn = co.co_filename
             if skip and fn.startswith(skip):
-                f = f.f_back
+                bottom, f = f, f.f_back
                 continue
             if not fn.startswith(installed):
                 return f"{fn[len(ws):] if fn.startswith(ws) else fn[:100]}:{f.f_lineno}"
             if not walk:
                 return None
-            f = f.f_back
-        return None
+            bottom, f = f, f.f_back
+        if not walk:
+            return None
+        return thread_site(bottom)
+
+    def thread_site(bottom):
+        """The bottom of a stack with no package frame: a thread the package
+        started (or one started by such a thread) acts for the package, even
+        when its stack holds only installed code (a stdlib function as the
+        target). A thread that did not start through the wrapped starters
+        (their originals dug out of a wrapper) is charged as the package's."""
+        me = get_ident()
+        if me == main_thread:
+            return None
+        if bottom is not None and bottom.f_code is boot_code:
+            return origins.get(me)
+        return "<a thread started around the monitor>:0"
+
+    origins = {}          # thread ident -> the package site that started it (None: not the package)
+    main_thread = get_ident()
+
+    def spawner(start):
+        """`start` (a thread-starting builtin) that remembers, in the new
+        thread, which package site started it."""
+        def started_by(function, *args, **kwargs):
+            me = get_ident()
+            busy.add(me)          # its own stack walk is no act of the package's
+            try:
+                site = package_site(2, True)
+            except Exception:  # noqa: BLE001 - the monitor never breaks the run it watches
+                site = None
+            finally:
+                busy.discard(me)
+
+            def boot(*a, **k):
+                origins[get_ident()] = site
+                return function(*a, **k)
+            return start(boot, *args, **kwargs)
+        return started_by
+
+    # The code of every `boot` (one code object for all the closures).
+    boot_code = next(c for c in spawner.__code__.co_consts if type(c) is type(spawner.__code__)
+                     and c.co_name == "started_by")
+    boot_code = next(c for c in boot_code.co_consts if type(c) is type(boot_code) and c.co_name == "boot")
 
     def report(kind, site, detail):
         key = (kind, site)
@@ -433,6 +485,8 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
                 # ctypes used by the package itself, not by the standard library
                 # on its behalf (multiprocessing.Value imports it).
                 walk, skip = False, (ctypes_dir,)
+            elif kind == "trace-hook" and getframe(1).f_code is trusted.get("thread_bootstrap"):
+                return        # a new thread taking the hook threading.settrace set
             elif kind == "bytecode" and event == "marshal.load" and \
                     getframe(1).f_code is trusted.get("compile_bytecode"):
                 return
@@ -453,10 +507,12 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
                         return    # data (a cache): marshal is a fast serialiser
                     kind = "bytecode"
                 elif event == "sys._getframe":
+                    # A frame is not code: f_back reaches the same frame with no
+                    # event at all, and the caller's module name (namedtuple's,
+                    # enum's idiom) is honest. Its f_code is charged when read.
+                    kind = "frame-inspection"
                     if args and is_test(args[0].f_code):
-                        kind, detail, skip = "test-code-access", "sys._getframe of a test frame", quiet
-                    else:
-                        kind = "frame-inspection"
+                        detail = "sys._getframe of a test frame"
                 elif event == "object.__getattr__":
                     attr = args[1]
                     if attr == "__code__":
@@ -472,8 +528,10 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
                     elif attr not in frame_attrs:
                         return
                     elif test_frame(args[0], attr):
-                        kind, detail, skip = ("test-code-access",
-                                              f"{type(args[0]).__name__}.{attr} of a test", quiet)
+                        # A test's code object (its constants, its names) is the
+                        # act; a test's frame handed out is as f_back gives it.
+                        kind = "test-code-access" if attr.endswith("_code") else "frame-inspection"
+                        detail, skip = f"{type(args[0]).__name__}.{attr} of a test", quiet
                     else:
                         kind, detail = "frame-inspection", f"{type(args[0]).__name__}.{attr}"
                 elif event == "object.__setattr__":
@@ -492,6 +550,13 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
                     kind, detail = "network", host[:80]
                 elif event == "import":
                     mod = str(args[0]).split(".")[0]
+                    if mod == "_thread":
+                        # Loaded afresh, it has the thread starters unwrapped.
+                        kind, detail, walk = "code-swap", "imports _thread afresh", False
+                        site = package_site(2, True)
+                        if site is not None:
+                            report(kind, site, detail)
+                        return
                     if mod not in ("_pytest", "pytest", "pluggy", "tf_guard", "unittest"):
                         return
                     kind, detail = "runner-import", mod
@@ -554,6 +619,18 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
         trusted["rewrite_hook"] = rewrite.AssertionRewritingHook
     except (ImportError, AttributeError):
         pass                    # no rewriting: pytest imports through importlib
+
+    # Every way to start a thread, wrapped before any workspace code runs (the
+    # thread-start audit event is 3.13's only).
+    import _thread
+    import threading
+
+    for owner, starters in ((_thread, ("start_new_thread", "start_new", "start_joinable_thread")),
+                            (threading, ("_start_new_thread", "_start_joinable_thread"))):
+        for starter in starters:
+            if getattr(owner, starter, None) is not None:
+                setattr(owner, starter, spawner(getattr(owner, starter)))
+    trusted["thread_bootstrap"] = threading.Thread._bootstrap_inner.__code__
 
 
 def main() -> None:

@@ -104,13 +104,20 @@ def trusted_plugins() -> list:
 def parse_args(argv):
     """(options, pytest arguments): the supervisor's own before `--`."""
     cut = argv.index("--") if "--" in argv else len(argv)
-    opts = {"timeout": 900.0, "uid": None, "gid": None, "naive": False, "park": False}
+    opts = {"timeout": 900.0, "uid": None, "gid": None, "naive": False, "park": False, "growth": None}
     own = argv[:cut]
     i = 0
     while i < len(own):
         name = own[i]
         if name in ("--naive", "--park"):
             opts[name[2:]] = True
+        elif name == "--workspace-growth" and i + 1 < len(own):
+            i += 1
+            try:
+                size, _, count = own[i].partition(":")
+                opts["growth"] = (int(size), int(count))
+            except ValueError:
+                raise SystemExit(f"tfrun.py: bad value for {name}: {own[i]!r}") from None
         elif name in ("--timeout", "--uid", "--gid") and i + 1 < len(own):
             i += 1
             try:
@@ -153,7 +160,79 @@ def read_parked(fd=0):
     return fields[1:1 + n], env
 
 
-def spawn(argv, env, out_fd, keep_fd, uid=None, gid=None):
+class Growth:
+    """How much the tests add to the workspace (the cwd, a directory of the
+    host's): bytes on disk and entries, measured against the tree as it was
+    before they started. The walk is iterative (a deep chain costs it nothing)
+    and spread out: at most BUDGET seconds of it a tick (a tick is at most
+    0.1 s), a pass at most once a second, so it never takes more than a tenth
+    of a core nor holds a directory a writer is filling for long; a normal tree
+    is one tick a second. Past the bound the run ends; a writer is stopped
+    within a pass of the bound."""
+    BUDGET = 0.01
+    EVERY = 1.0
+
+    def __init__(self, root, max_bytes, max_entries):
+        self.root, self.max_bytes, self.max_entries = root, max_bytes, max_entries
+        self.base = self._total()
+        self.walk = None
+        self.next_pass = 0.0
+        self.acc = [0, 0]
+
+    def _entries(self):
+        stack = [self.root]
+        while stack:
+            try:
+                it = os.scandir(stack.pop())
+            except OSError:
+                continue
+            with it:
+                for e in it:
+                    try:
+                        st = e.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    if e.is_dir(follow_symlinks=False):
+                        stack.append(e.path)
+                    yield st.st_blocks * 512
+
+    def _total(self, limit=None):
+        n = b = 0
+        for size in self._entries():
+            n, b = n + 1, b + size
+            if limit is not None and n >= limit:
+                break
+        return b, n
+
+    def over(self, b, n):
+        grew_b, grew_n = b - self.base[0], n - self.base[1]
+        if grew_b > self.max_bytes:
+            return f"the run wrote {grew_b >> 20} MiB into the workspace (the bound is {self.max_bytes >> 20} MiB)"
+        if grew_n > self.max_entries:
+            return f"the run made {grew_n} files in the workspace (the bound is {self.max_entries})"
+        return None
+
+    def tick(self, now):
+        """The reason the run is over the bound, or None (so far)."""
+        if self.walk is None:
+            if now < self.next_pass:
+                return None
+            self.walk, self.acc = self._entries(), [0, 0]
+        end = now + self.BUDGET
+        while True:
+            for _ in range(256):
+                try:
+                    size = next(self.walk)
+                except StopIteration:
+                    self.walk, self.next_pass = None, now + self.EVERY
+                    return self.over(*self.acc)
+                self.acc[0] += size
+                self.acc[1] += 1
+            if time.monotonic() >= end:
+                return self.over(*self.acc)       # a partial pass already over counts
+
+
+def spawn(argv, env, out_fd, keep_fd, uid=None, gid=None, file_bytes=None):
     """Start `argv` in a new session with stdout/stderr on `out_fd`, stdin on
     /dev/null, only `keep_fd` inherited, and (when given) as uid/gid with no
     supplementary groups. A failed exec raises OSError here, as Popen would."""
@@ -173,6 +252,11 @@ def spawn(argv, env, out_fd, keep_fd, uid=None, gid=None):
                     fh.write("1000")
             except OSError:
                 pass
+            if file_bytes is not None:
+                # No single file past the workspace's bound, even between two passes.
+                import resource
+
+                resource.setrlimit(resource.RLIMIT_FSIZE, (file_bytes, file_bytes))
             if uid is not None:
                 os.setgroups([])
                 os.setregid(gid, gid)
@@ -308,10 +392,12 @@ def main() -> int:
         # A script path, not -m: sys.path[0] is this read-only directory, never the cwd.
         argv = [sys.executable, "-s", os.path.join(HERE, "tfboot.py"), *plugins, *pytest_args]
     log_r, log_w = os.pipe()
+    growth = Growth(os.getcwd(), *opts["growth"]) if opts["growth"] else None
     start = time.monotonic()
     try:
         pid = spawn(argv, env, log_w, res_w, uid if separated else None,
-                    (gid if gid is not None else uid) if separated else None)
+                    (gid if gid is not None else uid) if separated else None,
+                    file_bytes=growth.max_bytes + (1 << 20) if growth else None)
     except OSError as exc:
         sys.stderr.write(f"tfrun.py: {exc}\n")
         return 2
@@ -331,11 +417,16 @@ def main() -> int:
     code = None
     exited_at = None
     alive_after_exit = 0
+    over_limit = ""
     while True:
         now = time.monotonic()
         if now >= deadline:
             timed_out = True
             break
+        if growth is not None and code is None:
+            over_limit = growth.tick(now) or ""
+            if over_limit:
+                break
         if code is None:
             code = proc.poll()
             if code is not None:
@@ -375,8 +466,12 @@ def main() -> int:
     if code is None:
         reap(uid if separated else None, proc.pid)
         code = proc.wait(5)
-        if timed_out or overflow:
+        if timed_out or overflow or over_limit:
             code = -9
+    if growth is not None and not over_limit and not timed_out:
+        # What the last pass missed (Python ignores SIGXFSZ: a write past the
+        # file limit fails, and the run may end before the next pass).
+        over_limit = growth.over(*growth._total(growth.base[1] + growth.max_entries + 1)) or ""
     seconds = time.monotonic() - start
     log = head
     if total > len(head) + len(tail):
@@ -384,7 +479,7 @@ def main() -> int:
     log += tail
     meta = {"$tf": "run", "exit_code": code, "seconds": round(seconds, 4),
             "timed_out": timed_out, "output_bytes": total, "results_bytes": len(results),
-            "overflow": overflow,
+            "overflow": overflow, "over_limit": over_limit,
             "separated": separated, "naive": naive, "alive_after_exit": alive_after_exit,
             "log": log.decode("utf-8", "replace"),
             "results": bytes(results).decode("utf-8", "replace")}
