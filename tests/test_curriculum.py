@@ -319,3 +319,26 @@ def test_select_refuses_bad_input_in_one_line(shard_dir, tmp_path):
     one_line_error(tf("select", shard_dir, "--out", shard_dir), "is one of the inputs")
     one_line_error(tf("stats"), "no stats file")
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("tier,attempts,rate,tiers,band,untried,want", [
+    ("hard", 4, 0.5, set(), None, "include", "in-band"),             # no filter at all
+    ("easy", 4, 0.5, {"hard"}, None, "include", "other-tier"),
+    ("hard", 4, 0.5, {"hard", "easy"}, None, "include", "in-band"),
+    ("hard", None, None, set(), (0.2, 0.8), "include", "untried-kept"),
+    ("hard", None, None, set(), (0.2, 0.8), "exclude", "untried-dropped"),
+    ("hard", 1, 1.0, set(), (0.2, 0.8), "include", "untried-kept"),   # under min_attempts (2)
+    ("hard", 2, 0.1, set(), (0.2, 0.8), "include", "below"),
+    ("hard", 2, 0.9, set(), (0.2, 0.8), "include", "above"),
+    ("hard", 5, 0.2, set(), (0.2, 0.8), "include", "in-band"),        # both ends are in
+    ("hard", 5, 0.8, set(), (0.2, 0.8), "include", "in-band"),
+    ("hard", 5, 0.19, set(), (0.2, 0.8), "include", "below"),
+    ("hard", 5, 0.81, set(), (0.2, 0.8), "include", "above"),
+    ("easy", None, None, {"hard"}, (0.2, 0.8), "exclude", "other-tier"),  # the tier first
+])
+def test_select_picks_by_tier_attempts_then_band(tier, attempts, rate, tiers, band, untried, want):
+    from taskforge.training.curriculum import pick
+
+    p = pick(tier, attempts, rate, tiers=tiers, band=band, min_attempts=2, untried=untried)
+    assert p.value == want
+    assert p.kept is (want in ("in-band", "untried-kept"))

@@ -248,3 +248,21 @@ def test_the_bwrap_syscall_filter_compiles_and_denies_the_keyrings():
         assert os.read(fd, len(prog) + 1) == prog
     finally:
         os.close(fd)
+
+
+@pytest.mark.parametrize("lines,files,public,cc,tier", [
+    (39, 1, 3, 4, "medium"), (40, 1, 1, 0, "hard"),          # HARD_LINES
+    (10, 2, 1, 0, "hard"), (10, 1, 1, 0, "easy"),            # HARD_FILES
+    (10, 1, 4, 0, "hard"), (10, 1, 3, 0, "medium"),          # HARD_PUBLIC (3 is medium's)
+    (15, 1, 1, 0, "medium"), (14, 1, 1, 0, "easy"),          # MEDIUM_LINES
+    (5, 1, 1, 5, "medium"), (5, 1, 1, 4, "easy"),            # MEDIUM_COMPLEXITY
+    (5, 1, 2, 0, "medium"), (5, 1, 1, 0, "easy"),            # MEDIUM_PUBLIC
+])
+def test_the_tier_boundaries(lines, files, public, cc, tier):
+    """Each threshold at its edge: one line less or more moves the tier."""
+    from taskforge.models import Difficulty
+    from taskforge.propose.difficulty import rate
+
+    d = rate(Difficulty(removed_lines=lines, files=files, public_symbols=public, complexity=cc,
+                        symbols=public, statements=lines, centrality=0, hidden_tests=1))
+    assert d.tier.value == tier

@@ -35,8 +35,8 @@ from pydantic import BaseModel
 
 from taskforge.errors import InfraError, TaskforgeError, UserError
 from taskforge.fsutil import copy_tree, rmtree, share_with_sandbox
+from taskforge.grade import decide, static
 from taskforge.grade import mutants as mut
-from taskforge.grade import static
 from taskforge.grade.bounds import Bounds, in_workspace, patch_breach, patch_facts, survey
 from taskforge.grade.findings import Finding, Policy, Severity, Source, clean, finding
 from taskforge.grade.findings import FindingKind as K
@@ -458,27 +458,11 @@ def grade(result: VerifyResult, rec, run: RunResult, t0: float, plan: mut.Plan,
         found += _monitor_findings(run, rec, d)
     result.collection_errors = [clean(f"{k or '<session>'}: {v}", 400)
                                 for k, v in sorted(run.collect_errors.items())][:50]
-    uncollected = {k.split("::")[0] for k in run.collect_errors}
     if d.exit_checks and not run.timed_out:
-        missing = [t for t in expected if t not in outcomes]
-        unexplained = [t for t in missing if t.split("::")[0] not in uncollected]
-        if not run.session_finished:
-            found.append(finding(K.EARLY_EXIT, Source.GRADER, f"the test session did not finish "
-                                 f"(exit code {run.exit_code})", policy=pol))
-        elif run.exit_code != run.session_exit:
-            found.append(finding(K.EXIT_CODE, Source.GRADER, f"process exited {run.exit_code}, "
-                                 f"session reported {run.session_exit}", policy=pol))
-        elif run.exit_code == 0 and (missing or any(
-                v in ("failed", "error") for v in run.outcomes.values())):
-            found.append(finding(K.EXIT_CODE, Source.GRADER, "exit 0 with tests missing or failing",
-                                 policy=pol))
-        elif run.exit_code == 1 and not run.collect_errors and not any(
-                v in ("failed", "error") for v in run.outcomes.values()):
-            found.append(finding(K.EXIT_CODE, Source.GRADER, "exit 1 although every test passed",
-                                 policy=pol))
-        if unexplained and run.session_finished:
-            found.append(finding(K.MISSING_RESULTS, Source.GRADER,
-                                 f"{len(unexplained)} expected test(s) produced no result", policy=pol))
+        found += [finding(k, Source.GRADER, detail, policy=pol) for k, detail in decide.exit_problems(
+            finished=run.session_finished, exit_code=run.exit_code, session_exit=run.session_exit,
+            outcomes=outcomes, run_outcomes=run.outcomes, collect_errors=run.collect_errors,
+            expected=expected)]
     result.mutants_planted = len(plan.mutants)
     for name, m in plan.mutants.items():
         got = planted.get(name, {})

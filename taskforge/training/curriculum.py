@@ -29,6 +29,7 @@ import math
 import os
 import re
 import time
+from enum import Enum
 from pathlib import Path
 from typing import Iterable, Literal, cast
 
@@ -258,6 +259,36 @@ class BandCount(BaseModel):
     untried_kept: int = 0
 
 
+class Pick(str, Enum):
+    """What `select` does with one task, and why."""
+    OTHER_TIER = "other-tier"          # dropped: not a tier asked for
+    UNTRIED_KEPT = "untried-kept"      # fewer attempts than asked for, kept (--untried include)
+    UNTRIED_DROPPED = "untried-dropped"
+    BELOW = "below"                    # dropped: solved less often than the band
+    ABOVE = "above"                    # dropped: solved more often
+    IN_BAND = "in-band"                # kept (also: no band asked for)
+
+    @property
+    def kept(self) -> bool:
+        return self in (Pick.UNTRIED_KEPT, Pick.IN_BAND)
+
+
+def pick(tier: str, attempts: int | None, rate: float | None, *, tiers: set[str],
+         band: tuple[float, float] | None, min_attempts: int, untried: str) -> Pick:
+    """The filter of `select` for one task (pure): its tier, then its attempts
+    (None: no statistics), then its solve rate against the band, both ends in."""
+    if tiers and tier not in tiers:
+        return Pick.OTHER_TIER
+    if attempts is None or attempts < min_attempts:
+        return Pick.UNTRIED_DROPPED if untried == "exclude" else Pick.UNTRIED_KEPT
+    if band is not None and rate is not None:
+        if rate < band[0] - 1e-9:
+            return Pick.BELOW
+        if rate > band[1] + 1e-9:
+            return Pick.ABOVE
+    return Pick.IN_BAND
+
+
 class SelectReport(BaseModel):
     out: str
     format: str
@@ -369,31 +400,23 @@ def select(paths: Iterable[str | Path], out: str | Path, tiers: Iterable[str] = 
     by_tier = {t.value: TierCount() for t in TIER_ORDER}
     counts = BandCount()
     kept: dict[str, str] = {}
+    tier_names = {t.value for t in want_tiers}
     for iid in sorted(rows):
         repo, tier, _ = rows[iid]
         tc = by_tier.setdefault(tier or "unknown", TierCount())
         tc.read += 1
-        if want_tiers and tier not in {t.value for t in want_tiers}:
-            continue
         st = report.tasks.get(iid) if report is not None else None
-        if st is None or st.attempts < min_attempts:
+        choice = pick(tier, st.attempts if st else None, st.solve_rate if st else None, tiers=tier_names,
+                      band=band, min_attempts=min_attempts, untried=untried)
+        if choice in (Pick.UNTRIED_KEPT, Pick.UNTRIED_DROPPED):
             counts.untried += 1
-            if untried == "exclude":
-                continue
-            counts.untried_kept += 1
-        elif band is not None:
-            rate = st.solve_rate
-            if rate < band[0] - 1e-9:
-                counts.below += 1
-                continue
-            if rate > band[1] + 1e-9:
-                counts.above += 1
-                continue
-            counts.in_band += 1
-        else:
-            counts.in_band += 1
-        tc.kept += 1
-        kept[iid] = repo
+        counts.untried_kept += choice is Pick.UNTRIED_KEPT
+        counts.below += choice is Pick.BELOW
+        counts.above += choice is Pick.ABOVE
+        counts.in_band += choice is Pick.IN_BAND
+        if choice.kept:
+            tc.kept += 1
+            kept[iid] = repo
     if not kept:
         raise UserError(f"no task of the {len(rows)} read passes the filters; nothing written")
 
