@@ -18,21 +18,15 @@ from __future__ import annotations
 import asyncio
 from concurrent.futures import ThreadPoolExecutor
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
 from taskforge.training.episodes import Episodes
-from taskforge.training.tools import ToolName, call_tool, tool_schemas
+from taskforge.training.tools import BashArgs, ToolName, call_tool, tool_schemas
 
 
 class StartRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     instance_id: str
-
-
-class RunRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    command: str = Field(max_length=256 * 1024)
-    timeout: float | None = Field(None, gt=0)
 
 
 class ReadRequest(BaseModel):
@@ -74,7 +68,7 @@ def episode_routes(episodes: Episodes, source, helpers) -> tuple[list, ThreadPoo
 
     async def run(request):
         ep = episodes.get(request.path_params["episode_id"])
-        req = h.parse(RunRequest, await h.read_json(request))
+        req = h.parse(BashArgs, await h.read_json(request))
         res = await blocking(ep.run, req.command, req.timeout)
         return h.answer(200, res.model_dump())
 

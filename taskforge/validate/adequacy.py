@@ -35,6 +35,7 @@ import builtins
 import random
 import re
 from collections.abc import Iterable, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import cast
@@ -663,26 +664,37 @@ def check(worker, f2p: list[str], symbols, whole_module: str | None, seed: str,
     return result, spent
 
 
-def standin_solutions(task_dir) -> dict[str, str]:
-    """{stand-in name: a patch against the task's workspace} for a written task:
-    what a policy that does no work would submit. Tests and audits grade them."""
+@contextmanager
+def _gold_of(task_dir, prefix: str):
+    """(task, the removed code's files, a gold tree): the written
+    task with its gold applied in a temporary directory, for the probes a
+    policy that does too little would submit."""
     import tempfile
     from pathlib import Path
 
     from taskforge.fsutil import copy_tree
     from taskforge.package.store import load_task
-    from taskforge.package.writer import apply_patch, make_patches
+    from taskforge.package.writer import apply_patch
 
     task = load_task(task_dir)
     rec = task.record
     whole = rec.feature.symbols[0].module if rec.feature.kind == "module" else None
     targets = targets_of(rec.feature.symbols, whole)
-    with tempfile.TemporaryDirectory(prefix="tf-standin-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
         gold = Path(tmp) / "gold"
         copy_tree(task.workspace, gold)
         err = apply_patch(gold, rec.patch)
         if err:
             raise RuntimeError(f"the gold patch does not apply: {err}")
+        yield task, targets, gold
+
+
+def standin_solutions(task_dir) -> dict[str, str]:
+    """{stand-in name: a patch against the task's workspace} for a written task:
+    what a policy that does no work would submit. Tests and audits grade them."""
+    from taskforge.package.writer import make_patches
+
+    with _gold_of(task_dir, "tf-standin-") as (task, targets, gold):
         files = {rel: (gold / rel).read_text(encoding="utf-8") for rel in targets}
         out = {}
         for name, changes in standins(files, targets).items():
@@ -695,26 +707,12 @@ def partial_solutions(task_dir) -> dict[str, str]:
     """{`stub-raise:name` ...: a patch against the task's workspace} for a written
     task: the gold with one removed public definition stubbed. Each must score
     0 (bench/bench_partials.py measures how many do not)."""
-    import tempfile
-    from pathlib import Path
+    from taskforge.package.writer import make_patches
 
-    from taskforge.fsutil import copy_tree
-    from taskforge.package.store import load_task
-    from taskforge.package.writer import apply_patch, make_patches
-
-    task = load_task(task_dir)
-    rec = task.record
-    whole = rec.feature.symbols[0].module if rec.feature.kind == "module" else None
-    targets = targets_of(rec.feature.symbols, whole)
-    with tempfile.TemporaryDirectory(prefix="tf-partial-") as tmp:
-        gold = Path(tmp) / "gold"
-        copy_tree(task.workspace, gold)
-        err = apply_patch(gold, rec.patch)
-        if err:
-            raise RuntimeError(f"the gold patch does not apply: {err}")
+    with _gold_of(task_dir, "tf-partial-") as (task, targets, gold):
         files = {rel: (gold / rel).read_text(encoding="utf-8") for rel in targets}
         # The whole gold (re-exports in other files too), but for the stub.
-        touched = {rel: (gold / rel).read_bytes() for rel in {*rec.feature.touched_files, *targets}
+        touched = {rel: (gold / rel).read_bytes() for rel in {*task.record.feature.touched_files, *targets}
                    if (gold / rel).is_file()}
         out = {}
         for name, changes in partials(files, targets, limit=10_000).items():
