@@ -111,7 +111,7 @@ def corpus(cluster, fixture_repos):
 
     out = cluster["root"] / "tasks"
     repos = [str(fixture_repos[n]) for n in ("textkit", "geomlib", "ledger")]
-    results = generate_corpus(repos, out, Options(max_tasks=3, jobs=1), address=cluster["address"])
+    results = generate_corpus(repos, out, Options(max_tasks=2, jobs=1), address=cluster["address"])
     return out, results
 
 
@@ -135,7 +135,7 @@ def test_generate_and_grade_on_a_multi_node_cluster(cluster, corpus):
     workers = {n["NodeID"] for n in ray.nodes() if n["Alive"] and n["Resources"].get("CPU")}
     assert {r["node"] for r in results} <= workers          # generated on worker nodes
 
-    pairs = pairs_of(out, results, 200)
+    pairs = pairs_of(out, results, 60)
     grader = ClusterGrader(address=cluster["address"], backend="bwrap")
     try:
         graded = grader.grade_many(pairs)
@@ -165,7 +165,7 @@ def test_nodes_with_their_own_engines_realise_environments_from_the_recipe(clust
     engines = {n: docker.DockerClient(base_url=url, timeout=120)
                for n, url in cluster["engines"].items()}
     assert engines["w1"].info()["DockerRootDir"] != engines["w2"].info()["DockerRootDir"]
-    pairs = pairs_of(out, results, 36)
+    pairs = pairs_of(out, results, 18)
     names = sorted({load_task(t).record.image_name for t, _ in pairs})
     for name in names:
         try:
@@ -222,7 +222,7 @@ def test_candidate_validations_spread_over_the_cluster(cluster, corpus, fixture_
     killer = threading.Thread(target=kill_the_first_helper, daemon=True)
     killer.start()
     report = generate(str(fixture_repos["geomlib"]), tmp_path / "tasks",
-                      Options(max_tasks=3, jobs=1, helpers=2))
+                      Options(max_tasks=2, jobs=1, helpers=2))
     killer.join(5)
     assert killed, "no helper was killed"
     assert sorted(report.tasks) == want
@@ -238,7 +238,7 @@ def test_a_worker_node_killed_mid_run_loses_nothing(cluster, corpus):
     from taskforge.orchestrate.cluster import ClusterGrader
 
     out, results = corpus
-    pairs = pairs_of(out, results, 120)
+    pairs = pairs_of(out, results, 60)
     want = [1.0 if sol.kind == "gold" else 0.0 for _, sol in pairs]
     grader = ClusterGrader(address=cluster["address"], backend="bwrap")
     done = []
@@ -288,7 +288,7 @@ def test_a_worker_node_killed_mid_generation_loses_no_task(cluster, corpus, fixt
 
     killer = threading.Thread(target=kill_when_under_way, daemon=True)
     killer.start()
-    results = generate_corpus(repos, out, Options(max_tasks=3, jobs=1), address=cluster["address"])
+    results = generate_corpus(repos, out, Options(max_tasks=2, jobs=1), address=cluster["address"])
     killer.join(5)
     assert killed, "the worker node was not killed"
     assert [r.get("error") for r in results] == [None] * 3, results
