@@ -261,6 +261,15 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
     origins = {}          # thread ident -> the package site that started it (None: not the package)
     main_thread = get_ident()
 
+    from functools import partial
+
+    def boot(site, function, *a, **k):
+        """The bottom frame of every thread started through `spawner`."""
+        origins[get_ident()] = site
+        return function(*a, **k)
+
+    boot_code = boot.__code__
+
     def spawner(start):
         """`start` (a thread-starting builtin) that remembers, in the new
         thread, which package site started it."""
@@ -273,17 +282,8 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
                 site = None
             finally:
                 busy.discard(me)
-
-            def boot(*a, **k):
-                origins[get_ident()] = site
-                return function(*a, **k)
-            return start(boot, *args, **kwargs)
+            return start(partial(boot, site, function), *args, **kwargs)
         return started_by
-
-    # The code of every `boot` (one code object for all the closures).
-    boot_code = next(c for c in spawner.__code__.co_consts if type(c) is type(spawner.__code__)
-                     and c.co_name == "started_by")
-    boot_code = next(c for c in boot_code.co_consts if type(c) is type(boot_code) and c.co_name == "boot")
 
     def report(kind, site, detail):
         key = (kind, site)
@@ -552,14 +552,11 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
                     mod = str(args[0]).split(".")[0]
                     if mod == "_thread":
                         # Loaded afresh, it has the thread starters unwrapped.
-                        kind, detail, walk = "code-swap", "imports _thread afresh", False
-                        site = package_site(2, True)
-                        if site is not None:
-                            report(kind, site, detail)
+                        kind, detail = "code-swap", "imports _thread afresh"
+                    elif mod not in ("_pytest", "pytest", "pluggy", "tf_guard", "unittest"):
                         return
-                    if mod not in ("_pytest", "pytest", "pluggy", "tf_guard", "unittest"):
-                        return
-                    kind, detail = "runner-import", mod
+                    else:
+                        kind, detail = "runner-import", mod
                 else:
                     return
             if skip is quiet:

@@ -174,7 +174,7 @@ class Growth:
 
     def __init__(self, root, max_bytes, max_entries):
         self.root, self.max_bytes, self.max_entries = root, max_bytes, max_entries
-        self.base = self._total()
+        self.base = self.total()
         self.walk = None
         self.next_pass = 0.0
         self.acc = [0, 0]
@@ -196,7 +196,7 @@ class Growth:
                         stack.append(e.path)
                     yield st.st_blocks * 512
 
-    def _total(self, limit=None):
+    def total(self, limit=None):
         n = b = 0
         for size in self._entries():
             n, b = n + 1, b + size
@@ -471,7 +471,7 @@ def main() -> int:
     if growth is not None and not over_limit and not timed_out:
         # What the last pass missed (Python ignores SIGXFSZ: a write past the
         # file limit fails, and the run may end before the next pass).
-        over_limit = growth.over(*growth._total(growth.base[1] + growth.max_entries + 1)) or ""
+        over_limit = growth.over(*growth.total(growth.base[1] + growth.max_entries + 1)) or ""
     seconds = time.monotonic() - start
     log = head
     if total > len(head) + len(tail):
