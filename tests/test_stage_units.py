@@ -266,3 +266,22 @@ def test_the_tier_boundaries(lines, files, public, cc, tier):
     d = rate(Difficulty(removed_lines=lines, files=files, public_symbols=public, complexity=cc,
                         symbols=public, statements=lines, centrality=0, hidden_tests=1))
     assert d.tier.value == tier
+
+
+def _frame(stream: int, payload: bytes) -> bytes:
+    return bytes([stream, 0, 0, 0]) + len(payload).to_bytes(4, "big") + payload
+
+
+STREAM = _frame(1, b"first\n") + _frame(2, b"") + _frame(2, b"err\n") + _frame(1, b"x" * 70000)
+
+
+@pytest.mark.parametrize("cut", [1, 3, 8, 9, 14, 17, 4096, len(STREAM)])
+def test_docker_exec_frames_in_pieces_of_any_size(cut):
+    """Docker's multiplexed stream, fed in pieces cut anywhere (inside a header,
+    inside a payload): the payloads in order, nothing more, nothing lost."""
+    from taskforge.sandbox.docker.engine import Frames
+
+    frames = Frames()
+    out = b"".join(frames.feed(STREAM[i:i + cut]) for i in range(0, len(STREAM), cut))
+    assert out == b"first\nerr\n" + b"x" * 70000
+    assert frames.feed(b"") == b"" and frames.feed(_frame(1, b"ab")[:9]) == b"a"

@@ -17,7 +17,7 @@ from typing import Any
 from taskforge.errors import InfraError
 from taskforge.sandbox.base import MAX_OUTPUT, ExecResult, Sandbox, SandboxSpec
 from taskforge.sandbox.docker import images
-from taskforge.sandbox.docker.engine import LABEL, _short, client, docker_errors
+from taskforge.sandbox.docker.engine import LABEL, _short, client, docker_errors, exec_output
 from taskforge.sandbox.owner import owner_token
 
 logger = logging.getLogger(__name__)
@@ -146,7 +146,7 @@ class DockerSandbox(Sandbox):
                 box["id"] = exec_id["Id"]
                 # Streamed and bounded: whatever the command prints, the host holds
                 # at most MAX_OUTPUT bytes of it.
-                for chunk in api.exec_start(exec_id["Id"], stream=True):
+                for chunk in exec_output(exec_id["Id"]):
                     box["size"] += len(chunk)
                     if box["size"] > MAX_OUTPUT:
                         box["overflow"] = True
