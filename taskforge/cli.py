@@ -113,6 +113,17 @@ class _RichProgress:
             self.bar = None
 
 
+def _day_start(day: str) -> int:
+    """YYYY-MM-DD as the Unix time of its first second (UTC); exit 2 otherwise."""
+    from datetime import UTC, datetime
+
+    try:
+        return int(datetime.strptime(day, "%Y-%m-%d").replace(tzinfo=UTC).timestamp())
+    except ValueError:
+        _error(f"--since wants a day like 2025-06-01, not {day!r}")
+        raise typer.Exit(2) from None
+
+
 @app.command(epilog="""Examples:
 
   taskforge generate fixtures/repos-git/textkit --out tasks/
@@ -126,6 +137,8 @@ class _RichProgress:
   taskforge generate ../lib --out tasks/ --max-tasks 40 --difficulty medium --kind cluster --kind class
 
   RAY_ADDRESS=head:6379 taskforge generate ../lib --out tasks/ --helpers 16   # validations on the cluster
+
+  taskforge generate ../lib --out tasks/ --since 2025-06-01 --statement-style own   # past a model's cutoff
 
 Nothing per repository is needed in the common case: dependencies, test extras,
 pytest plugins and the Python version are read from the project's own files.
@@ -174,12 +187,21 @@ def generate(
     test_cmd: Optional[str] = typer.Option(None, "--test-cmd", help='The pytest command, e.g. '
                                            '"pytest tests -m \'not slow\'".'),
     config: Optional[Path] = typer.Option(None, "--config", help="A taskforge.toml with overrides."),
+    since: Optional[str] = typer.Option(None, "--since", help="Keep features most of whose "
+                                        "removed lines last changed on or after this day "
+                                        "(YYYY-MM-DD, git blame): code a model trained before "
+                                        "it cannot recite. Needs the repository's history."),
+    statement_style: str = typer.Option("upstream", "--statement-style", help="upstream: the "
+                                        "interface with the upstream docstrings; own: signatures "
+                                        "only, and what the code raises, in the statement's words "
+                                        "(docstrings are retrieval keys for a model that read "
+                                        "the project)."),
     as_json: bool = typer.Option(False, "--json", help="Print report.json to stdout."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress output."),
 ) -> None:
     """Generate feature-reimplementation tasks from REPO into OUT."""
     from taskforge.env.detect import RepoConfig, load_config
-    from taskforge.models import FeatureKind, Tier
+    from taskforge.models import FeatureKind, StatementStyle, Tier
     from taskforge.orchestrate.pipeline import Options
     from taskforge.orchestrate.pipeline import generate as run
 
@@ -196,6 +218,11 @@ def generate(
     if python is not None and not re.fullmatch(r"3\.\d{1,2}", python):
         _error(f"--python wants a version like 3.12, not {python!r}")
         raise typer.Exit(2) from None
+    since_ts = _day_start(since) if since is not None else None
+    styles = [st.value for st in StatementStyle]
+    if statement_style not in styles:
+        _error(f"unknown --statement-style {statement_style} ({', '.join(styles)})")
+        raise typer.Exit(2) from None
     prog = _RichProgress(quiet or as_json)
     try:
         overrides = load_config(config) if config is not None else RepoConfig()
@@ -209,7 +236,8 @@ def generate(
                                         min_statements=min_statements,
                                         min_tier=Tier(difficulty or "easy"),
                                         min_mutation_score=min_mutation_score,
-                                        keep_weak=keep_weak),
+                                        keep_weak=keep_weak, since=since_ts,
+                                        statement_style=StatementStyle(statement_style)),
                      progress=cast("PipelineProgress", prog), log=prog.stage)
     except TaskforgeError as exc:
         prog.done()

@@ -71,8 +71,35 @@ class Difficulty(BaseModel):
     complexity: int = 0               # cyclomatic complexity summed over removed definitions
     centrality: int = 0               # call-graph edges between removed and kept code
     hidden_tests: int = 0
+    # Removed definitions that are one call of code still in the workspace: they
+    # ask nothing, so their lines, statements and branches count for no tier.
+    wrappers: int = 0
     score: float = 0.0
     tier: Tier = Tier.EASY
+
+
+class StatementStyle(StrEnum):
+    """What the statement's interface shows of the removed code's own words."""
+    UPSTREAM = "upstream"        # signatures with the upstream docstrings
+    OWN = "own"                  # signatures only, and facts read off the code (what it raises)
+
+
+class CodeAge(BaseModel):
+    """When the removed lines last changed (git blame at generation, committer
+    dates, ISO days): code older than a model's training cutoff may be recited."""
+    newest: str
+    median: str
+    oldest: str
+    lines: int                   # lines blamed
+
+
+class Contamination(BaseModel):
+    """What a user needs to judge whether a model could answer the task from
+    memory rather than by working it out."""
+    code_age: CodeAge | None = None          # None: no history to read (a shallow clone, an sdist)
+    statement_style: StatementStyle = StatementStyle.UPSTREAM
+    quoted_lines: int = 0        # statement lines copied from the removed code's docstrings
+    wrappers: list[str] = Field(default_factory=list)   # removed definitions that only call kept code
 
 
 class Adequacy(BaseModel):
@@ -171,6 +198,7 @@ class TaskRecord(BaseModel):
     grading: GradingPlan = Field(default_factory=GradingPlan)
     difficulty: Difficulty = Field(default_factory=Difficulty)
     adequacy: Adequacy = Field(default_factory=Adequacy)
+    contamination: Contamination = Field(default_factory=Contamination)
     # Tasks of one repository that share most hidden tests form a family (the
     # smallest instance_id in it; a task alone is its own): a split or a sampler
     # keeps a family together. "" for tasks written before schema 2.

@@ -186,3 +186,63 @@ def test_whole_module_and_class_features(fixture_repos, base_image, tmp_path, na
     assert kinds == {kind}
     for (task, sol), res in zip(pairs, verify_many(pairs, workers=2, timeout=300)):
         assert res.reward == (1.0 if sol.kind == "gold" else 0.0), (task.name, sol.kind, res)
+
+
+def test_every_task_reports_what_a_model_could_recite(generated):
+    """Code age from blame (the fixture's one commit is dated 2024-01-01), the
+    statement's style, and its lines copied from the removed docstrings."""
+    out, report = generated("textkit")
+    for tid in report.tasks:
+        rec = load_task(out / tid).record
+        c = rec.contamination
+        assert c.code_age is not None and c.code_age.median == "2024-01-01", (tid, c)
+        assert c.code_age.lines >= rec.sizes.removed_lines, (tid, c, rec.sizes)
+        assert c.statement_style == "upstream"
+        docs = [ln.strip() for s in rec.feature.symbols for ln in s.signature.splitlines()
+                if len(ln.strip()) >= 16 and ln.strip() in rec.problem_statement]
+        assert c.quoted_lines <= len(docs) + 1, (tid, c.quoted_lines, docs)
+
+
+def _dated_commit(repo, message: str, date: str) -> None:
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t", "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date,
+           "PATH": "/usr/bin:/bin"}
+    for args in (["add", "-A"], ["commit", "-q", "-m", message]):
+        subprocess.run(["git", "-c", "init.defaultBranch=main", *args], cwd=repo, env=env,
+                       check=True, capture_output=True)
+
+
+def test_since_keeps_only_features_written_after_the_day(base_image, tmp_path):
+    """A history: textkit without its numerals in 2020, the numerals added in
+    2026. `--since 2026-01-01` proposes only what the second commit wrote, and
+    `--statement-style own` shows no upstream docstring."""
+    import shutil
+
+    from tests.conftest import FIXTURES
+
+    repo = tmp_path / "textkit"
+    shutil.copytree(FIXTURES / "textkit", repo,
+                    ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache", "*.egg-info"))
+    late = {p: (repo / p).read_text() for p in ("textkit/numerals.py", "tests/test_numerals.py")}
+    for p in late:
+        (repo / p).unlink()
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    _dated_commit(repo, "old", "2020-01-01T00:00:00+0000")
+    for p, text in late.items():
+        (repo / p).write_text(text)
+    _dated_commit(repo, "numerals", "2026-03-01T00:00:00+0000")
+    res = subprocess.run([*CLI, "generate", str(repo), "--out", str(tmp_path / "out"),
+                          "--max-tasks", "2", "--since", "2026-01-01", "--statement-style", "own",
+                          "--json"], capture_output=True, text=True, timeout=1200)
+    assert res.returncode == 0, res.stderr[-3000:]
+    report = GenerateReport.model_validate_json(res.stdout)
+    assert report.tasks, report.model_dump_json(indent=1)[-3000:]
+    old = [d for d in report.drops if d.reason.startswith("older than --since")]
+    assert old and all("2020-01-01" in d.reason for d in old), old[:3]
+    assert not any(d.candidate.startswith("textkit.numerals") for d in old)
+    for tid in report.tasks:
+        rec = load_task(tmp_path / "out" / tid).record
+        assert {s.path for s in rec.feature.symbols} == {"textkit/numerals.py"}, tid
+        c = rec.contamination
+        assert c.code_age.oldest >= "2026-03-01" and c.statement_style == "own", c
+        assert c.quoted_lines == 0 and '"""' not in rec.problem_statement, rec.problem_statement

@@ -5,7 +5,7 @@ import os
 from dataclasses import dataclass
 
 from taskforge.env.detect import RepoConfig
-from taskforge.models import FeatureKind, Tier
+from taskforge.models import FeatureKind, StatementStyle, Tier
 from taskforge.propose.features import MIN_STATEMENTS
 from taskforge.validate import adequacy
 
@@ -38,3 +38,7 @@ class Options:
     # Validation helpers on other nodes of the Ray cluster ($RAY_ADDRESS), beside
     # the `jobs` local workers (orchestrate/helpers.py); 0: this machine only.
     helpers: int = 0
+    # Not a memory test (issue 24): keep features whose removed lines mostly
+    # changed at or after this Unix time (git blame); None keeps every age.
+    since: int | None = None
+    statement_style: StatementStyle = StatementStyle.UPSTREAM

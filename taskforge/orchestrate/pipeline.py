@@ -42,6 +42,8 @@ from taskforge.orchestrate.state import BaselineState, RunState, make_scratch, r
 from taskforge.package.families import families
 from taskforge.package.store import load_task
 from taskforge.propose.features import propose
+from taskforge.propose.recall import code_age, fresh
+from taskforge.repo.blame import Blame, require_history, span_times
 from taskforge.repo.layout import scan, walk
 from taskforge.repo.source import fetch
 from taskforge.sandbox import GENERATION_BACKEND, backend_class
@@ -94,6 +96,8 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
         t = time.monotonic()
         src = fetch(repo, scratch / "src", ref=opts.ref)
         timings["clone"] = time.monotonic() - t
+        if opts.since is not None:
+            require_history(src.path, repo)
 
         prog.stage("reading the repository")
         layout = read_repository(src.path, repo)
@@ -166,6 +170,9 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
         drops = [DropReason(candidate=n, stage=Stage.CANDIDATES, reason=r)
                  for n, r in proposal.drops]
         proposal.candidates = asked_for(proposal.candidates, opts, drops)
+        if opts.since is not None:
+            proposal.candidates = recent_only(proposal.candidates, Blame(src.path), opts.since,
+                                              drops)
         timings["propose"] = time.monotonic() - t
         texts = _text_files(src.path)
         cap = max(1, int(opts.max_share * len(passing)))
@@ -323,6 +330,23 @@ def asked_for(candidates: list, opts: Options, drops: list[DropReason]) -> list:
                                     reason=f"not asked for: kind {c.kind}" if c.kind not in
                                     opts.kinds else "not asked for: --only"))
     return wanted
+
+
+def recent_only(candidates: list, blame: Blame, since: int, drops: list[DropReason]) -> list:
+    """--since: the candidates whose removed lines mostly changed at or after
+    `since`; the others join `drops` with their median line's day."""
+    kept = []
+    for c in candidates:
+        stamps = span_times(blame, c.symbols)
+        if fresh(stamps, since):
+            kept.append(c)
+            continue
+        age = code_age(stamps)
+        drops.append(DropReason(candidate=c.name, stage=Stage.CANDIDATES,
+                                reason="older than --since: " + (
+                                    f"half its lines last changed by {age.median}" if age
+                                    else "no blame for its lines")))
+    return kept
 
 
 def tally(verdicts: list[Verdict], candidates: list, tid_of: Callable[[Any], str], opts: Options,

@@ -23,11 +23,13 @@ from taskforge.leaks.audit import LeakError, leak_checker
 from taskforge.models import (
     SCHEMA_VERSION,
     Adequacy,
+    Contamination,
     FeatureInfo,
     FeatureKind,
     GradingPlan,
     RemovedSymbol,
     Stage,
+    StatementStyle,
     SymbolCoverage,
     TaskRecord,
     TaskSizes,
@@ -38,7 +40,9 @@ from taskforge.orchestrate.state import RunState, VerdictState
 from taskforge.package.statement import Underspecified, doc_pointers, problem_statement, required_strings
 from taskforge.package.store import load_task
 from taskforge.package.writer import task_id, write_task
-from taskforge.propose.difficulty import rate
+from taskforge.propose import recall
+from taskforge.propose.difficulty import rate, snippet
+from taskforge.repo.blame import Blame, shallow, span_times
 from taskforge.validate import adequacy
 from taskforge.validate.checks import Context, Verdict, Worker, validate
 
@@ -71,6 +75,16 @@ class Settler:
     protected: list[str]
     state: RunState
     out_dir: Path
+    _blame: Blame | None = None
+    _blame_read: bool = False
+
+    @property
+    def blame(self) -> Blame | None:
+        """Line dates of the source, or None where a shallow clone has none."""
+        if not self._blame_read:
+            self._blame_read = True
+            self._blame = None if shallow(self.src.path) else Blame(self.src.path)
+        return self._blame
 
     @property
     def verdict_options(self) -> str:
@@ -204,7 +218,8 @@ class Settler:
             scan = self.image_scan.result()
             record_fn = _record_builder(s.tid, self.src, self.image, v, self.ctx, self.cov,
                                         self.n_flaky,
-                                        self.protected, s.pool, s.adequacy, s.required, s.docs)
+                                        self.protected, s.pool, s.adequacy, s.required, s.docs,
+                                        style=self.opts.statement_style, blame=self.blame)
             check = leak_checker(self.src.path, cand.symbols, sorted(v.hidden & self.ctx.passing),
                                  scan.hits(self.src.path, cand.symbols))
             write_task(self.out_dir, s.tid, self.src.path, v.source_changes, v.test_changes,
@@ -283,8 +298,35 @@ def statement_lines(code: str, lines: set[int]) -> set[int]:
     return out
 
 
+def removed_pieces(ctx: Context, symbols) -> list[str]:
+    """The source of each removed definition (a removed module: its whole text)."""
+    out = []
+    for s in symbols:
+        mod = ctx.index.modules.get(s.module)
+        if mod is not None:
+            out.append(mod.code if s.kind == "module" else snippet(mod.code, s.start, s.end))
+    return out
+
+
+def contamination_of(symbols, ctx: Context, statement: str, style: StatementStyle,
+                     blame: Blame | None) -> Contamination:
+    """The facts that tell whether a model could recite the task (propose/recall.py)."""
+    names = {s.name for s in symbols}
+    wrappers = []
+    for s in symbols:
+        mod = ctx.index.modules.get(s.module)
+        if s.kind in ("function", "method") and mod is not None:
+            callee = recall.wrapped_call(snippet(mod.code, s.start, s.end), names)
+            if callee:
+                wrappers.append(f"{s.qualname} -> {callee}")
+    age = recall.code_age(span_times(blame, symbols)) if blame is not None else None
+    return Contamination(code_age=age, statement_style=style, wrappers=wrappers,
+                         quoted_lines=recall.quoted_lines(statement, removed_pieces(ctx, symbols)))
+
+
 def _record_builder(tid, src, image, v: Verdict, ctx: Context, cov: CoverageMap, n_flaky: int,
-                    protected: list[str], pool: Pool, adq=None, required=(), docs=()):
+                    protected: list[str], pool: Pool, adq=None, required=(), docs=(),
+                    style: StatementStyle = StatementStyle.UPSTREAM, blame: Blame | None = None):
     cand = v.candidate
     f2p = sorted(v.hidden & ctx.passing - pool.unstable)
     measured = v.seconds.get("remaining_suite", 0.0) + pool.seconds
@@ -306,8 +348,11 @@ def _record_builder(tid, src, image, v: Verdict, ctx: Context, cov: CoverageMap,
     exports = sorted(f"{m}.{n}" for (m, n) in v.exported      # re-exports of removed names
                      if f"{m}.{n}" not in own and not n.startswith("_"))
     touched = sorted(v.source_changes)
+    pieces = removed_pieces(ctx, cand.symbols)
     statement = problem_statement(src.name, cand.root, cand.symbols, exports, touched, len(f2p),
-                                  kind=cand.kind, required=list(required), docs=list(docs))
+                                  kind=cand.kind, required=list(required), docs=list(docs),
+                                  style=style, raises=recall.raised_types(pieces))
+    contamination = contamination_of(cand.symbols, ctx, statement, style, blame)
     difficulty = rate(cand.difficulty.model_copy(update={"hidden_tests": len(f2p)}))
     symbols = [RemovedSymbol(qualname=s.qualname, kind=s.kind, path=s.path, start_line=s.start,
                              end_line=s.end, signature=s.signature, public=s.public,
@@ -336,5 +381,6 @@ def _record_builder(tid, src, image, v: Verdict, ctx: Context, cov: CoverageMap,
             timings=TaskTimings(rounds=v.rounds, **{k: round(x, 3) for k, x in v.seconds.items()}),
             taskforge_version=__version__, grading=grading, difficulty=difficulty,
             family=tid,                 # alone until generate's tally groups it
+            contamination=contamination,
             **({"adequacy": adq} if adq is not None else {}))
     return build

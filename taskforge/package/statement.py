@@ -13,6 +13,8 @@ from pathlib import Path
 from taskforge.analysis.pyparse import parse as parse_python
 from taskforge.analysis.symbols import Symbol
 from taskforge.grade.mutants import test_ref
+from taskforge.models import StatementStyle
+from taskforge.propose.recall import strip_docstrings
 
 KIND_WORD = {"function": "function", "method": "method", "class": "class", "module": "module",
              "cluster": "feature"}
@@ -146,8 +148,17 @@ def _display(s: Symbol) -> str:
 def problem_statement(repo_name: str, root: Symbol, symbols: list[Symbol],
                       exports: list[str], touched: list[str], hidden_count: int,
                       kind: str | None = None, required: list[str] | None = None,
-                      docs: list[str] | None = None) -> str:
+                      docs: list[str] | None = None, style: StatementStyle = StatementStyle.UPSTREAM,
+                      raises: list[str] | None = None) -> str:
+    """`style` OWN: the interface without the upstream docstrings (their sentences
+    are retrieval keys and sometimes say how the code works), and what the code
+    raises, read off it, in this template's words."""
     kind = str(kind or root.kind)
+    own = style is StatementStyle.OWN
+
+    def shown_sig(sig: str) -> str:
+        return (strip_docstrings(sig) if own else sig).rstrip()
+
     what = KIND_WORD.get(kind, kind)
     public = [s for s in symbols if s.public and s.kind not in ("module", "assignment")]
     tests = f"{hidden_count} hidden test{'s' if hidden_count != 1 else ''}"
@@ -177,14 +188,17 @@ def problem_statement(repo_name: str, root: Symbol, symbols: list[Symbol],
             lines += [f"In class `{s.cls}` (in `{s.path}`):", ""]
         elif kind == "cluster":
             lines += [f"In `{s.path}`:", ""]
-        lines += ["```python", s.signature.rstrip(), "```", ""]
+        lines += ["```python", shown_sig(s.signature), "```", ""]
+    if own and raises:
+        lines += ["Where its inputs call for it, it raises "
+                  + ", ".join(f"`{r}`" for r in raises) + ".", ""]
     elsewhere = [s for s in public if kind == "module" and s.module != root.module]
     if elsewhere:
         lines += ["Code in other modules that used it was removed with it and must come back "
                   "too:", ""]
         for s in elsewhere:
             where = f"in class `{s.cls}` of `{s.path}`" if s.kind == "method" else f"in `{s.path}`"
-            lines += [f"{where[0].upper()}{where[1:]}:", "", "```python", s.signature.rstrip(),
+            lines += [f"{where[0].upper()}{where[1:]}:", "", "```python", shown_sig(s.signature),
                       "```", ""]
     assigned: dict[str, list[Symbol]] = {}
     for s in symbols:
@@ -195,7 +209,7 @@ def problem_statement(repo_name: str, root: Symbol, symbols: list[Symbol],
                   "defined again:", ""]
         for path, group in sorted(assigned.items()):
             lines += [f"In `{path}`:", "", "```python",
-                      *[g.signature.rstrip() for g in group], "```", ""]
+                      *[shown_sig(g.signature) for g in group], "```", ""]
     helpers = [s for s in symbols if s is not root and not s.public]
     if helpers and kind != "module":
         lines.append("Private helpers that only this feature used were removed with it; "

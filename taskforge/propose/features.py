@@ -21,6 +21,7 @@ from taskforge.analysis.symbols import ModuleInfo, RepoIndex, Symbol
 from taskforge.analysis.testindex import TestModule, group_ids
 from taskforge.models import TIER_ORDER, Difficulty, FeatureKind, Tier
 from taskforge.propose.difficulty import measure, snippet
+from taskforge.propose.recall import wrapped_call
 from taskforge.remove.transform import TOP_KINDS, exported_bindings
 
 
@@ -171,24 +172,36 @@ def feature_kind(root: Symbol, feature: list[Symbol]) -> FeatureKind:
 
 def difficulty_of(index: RepoIndex, feature: list[Symbol], whole_module: str | None = None,
                   kept: set[str] | None = None) -> Difficulty:
-    """Measured on the removed source itself (methods of a removed class count once)."""
+    """Measured on the removed source itself (methods of a removed class count once).
+    A definition that is one call of kept code (a thin wrapper) counts for nothing
+    but `wrappers`: reciting a call teaches nothing, and it made tiers look hard."""
     # A module-level `NAME = value` that went with the feature adds its lines, not
     # a file or a public definition: a one-line alias elsewhere is no second file.
+    names = {f.name for f in feature}
     pieces, paths = [], {f.path for f in feature if f.kind != "assignment"}
     if whole_module is not None:
         mod = index.modules[whole_module]
         pieces.append(mod.code)
         paths.add(mod.path)
-    pieces += [snippet(index.modules[f.module].code, f.start, f.end) for f in feature
-               if f.module != whole_module]
-    names = {f.name for f in feature}
+    wrappers: set[str] = set()
+    for f in feature:
+        if f.module == whole_module:
+            continue
+        text = snippet(index.modules[f.module].code, f.start, f.end)
+        if f.kind in ("function", "method") and wrapped_call(text, names):
+            wrappers.add(f.qualname)
+            continue
+        pieces.append(text)
     refs = set().union(*(f.name_refs for f in _expand(feature))) if feature else set()
     if kept is None:
         kept = {s.name for m in index.modules.values() for s in m.symbols}
     kept = kept - names
-    return measure(pieces, files=len(paths), symbols=len(feature),
-                   public=sum(1 for f in feature if f.public and f.kind != "assignment"),
-                   fan_out=len(refs & kept))
+    d = measure(pieces, files=len(paths), symbols=len(feature),
+                public=sum(1 for f in feature if f.public and f.kind != "assignment"
+                           and f.qualname not in wrappers),
+                fan_out=len(refs & kept))
+    d.wrappers = len(wrappers)
+    return d
 
 
 def _users(index: RepoIndex, sym: Symbol, exclude: set[str]) -> list[str]:
