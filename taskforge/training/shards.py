@@ -40,6 +40,7 @@ from taskforge.errors import UserError
 from taskforge.fsutil import atomic_write, readable
 from taskforge.models import (
     Adequacy,
+    Contamination,
     Difficulty,
     EnvironmentRecipe,
     GradingPlan,
@@ -50,7 +51,7 @@ from taskforge.package import archive
 from taskforge.package.families import families
 from taskforge.package.store import load_task
 
-SHARD_SCHEMA_VERSION = 5      # 5: family
+SHARD_SCHEMA_VERSION = 6      # 5: family; 6: contamination_json
 META_KEY = b"taskforge.shard_schema_version"
 FORMATS = ("parquet", "jsonl")
 ROW_GROUP = 64          # rows per Parquet row group: a reward worker reads one group, not a shard
@@ -112,6 +113,7 @@ class ShardRow(BaseModel):
     difficulty_tier: str            # easy, medium or hard: for selecting a curriculum
     difficulty_json: str            # Difficulty as JSON (the measures behind the tier)
     adequacy_json: str              # Adequacy as JSON (stand-ins, mutation score)
+    contamination_json: str         # Contamination as JSON (code age, statement style, wrappers)
     family: str                     # near-duplicate tasks share it: keep it within one split
     workspace_tgz: bytes            # deterministic tar.gz of workspace/ without .git
     workspace_sha256: str
@@ -259,6 +261,7 @@ COLUMNS: dict[str, Column] = {
     "difficulty_tier": Column("difficulty.tier", lambda t: t.value, None),
     "difficulty_json": Column("difficulty", _json, Difficulty.model_validate_json),
     "adequacy_json": Column("adequacy", _json, Adequacy.model_validate_json),
+    "contamination_json": Column("contamination", _json, Contamination.model_validate_json),
     "family": Column("family"),
 }
 
