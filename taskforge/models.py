@@ -96,9 +96,10 @@ class CodeAge(BaseModel):
 class Contamination(BaseModel):
     """What a user needs to judge whether a model could answer the task from
     memory rather than by working it out."""
-    code_age: CodeAge | None = None          # None: no history to read (a shallow clone, an sdist)
+    code_age: CodeAge | None = None          # None: no history to read (a shallow clone, one commit)
     statement_style: StatementStyle = StatementStyle.UPSTREAM
-    quoted_lines: int = 0        # statement lines copied from the removed code's docstrings
+    quoted_lines: int | None = None   # statement lines copied from the removed code's docstrings
+                                      # (None: a task written before it was counted)
     wrappers: list[str] = Field(default_factory=list)   # removed definitions that only call kept code
 
 

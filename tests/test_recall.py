@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from taskforge.propose import recall
-from taskforge.repo.blame import Blame, require_history, shallow, span_times
+from taskforge.repo.blame import Blame, no_history, require_history, span_times
 
 REMOVED = {"tokenize", "_helper"}
 
@@ -25,6 +25,12 @@ REMOVED = {"tokenize", "_helper"}
     ("def f(x):\n    y = kept(x)\n    return y\n", None),       # two statements
     ("def f(x):\n    return x + 1\n", None),                   # no call
     ("def f(x):\n    return Parser(x).run()\n", None),         # a call on a call's result
+    ("def f(x, *a, **k):\n    return kept(x, *a, flag=True, **k)\n", "kept"),
+    ("def f(n):\n    return reduce(lambda a, _: a, range(n), 0)\n", None),   # work in the args
+    ("def f(s):\n    return kept(s.strip().split(':')[1], 16)\n", None),
+    ("def f(x):\n    return kept(_helper(x))\n", None),        # a removed helper does work
+    ("def f(s):\n    return int(s)\n", None),                  # a builtin is no kept code
+    ("def f(fn, x):\n    return fn(x)\n", None),               # a parameter: not kept code
     ("class C:\n    pass\n", None),
     ("def f(:\n", None),                                       # does not parse
 ])
@@ -66,7 +72,7 @@ def test_statement_lines_copied_from_the_removed_docstrings_are_counted():
     ("def f(x):\n    ...\n", "def f(x):\n    ...\n"),
     ("X: int = 3\n", "X: int = 3\n"),
     ('"""Module doc."""\n\ndef f():\n    ...\n', '\ndef f():\n    ...\n'),
-    ("def f(:\n", "def f(:\n"),
+    ('@deco\ndef f(x, *, y=match):\n    """Doc."""\n    print(x y)\n', '@deco\ndef f(x, *, y=match):\n    ...\n'),
 ])
 def test_docstrings_leave_the_interface(sig, want):
     assert recall.strip_docstrings(sig) == want
@@ -119,6 +125,8 @@ def test_blame_dates_each_line_by_the_commit_that_last_changed_it(tmp_path):
     _git(repo, "commit", "-q", "-m", "old")
     (repo / "m.py").write_text("a = 1\nb = 20\nc = 3\nd = 4\n")
     _git(repo, "commit", "-q", "-am", "new", date="2026-01-01T00:00:00+0000")
+    (repo / "m.py").write_text("a = 1\nb  =  20\nc = 3\nd = 4\n")     # whitespace only
+    _git(repo, "commit", "-q", "-am", "reformat", date="2027-01-01T00:00:00+0000")
     blame = Blame(repo)
     assert blame.times("m.py") == [T2020, T2026, T2020, T2026]
     assert blame.lines("m.py", 2, 3) == [T2026, T2020]
@@ -126,13 +134,20 @@ def test_blame_dates_each_line_by_the_commit_that_last_changed_it(tmp_path):
     # Nested spans (a class and its method) count each line once.
     assert sorted(span_times(blame, [Span("m.py", 1, 4), Span("m.py", 2, 2)])) == [
         T2020, T2020, T2026, T2026]
-    assert not shallow(repo)
+    assert no_history(repo) is None
     require_history(repo, "r")
     clone = tmp_path / "shallow"
     subprocess.run(["git", "clone", "-q", "--depth", "1", f"file://{repo}", str(clone)], check=True)
-    assert shallow(clone)
+    assert no_history(clone) == "a shallow clone"
     with pytest.raises(Exception, match="shallow clone"):
         require_history(clone, "shallow")
+    one = tmp_path / "one"
+    one.mkdir()
+    (one / "m.py").write_text("a = 1\n")
+    _git(one, "init", "-q")
+    _git(one, "add", "-A")
+    _git(one, "commit", "-q", "-m", "sdist")
+    assert no_history(one).startswith("one commit")
 
 
 @pytest.mark.parametrize("args,message", [

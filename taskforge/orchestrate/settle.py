@@ -42,7 +42,8 @@ from taskforge.package.store import load_task
 from taskforge.package.writer import task_id, write_task
 from taskforge.propose import recall
 from taskforge.propose.difficulty import rate, snippet
-from taskforge.repo.blame import Blame, shallow, span_times
+from taskforge.propose.features import thin_wrappers
+from taskforge.repo.blame import Blame, no_history, span_times
 from taskforge.validate import adequacy
 from taskforge.validate.checks import Context, Verdict, Worker, validate
 
@@ -80,10 +81,11 @@ class Settler:
 
     @property
     def blame(self) -> Blame | None:
-        """Line dates of the source, or None where a shallow clone has none."""
+        """Line dates of the source, or None where they would say nothing
+        (a shallow clone, one commit)."""
         if not self._blame_read:
             self._blame_read = True
-            self._blame = None if shallow(self.src.path) else Blame(self.src.path)
+            self._blame = None if no_history(self.src.path) else Blame(self.src.path)
         return self._blame
 
     @property
@@ -101,7 +103,9 @@ class Settler:
         tdir = self.out_dir / self.tid_of(cand)
         try:
             rec = load_task(tdir).record
-            if rec.source_commit == self.src.commit and rec.schema_version == SCHEMA_VERSION:
+            # A task written under another statement style is written again.
+            if (rec.source_commit == self.src.commit and rec.schema_version == SCHEMA_VERSION
+                    and rec.contamination.statement_style == self.opts.statement_style):
                 return Verdict(candidate=cand, ok=True, stage=Stage.TASKS, resumed=True,
                                seconds={"remaining_suite": rec.timings.remaining_suite,
                                         "hidden_on_stripped": rec.timings.hidden_on_stripped,
@@ -308,20 +312,19 @@ def removed_pieces(ctx: Context, symbols) -> list[str]:
     return out
 
 
-def contamination_of(symbols, ctx: Context, statement: str, style: StatementStyle,
+def contamination_of(cand, ctx: Context, statement: str, style: StatementStyle,
                      blame: Blame | None) -> Contamination:
-    """The facts that tell whether a model could recite the task (propose/recall.py)."""
-    names = {s.name for s in symbols}
-    wrappers = []
-    for s in symbols:
-        mod = ctx.index.modules.get(s.module)
-        if s.kind in ("function", "method") and mod is not None:
-            callee = recall.wrapped_call(snippet(mod.code, s.start, s.end), names)
-            if callee:
-                wrappers.append(f"{s.qualname} -> {callee}")
-    age = recall.code_age(span_times(blame, symbols)) if blame is not None else None
-    return Contamination(code_age=age, statement_style=style, wrappers=wrappers,
-                         quoted_lines=recall.quoted_lines(statement, removed_pieces(ctx, symbols)))
+    """The facts that tell whether a model could recite the task (propose/recall.py);
+    the wrappers are the ones difficulty left out."""
+    whole = cand.root.module if cand.kind == FeatureKind.MODULE else None
+    wrappers = thin_wrappers(ctx.index, cand.symbols, whole)
+    age = recall.code_age(span_times(blame, cand.symbols)) if blame is not None else None
+    pieces = removed_pieces(ctx, cand.symbols)
+    if whole is not None and whole in ctx.index.modules:
+        pieces.append(ctx.index.modules[whole].code)      # its docstring is in the statement
+    return Contamination(code_age=age, statement_style=style,
+                         wrappers=[f"{q} -> {c}" for q, c in sorted(wrappers.items())],
+                         quoted_lines=recall.quoted_lines(statement, pieces))
 
 
 def _record_builder(tid, src, image, v: Verdict, ctx: Context, cov: CoverageMap, n_flaky: int,
@@ -352,7 +355,7 @@ def _record_builder(tid, src, image, v: Verdict, ctx: Context, cov: CoverageMap,
     statement = problem_statement(src.name, cand.root, cand.symbols, exports, touched, len(f2p),
                                   kind=cand.kind, required=list(required), docs=list(docs),
                                   style=style, raises=recall.raised_types(pieces))
-    contamination = contamination_of(cand.symbols, ctx, statement, style, blame)
+    contamination = contamination_of(cand, ctx, statement, style, blame)
     difficulty = rate(cand.difficulty.model_copy(update={"hidden_tests": len(f2p)}))
     symbols = [RemovedSymbol(qualname=s.qualname, kind=s.kind, path=s.path, start_line=s.start,
                              end_line=s.end, signature=s.signature, public=s.public,

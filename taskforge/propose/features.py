@@ -170,35 +170,44 @@ def feature_kind(root: Symbol, feature: list[Symbol]) -> FeatureKind:
     return FeatureKind.CLUSTER if len(public) > 1 else FeatureKind(root.kind)
 
 
+def thin_wrappers(index: RepoIndex, feature: list[Symbol],
+                  whole_module: str | None = None) -> dict[str, str]:
+    """Removed top-level functions and methods (not inside a removed class or
+    module) whose body is one call of kept code: qualname -> the callee."""
+    names = {f.name for f in feature}
+    out = {}
+    for f in feature:
+        if f.module == whole_module or f.kind not in ("function", "method"):
+            continue
+        callee = wrapped_call(snippet(index.modules[f.module].code, f.start, f.end), names)
+        if callee:
+            out[f.qualname] = callee
+    return out
+
+
 def difficulty_of(index: RepoIndex, feature: list[Symbol], whole_module: str | None = None,
                   kept: set[str] | None = None) -> Difficulty:
     """Measured on the removed source itself (methods of a removed class count once).
-    A definition that is one call of kept code (a thin wrapper) counts for nothing
-    but `wrappers`: reciting a call teaches nothing, and it made tiers look hard."""
+    A thin wrapper (`thin_wrappers`) counts for nothing but `wrappers`: its
+    lines, file and public name ask nothing, and they made tiers look hard."""
     # A module-level `NAME = value` that went with the feature adds its lines, not
     # a file or a public definition: a one-line alias elsewhere is no second file.
     names = {f.name for f in feature}
-    pieces, paths = [], {f.path for f in feature if f.kind != "assignment"}
+    wrappers = thin_wrappers(index, feature, whole_module)
+    work = [f for f in feature if f.qualname not in wrappers]
+    pieces, paths = [], {f.path for f in work if f.kind != "assignment"}
     if whole_module is not None:
         mod = index.modules[whole_module]
         pieces.append(mod.code)
         paths.add(mod.path)
-    wrappers: set[str] = set()
-    for f in feature:
-        if f.module == whole_module:
-            continue
-        text = snippet(index.modules[f.module].code, f.start, f.end)
-        if f.kind in ("function", "method") and wrapped_call(text, names):
-            wrappers.add(f.qualname)
-            continue
-        pieces.append(text)
+    pieces += [snippet(index.modules[f.module].code, f.start, f.end) for f in work
+               if f.module != whole_module]
     refs = set().union(*(f.name_refs for f in _expand(feature))) if feature else set()
     if kept is None:
         kept = {s.name for m in index.modules.values() for s in m.symbols}
     kept = kept - names
     d = measure(pieces, files=len(paths), symbols=len(feature),
-                public=sum(1 for f in feature if f.public and f.kind != "assignment"
-                           and f.qualname not in wrappers),
+                public=sum(1 for f in work if f.public and f.kind != "assignment"),
                 fan_out=len(refs & kept))
     d.wrappers = len(wrappers)
     return d

@@ -64,11 +64,30 @@ def wrapped_call(text: str, removed: set[str]) -> str | None:
     callee = _dotted(value.func)
     if callee is None:
         return None
-    head = callee.split(".")[0]
-    last = callee.split(".")[-1]
-    if head in removed or last in removed:
-        return None
+    head, last = callee.split(".")[0], callee.split(".")[-1]
+    params = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs,
+                              *filter(None, (fn.args.vararg, fn.args.kwarg)))}
+    if head in removed or last in removed or head in _BUILTINS or (
+            head in params and head not in ("self", "cls")):
+        return None        # removed code, a builtin or a parameter: not kept code doing the work
+    args = [*value.args, *(k.value for k in value.keywords)]
+    if not all(_plain(a, removed) for a in args):
+        return None        # the arguments compute something: that is work
     return callee
+
+
+_BUILTINS = frozenset(dir(__import__("builtins")))
+
+
+def _plain(node: ast.AST, removed: set[str]) -> bool:
+    """An argument that passes a value on: a name, an attribute of one, a
+    constant, `*args`/`**kwargs`; never one naming removed code."""
+    if isinstance(node, ast.Starred):
+        node = node.value
+    if isinstance(node, ast.Constant):
+        return True
+    name = _dotted(node)
+    return name is not None and not ({name.split(".")[0], name.split(".")[-1]} & removed)
 
 
 def raised_types(pieces: list[str]) -> list[str]:
@@ -123,12 +142,24 @@ def quoted_lines(statement: str, pieces: list[str]) -> int:
     return sum(1 for ln in statement.splitlines() if _bare(ln) in docs)
 
 
+def _header_only(signature: str) -> str:
+    """The first header of an interface this Python cannot parse, with `...` for
+    its body: fail closed, never the docstring."""
+    out = []
+    for line in signature.splitlines():
+        out.append(line)
+        if line.rstrip().endswith(":") and not line.lstrip().startswith("@"):
+            indent = len(line) - len(line.lstrip())
+            return "\n".join(out) + "\n" + " " * (indent + 4) + "...\n"
+    return "\n".join(out[:1]) + "\n"
+
+
 def strip_docstrings(signature: str) -> str:
     """An interface (header, docstring, `...`) without its docstrings, nested
-    ones included; the text as it was when it does not parse."""
+    ones included; only its first header when it does not parse here."""
     tree = _parse(signature)
     if tree is None:
-        return signature
+        return _header_only(signature)
     drop: set[int] = set()
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
@@ -141,7 +172,7 @@ def strip_docstrings(signature: str) -> str:
     lines = signature.splitlines()
     kept = [ln for i, ln in enumerate(lines, 1) if i not in drop]
     text = "\n".join(kept) + ("\n" if signature.endswith("\n") else "")
-    return text if _parse(text) is not None else signature
+    return text if _parse(text) is not None else _header_only(signature)
 
 
 def _day(stamp: int) -> str:

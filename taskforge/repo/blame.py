@@ -8,18 +8,31 @@ from pathlib import Path
 from taskforge.errors import UserError
 
 
-def shallow(repo: Path) -> bool:
-    """A shallow clone dates every old line at its cut-off commit: no age to read."""
+def no_history(repo: Path) -> str | None:
+    """Why blame dates would say nothing about when the code was written, or
+    None: a shallow clone dates every old line at its cut-off commit, and a
+    repository of one commit (an sdist taskforge committed, an import) at that
+    commit."""
     res = subprocess.run(["git", "-C", str(repo), "rev-parse", "--is-shallow-repository"],
                          capture_output=True, text=True, timeout=60)
-    return res.returncode != 0 or res.stdout.strip() != "false"
+    if res.returncode != 0 or res.stdout.strip() != "false":
+        return "a shallow clone"
+    res = subprocess.run(["git", "-C", str(repo), "rev-list", "--count", "--max-count=2", "HEAD"],
+                         capture_output=True, text=True, timeout=60)
+    if res.returncode != 0 or res.stdout.strip() in ("", "0", "1"):
+        return "one commit (an sdist or an import: no history)"
+    return None
 
 
 def require_history(repo: Path, source: str) -> None:
     """`--since` reads blame dates; refuse a clone that has none to give."""
-    if shallow(repo):
-        raise UserError(f"--since needs the repository's history: {source} is a shallow clone "
+    why = no_history(repo)
+    if why:
+        raise UserError(f"--since needs the repository's history: {source} is {why} "
                         "(clone it in full, or drop --since)")
+
+
+IGNORE_REVS = ".git-blame-ignore-revs"
 
 
 class Blame:
@@ -42,8 +55,12 @@ class Blame:
 
     def _read(self, rel: str) -> list[int]:
         try:
-            res = subprocess.run(["git", "-C", str(self.repo), "blame", "--line-porcelain",
-                                  "HEAD", "--", rel], capture_output=True, timeout=300)
+            # -w: a whitespace-only reformat does not make old code new; the
+            # project's own list of mass reformats is skipped too.
+            ignore = (["--ignore-revs-file", IGNORE_REVS]
+                      if (self.repo / IGNORE_REVS).is_file() else [])
+            res = subprocess.run(["git", "-C", str(self.repo), "blame", "-w", "--line-porcelain",
+                                  *ignore, "HEAD", "--", rel], capture_output=True, timeout=300)
         except subprocess.TimeoutExpired:
             return []
         if res.returncode != 0:

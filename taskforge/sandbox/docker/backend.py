@@ -17,7 +17,7 @@ from typing import Any
 from taskforge.errors import InfraError
 from taskforge.sandbox.base import MAX_OUTPUT, ExecResult, Sandbox, SandboxSpec
 from taskforge.sandbox.docker import images
-from taskforge.sandbox.docker.engine import LABEL, _short, client, docker_errors, exec_output
+from taskforge.sandbox.docker.engine import LABEL, ExecStream, _short, client, docker_errors
 from taskforge.sandbox.owner import owner_token
 
 logger = logging.getLogger(__name__)
@@ -146,7 +146,8 @@ class DockerSandbox(Sandbox):
                 box["id"] = exec_id["Id"]
                 # Streamed and bounded: whatever the command prints, the host holds
                 # at most MAX_OUTPUT bytes of it.
-                for chunk in exec_output(exec_id["Id"]):
+                stream = box["stream"] = ExecStream(exec_id["Id"])
+                for chunk in stream:
                     box["size"] += len(chunk)
                     if box["size"] > MAX_OUTPUT:
                         box["overflow"] = True
@@ -164,6 +165,8 @@ class DockerSandbox(Sandbox):
         if worker.is_alive() or box["overflow"]:
             # Something holds the exec stream open past the kill, or floods it: end the sandbox.
             overflow = box["overflow"]
+            if "stream" in box:
+                box["stream"].close()       # its reader returns, whatever the engine does next
             self.close()
             worker.join(5)
             return ExecResult(exit_code=None, output="", seconds=seconds,

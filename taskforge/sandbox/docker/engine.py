@@ -71,32 +71,73 @@ class Frames:
         return bytes(out)
 
 
-def exec_output(exec_id: str, chunk: int = 65536) -> Iterator[bytes]:
-    """Start exec `exec_id` and yield its output as it comes.
+class ExecStream:
+    """An exec started and its output read as it comes (iterate it), closable
+    from another thread: the caller that gives up on a silent exec closes it,
+    so no reader stays blocked on the socket.
 
     Not the SDK's `exec_start(stream=True)`: it reads the raw socket under
     http.client's buffered reader, so output that reached the host together
     with the response headers is lost (docker/docker-py#3332). On a busy host
     that dropped a run's first line, the supervisor's "started", and a graded
     run became an infrastructure error. Here every byte is read through that
-    buffer. The wait has no socket timeout: the caller bounds it (a run may be
-    silent for its whole time limit)."""
-    import io
+    buffer (unix and TCP/TLS engines; over SSH the SDK's own channel read is
+    all there is). The read has no socket timeout: a run may be silent for its
+    whole time limit, and the caller bounds it."""
 
-    api = client().api
-    sock = api.exec_start(exec_id, socket=True)
-    response = getattr(sock, "_response", None)
-    fp = getattr(getattr(getattr(response, "raw", None), "_fp", None), "fp", None)
-    if response is None or not isinstance(fp, io.BufferedReader) or fp.raw is not sock:
-        raise InfraError("this docker SDK's exec stream is not the one taskforge reads "
-                         "(taskforge needs docker>=7,<8)")
-    inner = getattr(sock, "_sock", sock)
-    if hasattr(inner, "settimeout"):
-        inner.settimeout(None)
-    frames = Frames()
-    try:
-        while data := fp.read1(chunk):
-            if out := frames.feed(data):
-                yield out
-    finally:
-        response.close()
+    def __init__(self, exec_id: str, chunk: int = 65536):
+        import io
+
+        self.chunk = chunk
+        self.closed = False
+        self.sock = client().api.exec_start(exec_id, socket=True)
+        self.response = getattr(self.sock, "_response", None)
+        try:
+            fp = getattr(getattr(getattr(self.response, "raw", None), "_fp", None), "fp", None)
+            raw = getattr(fp, "raw", None)
+            ok = isinstance(fp, io.BufferedReader) and (
+                raw is self.sock or getattr(raw, "_sock", None) is self.sock)
+            self.fp = fp if ok else None
+            inner = getattr(self.sock, "_sock", self.sock)
+            if hasattr(inner, "settimeout"):
+                inner.settimeout(None)
+        except BaseException:
+            self.close()
+            raise
+
+    def _read(self) -> bytes:
+        if self.fp is not None:
+            return self.fp.read1(self.chunk)
+        if hasattr(self.sock, "recv"):            # an SSH channel: the SDK's own read
+            return self.sock.recv(self.chunk)
+        return self.sock.read(self.chunk)
+
+    def __iter__(self) -> Iterator[bytes]:
+        frames = Frames()
+        try:
+            while data := self._read():
+                if out := frames.feed(data):
+                    yield out
+        except (OSError, ValueError):
+            if not self.closed:
+                raise
+            return                                # closed under us: the caller gave up
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """End the stream; a reader blocked on it returns."""
+        import socket
+
+        self.closed = True
+        inner = getattr(self.sock, "_sock", self.sock)
+        try:
+            if hasattr(inner, "shutdown"):
+                inner.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        if self.response is not None:
+            try:
+                self.response.close()
+            except Exception:               # noqa: BLE001 - closing is best effort
+                pass
