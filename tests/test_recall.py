@@ -109,6 +109,26 @@ def _git(repo: Path, *args: str, date: str = "2020-01-01T00:00:00+0000") -> None
                    capture_output=True)
 
 
+def _repo(path: Path, *versions: tuple[str, str]) -> Path:
+    """A git repository whose m.py went through `versions` ((text, date) each, a commit each)."""
+    path.mkdir()
+    for i, (text, date) in enumerate(versions):
+        (path / "m.py").write_text(text)
+        if i == 0:
+            _git(path, "init", "-q")
+        _git(path, "add", "-A")
+        _git(path, "commit", "-q", "-m", f"v{i}", date=date)
+    return path
+
+
+def _shallow(repo: Path, dest: Path) -> Path:
+    subprocess.run(["git", "clone", "-q", "--depth", "1", f"file://{repo}", str(dest)], check=True)
+    return dest
+
+
+OLD, NEW, LATER = "2020-01-01T00:00:00+0000", "2026-01-01T00:00:00+0000", "2027-01-01T00:00:00+0000"
+
+
 @dataclass
 class Span:
     path: str
@@ -117,16 +137,9 @@ class Span:
 
 
 def test_blame_dates_each_line_by_the_commit_that_last_changed_it(tmp_path):
-    repo = tmp_path / "r"
-    repo.mkdir()
-    (repo / "m.py").write_text("a = 1\nb = 2\nc = 3\n")
-    _git(repo, "init", "-q")
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-q", "-m", "old")
-    (repo / "m.py").write_text("a = 1\nb = 20\nc = 3\nd = 4\n")
-    _git(repo, "commit", "-q", "-am", "new", date="2026-01-01T00:00:00+0000")
-    (repo / "m.py").write_text("a = 1\nb  =  20\nc = 3\nd = 4\n")     # whitespace only
-    _git(repo, "commit", "-q", "-am", "reformat", date="2027-01-01T00:00:00+0000")
+    repo = _repo(tmp_path / "r", ("a = 1\nb = 2\nc = 3\n", OLD),
+                 ("a = 1\nb = 20\nc = 3\nd = 4\n", NEW),
+                 ("a = 1\nb  =  20\nc = 3\nd = 4\n", LATER))           # whitespace only
     blame = Blame(repo)
     assert blame.times("m.py") == [T2020, T2026, T2020, T2026]
     assert blame.lines("m.py", 2, 3) == [T2026, T2020]
@@ -136,18 +149,11 @@ def test_blame_dates_each_line_by_the_commit_that_last_changed_it(tmp_path):
         T2020, T2020, T2026, T2026]
     assert no_history(repo) is None
     require_history(repo, "r")
-    clone = tmp_path / "shallow"
-    subprocess.run(["git", "clone", "-q", "--depth", "1", f"file://{repo}", str(clone)], check=True)
+    clone = _shallow(repo, tmp_path / "shallow")
     assert no_history(clone) == "a shallow clone"
     with pytest.raises(Exception, match="shallow clone"):
         require_history(clone, "shallow")
-    one = tmp_path / "one"
-    one.mkdir()
-    (one / "m.py").write_text("a = 1\n")
-    _git(one, "init", "-q")
-    _git(one, "add", "-A")
-    _git(one, "commit", "-q", "-m", "sdist")
-    assert no_history(one).startswith("one commit")
+    assert no_history(_repo(tmp_path / "one", ("a = 1\n", OLD))).startswith("one commit")
 
 
 @pytest.mark.parametrize("args,message", [
@@ -159,16 +165,7 @@ def test_since_and_style_refuse_what_they_cannot_use(args, message, tmp_path):
     """One line and exit 2, before any environment is built (no engine needed)."""
     import sys
 
-    repo = tmp_path / "r"
-    repo.mkdir()
-    (repo / "m.py").write_text("a = 1\n")
-    _git(repo, "init", "-q")
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-q", "-m", "one")
-    (repo / "m.py").write_text("a = 2\n")
-    _git(repo, "commit", "-q", "-am", "two")
-    clone = tmp_path / "shallow"
-    subprocess.run(["git", "clone", "-q", "--depth", "1", f"file://{repo}", str(clone)], check=True)
+    clone = _shallow(_repo(tmp_path / "r", ("a = 1\n", OLD), ("a = 2\n", NEW)), tmp_path / "shallow")
     res = subprocess.run([sys.executable, "-m", "taskforge", "generate", str(clone), "--out",
                           str(tmp_path / "out"), *args], capture_output=True, text=True, timeout=120)
     assert res.returncode == 2, res.stderr
