@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 
 from taskforge.analysis.pyparse import parse as parse_python
 from taskforge.models import CodeAge
+from taskforge.propose.difficulty import _is_doc
 
 MIN_QUOTE = 16           # shorter docstring lines ("Args:", "Returns") are no retrieval key
 FRESH_SHARE = 0.5        # --since: at least this share of the removed lines changed after it
@@ -28,9 +29,12 @@ def _parse(text: str) -> ast.Module | None:
         return None
 
 
-def _is_doc(st: ast.stmt) -> bool:
-    return (isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant)
-            and isinstance(st.value.value, str))
+def _nodes(pieces: list[str]):
+    """Every node of every piece that parses."""
+    for text in pieces:
+        tree = _parse(text)
+        if tree is not None:
+            yield from ast.walk(tree)
 
 
 def _dotted(node: ast.AST) -> str | None:
@@ -94,16 +98,12 @@ def raised_types(pieces: list[str]) -> list[str]:
     """The exception classes the removed code raises by name, sorted: a fact of
     its contract that a statement can state in its own words."""
     out: set[str] = set()
-    for text in pieces:
-        tree = _parse(text)
-        if tree is None:
-            continue
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Raise) and node.exc is not None:
-                exc = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
-                name = _dotted(exc)
-                if name and name.split(".")[-1][:1].isupper():
-                    out.add(name)
+    for node in _nodes(pieces):
+        if isinstance(node, ast.Raise) and node.exc is not None:
+            exc = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+            name = _dotted(exc)
+            if name and name.split(".")[-1][:1].isupper():
+                out.add(name)
     return sorted(out)
 
 
@@ -111,16 +111,11 @@ def docstring_lines(pieces: list[str]) -> set[str]:
     """The stripped lines of every docstring in the removed code, long enough
     to be a retrieval key."""
     lines: set[str] = set()
-    for text in pieces:
-        tree = _parse(text)
-        if tree is None:
-            continue
-        for node in ast.walk(tree):
-            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
-                doc = ast.get_docstring(node, clean=True)
-                if doc:
-                    lines.update(ln.strip() for ln in doc.splitlines()
-                                 if len(ln.strip()) >= MIN_QUOTE)
+    for node in _nodes(pieces):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            doc = ast.get_docstring(node, clean=True)
+            if doc:
+                lines.update(ln.strip() for ln in doc.splitlines() if len(ln.strip()) >= MIN_QUOTE)
     return lines
 
 
