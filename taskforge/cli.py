@@ -196,6 +196,9 @@ def generate(
                                         "only, and what the code raises, in the statement's words "
                                         "(docstrings are retrieval keys for a model that read "
                                         "the project)."),
+    max_feature_defs: int = typer.Option(16, "--max-feature-defs", min=1, help="A feature "
+                                         "with its dependents has at most this many definitions "
+                                         "(higher: larger vertical slices, each still validated)."),
     as_json: bool = typer.Option(False, "--json", help="Print report.json to stdout."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress output."),
 ) -> None:
@@ -237,7 +240,8 @@ def generate(
                                         min_tier=Tier(difficulty or "easy"),
                                         min_mutation_score=min_mutation_score,
                                         keep_weak=keep_weak, since=since_ts,
-                                        statement_style=StatementStyle(statement_style)),
+                                        statement_style=StatementStyle(statement_style),
+                                        max_feature_defs=max_feature_defs),
                      progress=cast("PipelineProgress", prog), log=prog.stage)
     except TaskforgeError as exc:
         prog.done()
@@ -889,6 +893,57 @@ def select(
     typer.echo(f"by solve rate: {band} {b.in_band}, below {b.below}, above {b.above}, "
                f"untried {b.untried} ({b.untried_kept} kept; fewer than {report.min_attempts} "
                f"attempt(s))")
+
+
+@app.command(epilog="""Examples:
+
+  taskforge harden ../lib --tasks tasks/ --stats run1-stats.jsonl --out harder/
+
+  taskforge harden https://github.com/a/x.git --tasks corpus/ --stats a.jsonl --stats b.jsonl \\
+      --out harder/ --min-solve 0.8 --min-attempts 4 --per-repo 8 --json
+
+For each repository, the features of its tasks solved in at least --min-solve
+of their attempts are paired (more files first, then more lines; overlapping
+features and one family never pair) and each pair is removed as one task, at
+the commit the tasks were cut from, through every gate generate applies.
+""")
+def harden(
+    repos: list[str] = typer.Argument(..., help="The repositories the tasks were generated from "
+                                                "(URLs or paths)."),
+    tasks: list[Path] = typer.Option(..., "--tasks", help="Task directories, directories of "
+                                     "tasks, or a corpus output (repeatable)."),
+    stats: list[Path] = typer.Option(..., "--stats", help="Solve stats file(s) from serve or the "
+                                     "reward API (repeatable)."),
+    out: Path = typer.Option(..., "--out", "-o", help="OUT/<name>/ per repository."),
+    min_solve: float = typer.Option(0.5, "--min-solve", help="A task is solved at this solve "
+                                    "rate or above."),
+    min_attempts: int = typer.Option(1, "--min-attempts", min=1, help="Attempts a task needs "
+                                     "before its solve rate counts."),
+    per_repo: int = typer.Option(4, "--per-repo", min=1, help="Combined tasks to try per "
+                                 "repository."),
+    jobs: int = typer.Option(max(1, min(os.cpu_count() or 1, 4)), "--jobs", "-j", min=1,
+                             help="Validation workers per repository."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+) -> None:
+    """Make harder tasks where the model solves the ones it has: features of its
+    solved tasks removed two at a time."""
+    from taskforge.orchestrate.harden import harden as run
+    from taskforge.orchestrate.options import Options
+
+    try:
+        report = run(repos, tasks, out, stats, min_solve=min_solve, min_attempts=min_attempts,
+                     per_repo=per_repo, options=Options(jobs=jobs),
+                     log=None if as_json else typer.echo)
+    except TaskforgeError as exc:
+        _fail(exc)
+    if as_json:
+        typer.echo(report.model_dump_json(indent=2))
+    else:
+        for r in report.repos:
+            typer.echo(f"{r.repo}: {len(r.tasks)} harder task(s) of {len(r.planned)} pair(s) "
+                       f"from {r.solved} solved" + (f" ({r.error})" if r.error else "")
+                       + (f" in {r.out}" if r.tasks else ""))
+    raise typer.Exit(0 if any(r.tasks for r in report.repos) else 1)
 
 
 @app.command("stats", epilog="""Examples:

@@ -135,7 +135,7 @@ def test_generate_and_grade_on_a_multi_node_cluster(cluster, corpus):
     workers = {n["NodeID"] for n in ray.nodes() if n["Alive"] and n["Resources"].get("CPU")}
     assert {r["node"] for r in results} <= workers          # generated on worker nodes
 
-    pairs = pairs_of(out, results, 60)
+    pairs = pairs_of(out, results, 24)
     grader = ClusterGrader(address=cluster["address"], backend="bwrap")
     try:
         graded = grader.grade_many(pairs)
@@ -238,14 +238,14 @@ def test_a_worker_node_killed_mid_run_loses_nothing(cluster, corpus):
     from taskforge.orchestrate.cluster import ClusterGrader
 
     out, results = corpus
-    pairs = pairs_of(out, results, 60)
+    pairs = pairs_of(out, results, 36)
     want = [1.0 if sol.kind == "gold" else 0.0 for _, sol in pairs]
     grader = ClusterGrader(address=cluster["address"], backend="bwrap")
     done = []
     killed = []
 
     def kill_when_under_way() -> None:
-        while len(done) < 20:
+        while len(done) < 12:
             time.sleep(0.1)
         killed.extend(kill_node("w1"))
 

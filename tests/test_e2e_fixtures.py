@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import shutil
 import subprocess
 
 import pytest
@@ -148,16 +149,21 @@ def test_cli_verify_reports_json_and_exit_codes(generated):
 
 
 
-def test_rerun_resumes_without_redoing_finished_tasks(fixture_repos, base_image, tmp_path):
+def test_rerun_resumes_without_redoing_finished_tasks(generated, fixture_repos, tmp_path):
+    """A rerun over a finished run's output (a copy of the session's geomlib run,
+    its journal included) with one task deleted and a half-assembled one left
+    behind: only the deleted task is written again."""
     from taskforge.orchestrate.pipeline import Options, generate
 
+    done, first = generated("geomlib")
     out = tmp_path / "out"
-    first = generate(str(fixture_repos["geomlib"]), out, Options(max_tasks=3, jobs=2))
+    shutil.copytree(done, out, symlinks=True)
     stamps = {t: (out / t / "task.json").stat().st_mtime_ns for t in first.tasks}
     (out / ".tmp-interrupted-task").mkdir()          # what a killed run leaves behind
     victim = first.tasks[-1]
     subprocess.run(["rm", "-rf", str(out / victim)], check=True)
-    second = generate(str(fixture_repos["geomlib"]), out, Options(max_tasks=3, jobs=2))
+    second = generate(str(fixture_repos["geomlib"]), out, Options(max_tasks=6, jobs=2))
+    assert second.resumed.baseline, second.model_dump_json(indent=1)
     assert second.tasks == first.tasks
     for t in first.tasks[:-1]:
         assert (out / t / "task.json").stat().st_mtime_ns == stamps[t], "finished task redone"
@@ -216,8 +222,6 @@ def test_since_keeps_only_features_written_after_the_day(base_image, tmp_path):
     """A history: textkit without its numerals in 2020, the numerals added in
     2026. `--since 2026-01-01` proposes only what the second commit wrote, and
     `--statement-style own` shows no upstream docstring."""
-    import shutil
-
     from tests.conftest import FIXTURES
 
     repo = tmp_path / "textkit"

@@ -114,8 +114,12 @@ def test_difficulty_tiers_follow_size_files_and_public_definitions():
     small = measure(["def f(x):\n    return x + 1\n"], files=1, symbols=1, public=1, fan_out=0)
     assert small.tier == Tier.EASY and small.statements == 1
     body = "def g(x):\n" + "".join(f"    y{i} = x + {i}\n" for i in range(45)) + "    return x\n"
-    assert measure([body], files=1, symbols=1, public=1, fan_out=0).tier == Tier.HARD
-    assert rate(Difficulty(removed_lines=5, files=2)).tier == Tier.HARD
+    assert measure([body], files=1, symbols=1, public=1, fan_out=0).tier == Tier.MEDIUM
+    assert measure([body], files=2, symbols=1, public=1, fan_out=0).tier == Tier.MEDIUM
+    long = "def g(x):\n" + "".join(f"    y{i} = x + {i}\n" for i in range(160)) + "    return x\n"
+    assert measure([long], files=2, symbols=1, public=1, fan_out=0).tier == Tier.HARD
+    assert measure([long], files=1, symbols=1, public=1, fan_out=0).tier == Tier.MEDIUM
+    assert rate(Difficulty(removed_lines=5, files=2)).tier == Tier.MEDIUM
     branchy = "def h(x):\n" + "".join(f"    if x == {i}:\n        return {i}\n" for i in range(8))
     assert measure([branchy], files=1, symbols=1, public=1, fan_out=0).tier >= Tier.MEDIUM
     assert rate(Difficulty(removed_lines=80)).score > rate(Difficulty(removed_lines=8)).score
@@ -251,9 +255,10 @@ def test_the_bwrap_syscall_filter_compiles_and_denies_the_keyrings():
 
 
 @pytest.mark.parametrize("lines,files,public,cc,tier", [
-    (39, 1, 3, 4, "medium"), (40, 1, 1, 0, "hard"),          # HARD_LINES
-    (10, 2, 1, 0, "hard"), (10, 1, 1, 0, "easy"),            # HARD_FILES
-    (10, 1, 4, 0, "hard"), (10, 1, 3, 0, "medium"),          # HARD_PUBLIC (3 is medium's)
+    (150, 2, 1, 0, "hard"), (149, 2, 9, 30, "medium"),      # HARD_LINES over HARD_FILES
+    (299, 1, 9, 30, "medium"), (300, 1, 1, 0, "hard"),      # HARD_LINES_ONE_FILE
+    (10, 2, 1, 0, "medium"), (10, 1, 1, 0, "easy"),         # MEDIUM_FILES
+    (10, 1, 4, 0, "medium"),                                 # many public: not hard alone
     (15, 1, 1, 0, "medium"), (14, 1, 1, 0, "easy"),          # MEDIUM_LINES
     (5, 1, 1, 5, "medium"), (5, 1, 1, 4, "easy"),            # MEDIUM_COMPLEXITY
     (5, 1, 2, 0, "medium"), (5, 1, 1, 0, "easy"),            # MEDIUM_PUBLIC

@@ -39,7 +39,8 @@ def test_difficulty_measures_the_removed_code():
     big = measure([BIGGER], files=1, symbols=1, public=1, fan_out=0)
     assert big.statements == 10 and big.complexity == 5 and big.removed_lines == 11
     assert big.tier == Tier.MEDIUM and big.score > small.score
-    assert measure([BIGGER], files=2, symbols=2, public=2, fan_out=3).tier == Tier.HARD
+    assert measure([BIGGER], files=2, symbols=2, public=2, fan_out=3).tier == Tier.MEDIUM
+    assert measure([BIGGER] * 14, files=2, symbols=14, public=2, fan_out=3).tier == Tier.HARD
 
 
 def test_required_strings_are_the_unstated_expected_messages(tmp_path):

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from taskforge.env.detect import RepoConfig
 from taskforge.models import FeatureKind, StatementStyle, Tier
-from taskforge.propose.features import MIN_STATEMENTS
+from taskforge.propose.features import MAX_FEATURE_SYMBOLS, MIN_STATEMENTS
 from taskforge.validate import adequacy
 
 
@@ -42,3 +42,9 @@ class Options:
     # changed at or after this Unix time (git blame); None keeps every age.
     since: int | None = None
     statement_style: StatementStyle = StatementStyle.UPSTREAM
+    # A feature with its dependents has at most this many definitions (larger
+    # vertical slices with a higher one; each is still validated green).
+    max_feature_defs: int = MAX_FEATURE_SYMBOLS
+    # `taskforge harden`: only these groups of proposed features, each removed
+    # as one task (propose.features.combine); () proposes as usual.
+    combine: tuple[tuple[str, ...], ...] = ()

@@ -41,7 +41,7 @@ from taskforge.orchestrate.settle import Settler
 from taskforge.orchestrate.state import BaselineState, RunState, make_scratch, reap_dead_runs
 from taskforge.package.families import families
 from taskforge.package.store import load_task
-from taskforge.propose.features import propose
+from taskforge.propose.features import combine, combined, propose
 from taskforge.propose.recall import code_age, fresh
 from taskforge.repo.blame import Blame, require_history, span_times
 from taskforge.repo.layout import scan, walk
@@ -166,16 +166,23 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
         hopeless, late = hopeless_check(src.path, layout, image_scan.result(), plan.python)
         proposal = propose(index, cov, passing, all_ids, tests, max_share=opts.max_share,
                            hopeless=hopeless, late=late, min_statements=opts.min_statements,
-                           min_tier=opts.min_tier)
+                           min_tier=opts.min_tier, max_symbols=opts.max_feature_defs)
         drops = [DropReason(candidate=n, stage=Stage.CANDIDATES, reason=r)
                  for n, r in proposal.drops]
+        cap = max(1, int(opts.max_share * len(passing)))
+        if opts.combine:
+            proposal.candidates, lost = combined(
+                proposal.candidates, list(opts.combine),
+                lambda parts: combine(index, cov, tests, passing, all_ids, parts, cap))
+            # The groups are what this run considers: the parts' own drops are not its.
+            drops = [DropReason(candidate=n, stage=Stage.CANDIDATES, reason=r) for n, r in lost]
+            proposal.considered = len(opts.combine)
         proposal.candidates = asked_for(proposal.candidates, opts, drops)
         if opts.since is not None:
             proposal.candidates = recent_only(proposal.candidates, Blame(src.path), opts.since,
                                               drops)
         timings["propose"] = time.monotonic() - t
         texts = _text_files(src.path)
-        cap = max(1, int(opts.max_share * len(passing)))
         ctx = Context(src=src.path, index=index, tests=tests, passing=passing, all_ids=all_ids,
                       by_key=by_key, cap=cap, timeout=opts.timeout, layout=layout,
                       run_args=run_args,

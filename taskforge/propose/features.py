@@ -84,16 +84,17 @@ def covered(qualname: str, names: set[str]) -> bool:
 
 
 def grow(index: RepoIndex, users: Users, root: Symbol, hopeless=lambda sym: None,
-         seeds: list[Symbol] | None = None, whole: str | None = None
+         seeds: list[Symbol] | None = None, whole: str | None = None,
+         max_symbols: int = MAX_FEATURE_SYMBOLS, max_files: int = MAX_FEATURE_FILES
          ) -> tuple[list[Symbol] | None, str]:
     """The feature of `root`: root, its private helpers, then every definition that
     uses something in the feature (its dependents), then the public code that only
     the feature uses. (None, reason) when a user cannot go: module-level code, a
-    special method, or a feature past MAX_FEATURE_SYMBOLS. `seeds` start it from
+    special method, or a feature past `max_symbols`. `seeds` start it from
     several definitions (a whole module, `whole`, whose own top level goes too)."""
     feature: list[Symbol] = []
     names: set[str] = set()
-    limit = MAX_FEATURE_SYMBOLS + len(seeds or ())
+    limit = max_symbols + len(seeds or ())
 
     def add(sym: Symbol) -> None:
         for x in [sym, *helpers_of(index, sym, users)]:
@@ -149,8 +150,8 @@ def grow(index: RepoIndex, users: Users, root: Symbol, hopeless=lambda sym: None
             break
         for c in extra:
             add(c)
-    if len({f.path for f in feature}) > MAX_FEATURE_FILES:
-        return None, f"used by other code in more than {MAX_FEATURE_FILES} files"
+    if len({f.path for f in feature}) > max_files:
+        return None, f"used by other code in more than {max_files} files"
     return feature, ""
 
 
@@ -366,11 +367,13 @@ def hidden_tests(index, cov: CoverageMap, tests, module_names, by_key, all_ids,
 def propose(index: RepoIndex, cov: CoverageMap, passing: set[str], all_ids: set[str],
             tests: dict[str, TestModule], max_share: float = 0.4,
             hopeless=lambda sym: None, late=lambda sym: False,
-            min_statements: int = MIN_STATEMENTS, min_tier: Tier = Tier.EASY) -> Proposal:
+            min_statements: int = MIN_STATEMENTS, min_tier: Tier = Tier.EASY,
+            max_symbols: int = MAX_FEATURE_SYMBOLS) -> Proposal:
     """`hopeless(symbol)` gives a reason a symbol cannot go that references do not
     show, or None; `late(symbol)` puts a risky candidate at the end of the order
     (dynamic.hopeless_check makes both). Every symbol considered ends as one
-    candidate or one drop."""
+    candidate or one drop. `max_symbols` bounds a feature with its dependents
+    (`--max-feature-defs`: larger vertical slices, each still validated)."""
     drops: list[tuple[str, str]] = []
     cands: list[Candidate] = []
     considered = 0
@@ -402,7 +405,8 @@ def propose(index: RepoIndex, cov: CoverageMap, passing: set[str], all_ids: set[
         if why:
             drops.append((sym.qualname, why))
             continue
-        feature, why = grow(index, users, sym, hopeless)
+        feature, why = grow(index, users, sym, hopeless, max_symbols=max_symbols,
+                            max_files=max(MAX_FEATURE_FILES, max_symbols // 4))
         if feature is None:
             drops.append((sym.qualname, why))
             continue
@@ -455,6 +459,66 @@ def propose(index: RepoIndex, cov: CoverageMap, passing: set[str], all_ids: set[
         else:
             cands.append(cand)
     return Proposal(candidates=order(cands), considered=considered, drops=drops)
+
+
+def combine(index: RepoIndex, cov: CoverageMap, tests: dict[str, TestModule], passing: set[str],
+            all_ids: set[str], parts: list[Candidate], cap: int) -> tuple[Candidate | None, str]:
+    """Several proposed features removed as one task (`taskforge harden`): the
+    union of their definitions (a class taken whole takes its methods) and every
+    test that depends on any of them. Each part is already closed under its
+    dependents, so the union is too. (None, reason) when it cannot be a task: a
+    whole module among the parts (its file goes, not its definitions), or too
+    many of the suite's tests hidden at once."""
+    if len(parts) < 2:
+        return None, "fewer than two features to combine"
+    if any(p.kind == FeatureKind.MODULE for p in parts):
+        return None, "a whole module is not combined"
+    feature: list[Symbol] = []
+    names: set[str] = set()
+    for p in parts:
+        for sym in p.symbols:
+            if not covered(sym.qualname, names):
+                feature.append(sym)
+                names.add(sym.qualname)
+    feature = [f for f in feature if not (f.kind == "method" and f"{f.module}.{f.cls}" in names)]
+    root = parts[0].root
+    feature = [root, *[f for f in feature if f is not root]]
+    top = [f for f in feature if f.kind in TOP_KINDS]
+    hidden, files = hidden_tests(index, cov, tests, set(index.modules), group_ids(all_ids), all_ids,
+                                 feature, top)
+    n_pass = len(hidden & passing)
+    if n_pass > cap:
+        return None, f"too central together: {n_pass} of {len(passing)} passing tests (cap {cap})"
+    kept = {s.name for m in index.modules.values() for s in m.symbols}
+    return Candidate(name="+".join(sorted(p.name for p in parts)), kind=FeatureKind.CLUSTER,
+                     root=root, symbols=feature, hidden=hidden, hidden_files=files,
+                     late=any(p.late for p in parts),
+                     difficulty=difficulty_of(index, feature, kept=kept)), ""
+
+
+def combined(proposed: list[Candidate], groups: list[tuple[str, ...]], make
+             ) -> tuple[list[Candidate], list[tuple[str, str]]]:
+    """The candidates of `groups` (names of proposed features), made by `make(parts)`
+    (`combine` with the run's facts bound): (candidates in the groups' order,
+    (group, reason) for each that cannot be one). A name no longer proposed (the
+    repository moved on, or the feature grew past the limit) drops its group."""
+    by_name = {c.name: c for c in proposed}
+    out: list[Candidate] = []
+    drops: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    for g in groups:
+        label = "+".join(sorted(g))
+        missing = [n for n in g if n not in by_name]
+        if missing:
+            drops.append((label, f"not proposed at this commit: {', '.join(missing)}"))
+            continue
+        cand, why = make([by_name[n] for n in g])
+        if cand is None:
+            drops.append((label, why))
+        elif cand.name not in seen:
+            seen.add(cand.name)
+            out.append(cand)
+    return out, drops
 
 
 def module_symbol(mod: ModuleInfo, tops: list[Symbol]) -> Symbol:

@@ -1,0 +1,191 @@
+"""`taskforge harden`: harder tasks from the repositories whose tasks get solved.
+
+A trainer's model outgrows a task set: the tasks it solves teach it little. The
+features behind solved tasks are known to be gradeable (they became tasks), so
+removing two of them at once is a larger task that still validates (each part
+is closed under its dependents, so their union is too). `plan` picks the pairs
+(a pure function with a table test); `harden` reads the tasks and the solve
+statistics, and runs generate on each repository with those pairs as its only
+candidates (Options.combine), at the commit the tasks were cut from. Every
+combined task passes the gates a generated one does (green rest, failing hidden
+tests, copies, stand-ins, partial solutions, leaks, gold 1 and empty 0).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from taskforge.errors import TaskforgeError, UserError
+from taskforge.models import FeatureKind
+
+
+@dataclass(frozen=True)
+class Part:
+    """What `plan` needs of one task."""
+    instance_id: str
+    feature: str                        # the proposed feature's name (FeatureInfo.name)
+    kind: FeatureKind
+    files: frozenset[str]               # source files its removal touches
+    symbols: frozenset[str]             # removed definitions' qualnames
+    hidden: frozenset[str]              # its FAIL_TO_PASS
+    family: str = ""
+    lines: int = 0                      # removed lines
+    solve_rate: float = 0.0
+    attempts: int = 0
+    extra: dict = field(default_factory=dict, compare=False, hash=False)
+
+
+def solved(parts: Iterable[Part], min_rate: float, min_attempts: int) -> list[Part]:
+    """Tasks the model solves: at least `min_attempts` attempts, solve rate at or
+    above `min_rate`. Whole modules are not combined (their file goes whole)."""
+    return [p for p in parts if p.attempts >= min_attempts and p.solve_rate >= min_rate
+            and p.kind != FeatureKind.MODULE]
+
+
+def _overlap(a: Part, b: Part) -> bool:
+    """One contains or shares a definition, shares a hidden test, or is of one family:
+    together they are hardly larger than one of them."""
+    def inside(x: str, names: frozenset[str]) -> bool:
+        return x in names or any(x.startswith(n + ".") for n in names)
+    return (any(inside(s, b.symbols) for s in a.symbols) or any(inside(s, a.symbols) for s in b.symbols)
+            or bool(a.hidden & b.hidden) or (bool(a.family) and a.family == b.family))
+
+
+def plan(parts: list[Part], per_repo: int) -> list[tuple[str, str]]:
+    """Pairs of features of one repository to remove together, at most
+    `per_repo`, each feature in at most one pair: pairs over more files first
+    (multi-file features are what "hard" means), then more removed lines; ties
+    by name, so the plan is deterministic. Overlapping parts never pair."""
+    cands = []
+    ps = sorted(parts, key=lambda p: p.feature)
+    for i, a in enumerate(ps):
+        for b in ps[i + 1:]:
+            if a.feature != b.feature and not _overlap(a, b):
+                cands.append((-len(a.files | b.files), -(a.lines + b.lines), a.feature, b.feature))
+    cands.sort()
+    used: set[str] = set()
+    out: list[tuple[str, str]] = []
+    for _, _, x, y in cands:
+        if len(out) >= per_repo:
+            break
+        if x in used or y in used:
+            continue
+        used |= {x, y}
+        out.append((x, y))
+    return out
+
+
+class HardenRepo(BaseModel):
+    repo: str
+    out: str = ""
+    solved: int = 0                       # its tasks the model solves
+    planned: list[list[str]] = Field(default_factory=list)
+    tasks: list[str] = Field(default_factory=list)
+    error: str | None = None
+
+
+class HardenReport(BaseModel):
+    """What `harden` read and wrote: per repository, the pairs tried and the tasks made."""
+    tasks_read: int = 0
+    solved: int = 0
+    repos: list[HardenRepo] = Field(default_factory=list)
+
+
+def parts_of(task_dirs: Iterable[Path], stats) -> dict[str, list[Part]]:
+    """Each task as a Part, by its record's repository name, with its solve stats."""
+    from taskforge.package.store import load_task
+
+    out: dict[str, list[Part]] = {}
+    for d in task_dirs:
+        rec = load_task(d).record
+        st = stats.tasks.get(rec.instance_id)
+        p = Part(instance_id=rec.instance_id, feature=rec.feature.name, kind=rec.feature.kind,
+                 files=frozenset(rec.feature.touched_files),
+                 symbols=frozenset(s.qualname for s in rec.feature.symbols),
+                 hidden=frozenset(rec.FAIL_TO_PASS), family=rec.family,
+                 lines=rec.difficulty.removed_lines,
+                 solve_rate=st.solve_rate if st else 0.0, attempts=st.attempts if st else 0,
+                 extra={"commit": rec.source_commit})
+        out.setdefault(rec.repo, []).append(p)
+    return out
+
+
+def task_dirs_of(paths: Iterable[str | Path]) -> list[Path]:
+    """Task directories, given as themselves or as directories holding them (one
+    level, or a corpus: two)."""
+    found: list[Path] = []
+    for p in map(Path, paths):
+        if (p / "task.json").is_file():
+            found.append(p)
+        elif p.is_dir():
+            found += sorted(t.parent for t in p.glob("*/task.json"))
+            found += sorted(t.parent for t in p.glob("*/*/task.json"))
+        else:
+            raise UserError(f"no such task directory: {p}")
+    return found
+
+
+def source_name(repo: str) -> str:
+    """The name generate records for `repo` (TaskRecord.repo): its origin's stable name."""
+    from taskforge.repo.source import _is_url, _origin_of, stable_name
+
+    if _is_url(repo):
+        return stable_name(repo)
+    path = Path(repo).expanduser()
+    return stable_name(_origin_of(path) or str(path.resolve()))
+
+
+def harden(repos: list[str], tasks: Sequence[str | Path], out: str | Path,
+           stats_paths: Sequence[str | Path],
+           min_solve: float = 0.5, min_attempts: int = 1, per_repo: int = 4, options=None,
+           log: Callable[[str], None] | None = None) -> HardenReport:
+    """Harder tasks for each of `repos` from its solved tasks among `tasks`, into
+    OUT/<name>/. A repository with fewer than two solved features, or whose
+    generate fails, is reported with its reason; the others go on."""
+    from taskforge.orchestrate.cluster import corpus_dirs
+    from taskforge.orchestrate.options import Options
+    from taskforge.orchestrate.pipeline import generate
+    from taskforge.training.curriculum import read_stats
+
+    say = log or (lambda s: None)
+    if not repos:
+        raise UserError("no repositories: give the ones the tasks were generated from")
+    if not stats_paths:
+        raise UserError("no solve statistics: give --stats FILE (what serve or the reward API records)")
+    if not 0.0 <= min_solve <= 1.0:
+        raise UserError(f"--min-solve must be within 0..1, not {min_solve}")
+    stats = read_stats(stats_paths)
+    dirs = task_dirs_of(tasks)
+    by_repo = parts_of(dirs, stats)
+    report = HardenReport(tasks_read=len(dirs))
+    base = options or Options()
+    for repo, dest in corpus_dirs(repos, Path(out)):
+        row = HardenRepo(repo=repo, out=str(dest))
+        report.repos.append(row)
+        name = source_name(repo)
+        mine = solved(by_repo.get(name, []), min_solve, min_attempts)
+        row.solved = len(mine)
+        report.solved += len(mine)
+        commits = sorted({p.extra["commit"] for p in mine})
+        if len(commits) > 1:        # the newest cut's tasks; pairs are at one commit
+            newest = commits[-1]
+            mine = [p for p in mine if p.extra["commit"] == newest]
+        pairs = plan(mine, per_repo)
+        row.planned = [list(p) for p in pairs]
+        if not pairs:
+            row.error = (f"{len(mine)} solved feature(s) that can pair (of {len(by_repo.get(name, []))} "
+                         f"task(s) read for {name}): nothing to combine")
+            say(f"{repo}: {row.error}")
+            continue
+        say(f"{repo}: {len(pairs)} pair(s) of solved features")
+        opts = replace(base, ref=mine[0].extra["commit"], combine=tuple(pairs),
+                       max_tasks=len(pairs), only=())
+        try:
+            row.tasks = sorted(generate(repo, dest, opts, log=say).tasks)
+        except TaskforgeError as exc:
+            row.error = exc.message
+            say(f"{repo}: {exc.message}")
+    return report
