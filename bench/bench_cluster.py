@@ -68,7 +68,8 @@ def main() -> None:
         bench_verify.main(["--pairs", str(args.verify_pairs)])
     import ray
 
-    from taskforge.orchestrate.cluster import ClusterGrader, generate_corpus
+    from taskforge.orchestrate.cluster import generate_corpus
+    from taskforge.training.raygrade import ClusterGrader
 
     with tempfile.TemporaryDirectory(prefix="tf-benchc-") as tmp:
         work = Path(tmp)

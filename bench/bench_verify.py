@@ -28,10 +28,10 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_generate import fixture_repo, pct  # noqa: E402
 
+from taskforge.grade.testrun import runner_mount  # noqa: E402
 from taskforge.grade.verify import Solution, verify_many  # noqa: E402
 from taskforge.orchestrate.pipeline import Options, generate  # noqa: E402
 from taskforge.package.store import load_task  # noqa: E402
-from taskforge.sandbox.testrun import runner_mount  # noqa: E402
 
 
 def bare_exec(image: str, modes: list[str], n: int = 12) -> list[tuple[str, float, float]]:
@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> None:
             from taskforge.sandbox.bwrap import rootfs
 
             t0 = time.monotonic()
-            rootfs.prepare_task(tasks[0], log=lambda s: None)
+            rootfs.prepare_task(load_task(tasks[0]).environment_request(), log=lambda s: None)
             print(f"bwrap environment prepared in {time.monotonic() - t0:.1f}s (no Docker)")
             verify_many(pairs[:2], workers=2, backend="bwrap")
         bare = bare_exec(load_task(tasks[0]).record.image_name, modes)

@@ -436,7 +436,7 @@ def verify_batch(
 
 
 def _verify_batch_ray(items, timeout, backend, warm, address, as_json) -> None:
-    from taskforge.orchestrate.cluster import ClusterGrader
+    from taskforge.training.raygrade import ClusterGrader
 
     try:
         grader = ClusterGrader(address=address, backend=backend, warm=1 if warm is None else warm)
@@ -588,8 +588,10 @@ def env_prepare(
     failed = 0
     for task in tasks:
         try:
-            rec = load_task(task).record
-            path = rootfs.prepare_task(task, log=lambda s: typer.echo(s, err=True))
+            loaded = load_task(task)
+            rec = loaded.record
+            path = rootfs.prepare_task(loaded.environment_request(),
+                                       log=lambda s: typer.echo(s, err=True))
             out = {"task": str(task), "environment": rec.image_name, "path": str(path)}
         except TaskforgeError as exc:
             failed += 1

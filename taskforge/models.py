@@ -6,9 +6,6 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from taskforge.grade.findings import Finding
-from taskforge.grade.mutants import Mutant
-
 SCHEMA_VERSION = 2     # 2: every hidden test graded (unprotected listed), coverage, family
 
 Outcome = Literal["passed", "failed", "error", "skipped", "xfailed", "missing"]
@@ -134,6 +131,26 @@ class SymbolCoverage(BaseModel):
     covered: int = 0                 # ... that at least one graded hidden test ran
     tests: int = 0                   # graded hidden tests that run its body
     missed: list[int] = Field(default_factory=list)   # statement lines no graded test runs
+
+
+class Mutant(BaseModel):
+    """One must-fail copy of a hidden test, validated against the gold."""
+    file: str                          # the test file, relative to the workspace
+    cls: list[str] = Field(default_factory=list)   # enclosing classes, outermost first
+    func: str                          # the original test's name
+    kind: Literal["value", "negation"]
+    group: str = ""                    # the literal it changes: mutants of one group differ
+    site: str                          # what changed, for people: "line 12: 'IV' -> 'IX'"
+    source: str                        # the mutant's source, NAME_TOKEN as its name
+    # The original test rewritten to the mutant's shape (a parametrize table
+    # written out in place of the module constant it named), NAME_TOKEN as its
+    # name; "" when the original stays as it is.
+    original: str = ""
+    expect: dict[str, str] = Field(default_factory=dict)   # id suffix ("", "[p]") -> outcome
+    # Module constants the parametrize table named, written out in the original
+    # and every copy: planting drops their definitions once nothing else uses
+    # them, or the one table equal to the constant would be the original.
+    tables: list[str] = Field(default_factory=list)
 
 
 class GradingPlan(BaseModel):
@@ -292,27 +309,3 @@ class GenerateReport(BaseModel):
     families: dict[str, list[str]] = Field(default_factory=dict)   # family -> its tasks (2+ only)
 
 
-class VerifyResult(BaseModel):
-    """What `verify` reports. `error` is set only for infrastructure failures:
-    then `reward` is None and a trainer should mask the sample."""
-    instance_id: str
-    solution: str
-    reward: float | None
-    resolved: bool
-    f2p_passed: int
-    f2p_total: int
-    p2p_passed: int
-    p2p_total: int
-    p2p_regressions: list[str]
-    f2p_failures: list[str]
-    tests: list[TestResult]
-    tampering: list[str] = Field(default_factory=list)     # findings that cost or flag, as text
-    findings: list[Finding] = Field(default_factory=list)
-    mutants_planted: int = 0
-    mutants_killed: int = 0           # planted mutants that ended as on the gold
-    collection_errors: list[str] = Field(default_factory=list)
-    error: str | None = None
-    exit_code: int | None = None
-    timed_out: bool = False
-    test_seconds: float = 0.0
-    wall_seconds: float = 0.0

@@ -199,7 +199,9 @@ def bwrap_env():
     from taskforge.sandbox.bwrap import rootfs
 
     def prepare(task) -> str:
-        rootfs.prepare_task(task, log=lambda s: None)
+        from taskforge.package.store import load_task
+
+        rootfs.prepare_task(load_task(task).environment_request(), log=lambda s: None)
         return str(task)
 
     return prepare

@@ -30,6 +30,7 @@ from taskforge.grade.bounds import (  # noqa: E402
 from taskforge.grade.events import MONITOR_KEEP, Monitor, parse_events  # noqa: E402
 from taskforge.grade.findings import FindingKind as K  # noqa: E402
 from taskforge.grade.findings import Severity  # noqa: E402
+from taskforge.grade.testrun import RunResult  # noqa: E402
 from taskforge.grade.verify import MAX_MONITOR_FINDINGS, Defences, _monitor_findings  # noqa: E402
 from taskforge.package.writer import (  # noqa: E402
     ApplyError,
@@ -39,7 +40,6 @@ from taskforge.package.writer import (  # noqa: E402
     is_link_mode,
     unsafe_diff,
 )
-from taskforge.sandbox.testrun import RunResult  # noqa: E402
 
 # ------------------------------------------------------------ symlink modes
 

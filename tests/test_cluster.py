@@ -126,7 +126,7 @@ def pairs_of(out: Path, results: list[dict], n: int):
 def test_generate_and_grade_on_a_multi_node_cluster(cluster, corpus):
     import ray
 
-    from taskforge.orchestrate.cluster import ClusterGrader
+    from taskforge.training.raygrade import ClusterGrader
 
     out, results = corpus
     assert [r.get("error") for r in results] == [None] * 3, results
@@ -158,8 +158,8 @@ def test_nodes_with_their_own_engines_realise_environments_from_the_recipe(clust
     import docker
     import ray
 
-    from taskforge.orchestrate.cluster import ClusterGrader
     from taskforge.package.store import load_task
+    from taskforge.training.raygrade import ClusterGrader
 
     out, results = corpus
     engines = {n: docker.DockerClient(base_url=url, timeout=120)
@@ -235,7 +235,7 @@ def test_candidate_validations_spread_over_the_cluster(cluster, corpus, fixture_
 def test_a_worker_node_killed_mid_run_loses_nothing(cluster, corpus):
     import ray
 
-    from taskforge.orchestrate.cluster import ClusterGrader
+    from taskforge.training.raygrade import ClusterGrader
 
     out, results = corpus
     pairs = pairs_of(out, results, 36)

@@ -56,7 +56,7 @@ def test_an_environment_directory_holds_no_removed_code(generated, bwrap_base):
     out, report = generated("ledger")
     task = out / sorted(report.tasks)[0]
     rec = load_task(task).record
-    root = rootfs.prepare_task(task, log=lambda s: None)
+    root = rootfs.prepare_task(load_task(task).environment_request(), log=lambda s: None)
     assert not any((root / "workspace").iterdir())
     names = [s.qualname.rsplit(".", 1)[-1] for s in rec.feature.symbols]
     hidden = [Path(f).name for f in rec.hidden_test_files]
@@ -98,7 +98,8 @@ def test_a_docker_node_builds_the_environment_from_the_recipe(generated, tmp_pat
     (task / "task.json").write_text(json.dumps(rec))
     assert not image_exists(name)
     try:
-        assert prepare_task_image(task, log=lambda s: None) == name and image_exists(name)
+        req = load_task(task).environment_request()
+        assert prepare_task_image(req, log=lambda s: None) == name and image_exists(name)
         assert verify(task, Solution.gold(), backend="docker").reward == 1.0
         assert verify(task, Solution.empty(), backend="docker").reward == 0.0
     finally:

@@ -19,9 +19,9 @@ import pytest
 
 from taskforge.grade import static
 from taskforge.grade.findings import HIGH_CONFIDENCE, FindingKind, Policy, Severity, severity
+from taskforge.grade.testrun import monitor_env
 from taskforge.repo.layout import in_test_roots, task_test_roots, unshipped_test_file
 from taskforge.sandbox import RUNTIME
-from taskforge.sandbox.testrun import monitor_env
 
 
 def _tfboot():

@@ -182,8 +182,8 @@ def test_a_deep_chain_in_a_warm_sandbox_is_cleaned_and_the_slot_refilled(roman, 
     """In a warm pool the cleanup runs in a background thread: it must remove the
     chain and start the replacement (a RecursionError there used to leave the
     slot empty for good)."""
+    from taskforge.grade.testrun import runner_mount, supervisor_standby
     from taskforge.sandbox import Limits, SandboxSpec
-    from taskforge.sandbox.testrun import runner_mount, supervisor_standby
 
     pool = warm_pools("docker")
     rec = load_task(roman).record

@@ -236,8 +236,8 @@ def test_a_test_run_after_an_overrun_gets_a_live_sandbox(backend, image_of, tmp_
     test run of a generation worker must not fail on the dead one (it did:
     `'NoneType' object has no attribute 'id'` under load, killing generate)."""
     from taskforge.fsutil import share_with_sandbox
+    from taskforge.grade.testrun import PytestRunner, runner_mount
     from taskforge.sandbox import Mount
-    from taskforge.sandbox.testrun import PytestRunner, runner_mount
 
     ws = tmp_path / "ws"
     (ws / "tests").mkdir(parents=True)

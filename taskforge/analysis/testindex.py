@@ -5,6 +5,7 @@ removed symbol fails without running it), and to strip hidden tests with libcst.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import libcst as cst
@@ -88,3 +89,22 @@ def group_ids(ids) -> dict[str, set[str]]:
             by_key.setdefault(f + "::" + "::".join(path[:i]), set()).add(nid)
         by_key.setdefault(f, set()).add(nid)
     return by_key
+
+
+@dataclass(frozen=True)
+class TestRef:
+    file: str
+    cls: tuple[str, ...]
+    func: str
+
+
+def test_ref(nodeid: str) -> TestRef | None:
+    """The function a pytest node id names (`f.py::C::test_x[p]`), or None for
+    doctests and other items that are not Python test functions."""
+    parts = nodeid.split("::")
+    if len(parts) < 2 or not parts[0].endswith(".py"):
+        return None
+    func = parts[-1].split("[", 1)[0]
+    if not func.isidentifier():
+        return None
+    return TestRef(parts[0], tuple(parts[1:-1]), func)

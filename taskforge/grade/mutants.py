@@ -34,11 +34,11 @@ from enum import Enum
 from pathlib import Path
 from typing import AbstractSet, Literal, cast
 
-from pydantic import BaseModel, Field
-
 from taskforge.analysis.pyparse import literal_eval
 from taskforge.analysis.pyparse import parse as parse_python
+from taskforge.analysis.testindex import TestRef, test_ref
 from taskforge.grade import copies
+from taskforge.models import Mutant
 
 NAME_TOKEN = "__tf_mutant_name__"
 EQUAL_METHODS = {"assertEqual", "assertEquals", "assertListEqual", "assertTupleEqual",
@@ -67,45 +67,6 @@ class CopyStyle(str, Enum):
     without the coverage loss."""
     MATCHED = "matched"    # from the original's profile in its module (grade/copies.py)
     LEGACY = "legacy"      # one-step perturbations
-
-
-class Mutant(BaseModel):
-    """One must-fail copy of a hidden test, validated against the gold."""
-    file: str                          # the test file, relative to the workspace
-    cls: list[str] = Field(default_factory=list)   # enclosing classes, outermost first
-    func: str                          # the original test's name
-    kind: Literal["value", "negation"]
-    group: str = ""                    # the literal it changes: mutants of one group differ
-    site: str                          # what changed, for people: "line 12: 'IV' -> 'IX'"
-    source: str                        # the mutant's source, NAME_TOKEN as its name
-    # The original test rewritten to the mutant's shape (a parametrize table
-    # written out in place of the module constant it named), NAME_TOKEN as its
-    # name; "" when the original stays as it is.
-    original: str = ""
-    expect: dict[str, str] = Field(default_factory=dict)   # id suffix ("", "[p]") -> outcome
-    # Module constants the parametrize table named, written out in the original
-    # and every copy: planting drops their definitions once nothing else uses
-    # them, or the one table equal to the constant would be the original.
-    tables: list[str] = Field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class TestRef:
-    file: str
-    cls: tuple[str, ...]
-    func: str
-
-
-def test_ref(nodeid: str) -> TestRef | None:
-    """The function a pytest node id names (`f.py::C::test_x[p]`), or None for
-    doctests and other items that are not Python test functions."""
-    parts = nodeid.split("::")
-    if len(parts) < 2 or not parts[0].endswith(".py"):
-        return None
-    func = parts[-1].split("[", 1)[0]
-    if not func.isidentifier():
-        return None
-    return TestRef(parts[0], tuple(parts[1:-1]), func)
 
 
 def find_def(tree: ast.Module, ref: TestRef) -> ast.FunctionDef | ast.AsyncFunctionDef | None:

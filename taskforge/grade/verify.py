@@ -40,12 +40,13 @@ from taskforge.grade import mutants as mut
 from taskforge.grade.bounds import Bounds, in_workspace, patch_breach, patch_facts, survey
 from taskforge.grade.findings import Finding, Policy, Severity, Source, clean, finding
 from taskforge.grade.findings import FindingKind as K
-from taskforge.models import Outcome, TestResult, VerifyResult
+from taskforge.grade.result import VerifyResult
+from taskforge.grade.testrun import PytestRunner, RunResult, monitor_env, runner_mount, supervisor_standby
+from taskforge.models import Outcome, TestResult
 from taskforge.package.store import Task, load_task
 from taskforge.package.writer import ApplyError, apply_patch
 from taskforge.repo.layout import package_dirs, task_test_roots, unshipped_test_file, walk, walk_all
 from taskforge.sandbox import Limits, Mount, SandboxSpec, open_sandbox
-from taskforge.sandbox.testrun import PytestRunner, RunResult, monitor_env, runner_mount, supervisor_standby
 from taskforge.sandbox.warm import Lease, WarmPool
 
 INFRA_RETRIES = 2

@@ -43,7 +43,7 @@ def tree_archive(root: Path) -> bytes:
 
 
 def _helper_class():
-    from taskforge.orchestrate.rayconn import _ray
+    from taskforge.rayconn import _ray
 
     ray = _ray()
 
@@ -101,7 +101,7 @@ class _RemoteRunner:
             extra_args: list[str] | None = None):
         if cov_sources is not None:
             raise InfraError("coverage runs stay on the driver's own workers")
-        from taskforge.orchestrate.rayconn import _ray
+        from taskforge.rayconn import _ray
 
         ray = _ray()
         w = self.worker
@@ -128,7 +128,7 @@ class RemoteWorker(TreeCopy):
         self.runner = _RemoteRunner(self)
 
     def close(self) -> None:
-        from taskforge.orchestrate.rayconn import _ray
+        from taskforge.rayconn import _ray
 
         ray = _ray()
         try:
@@ -140,7 +140,7 @@ class RemoteWorker(TreeCopy):
 
 
 def _kill(actor) -> None:
-    from taskforge.orchestrate.rayconn import _ray
+    from taskforge.rayconn import _ray
 
     try:
         _ray().kill(actor, no_restart=True)
@@ -154,7 +154,7 @@ class Helpers:
 
     def __init__(self, n: int, src: Path, scratch: Path, image: str, repo_name: str,
                  commit: str, python: str, script: str, run_args, first_index: int = 1000):
-        from taskforge.orchestrate.rayconn import _ray, connect
+        from taskforge.rayconn import _ray, connect
 
         connect()
         ray = _ray()
@@ -173,7 +173,7 @@ class Helpers:
         self.failed: list[str] = []
 
     def joined(self) -> list[RemoteWorker]:
-        from taskforge.orchestrate.rayconn import _ray
+        from taskforge.rayconn import _ray
 
         ray = _ray()
         if not self.pending:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from taskforge.analysis.pyparse import parse as parse_python
 from taskforge.analysis.symbols import Symbol
-from taskforge.grade.mutants import test_ref
+from taskforge.analysis.testindex import test_ref
 from taskforge.models import StatementStyle
 from taskforge.propose.recall import strip_docstrings
 

@@ -9,6 +9,7 @@ from pydantic import ValidationError
 
 from taskforge.errors import UserError
 from taskforge.models import TaskRecord
+from taskforge.sandbox.base import EnvironmentRequest
 
 
 @dataclass
@@ -35,6 +36,14 @@ class Task:
             (dest / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(self.hidden / rel, dest / rel)
         return dest
+
+
+    def environment_request(self) -> EnvironmentRequest:
+        """What a backend needs to realise this task's environment."""
+        r = self.record
+        return EnvironmentRequest(name=r.image_name, recipe=r.environment, repo=r.repo,
+                                  commit=r.source_commit, label=r.instance_id,
+                                  install_tree=self.install_tree)
 
 
 def load_task(path: str | Path) -> Task:

@@ -26,27 +26,13 @@ from pathlib import Path
 from typing import NamedTuple
 
 from taskforge.fsutil import atomic_write, copy_tree
+from taskforge.gitutil import git
 from taskforge.repo.layout import walk
 
-GIT_ENV = {"GIT_AUTHOR_NAME": "taskforge", "GIT_AUTHOR_EMAIL": "taskforge@localhost",
-           "GIT_COMMITTER_NAME": "taskforge", "GIT_COMMITTER_EMAIL": "taskforge@localhost",
-           "GIT_AUTHOR_DATE": "2000-01-01T00:00:00+0000",
-           "GIT_COMMITTER_DATE": "2000-01-01T00:00:00+0000",
-           "GIT_CONFIG_NOSYSTEM": "1", "HOME": "/nonexistent", "GIT_TERMINAL_PROMPT": "0"}
 SCRUB_DIRS = {".git", "__pycache__", ".venv", ".tox", ".nox", ".eggs", ".mypy_cache",
               ".pytest_cache", ".ruff_cache", ".hypothesis", "htmlcov", ".pytype", ".pyre"}
 SCRUB_TOP_DIRS = {"build", "dist", "wheelhouse"}
 SCRUB_SUFFIXES = (".pyc", ".pyo", ".orig", ".rej", ".whl")
-
-
-def git(cwd: Path, *args: str) -> str:
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("GIT_")}, **GIT_ENV}
-    res = subprocess.run(["git", "-c", "core.hooksPath=/dev/null", "-c", "init.defaultBranch=main",
-                          "-c", "core.autocrlf=false", "-c", "commit.gpgsign=false", *args],
-                         cwd=cwd, env=env, capture_output=True, text=True)
-    if res.returncode != 0:
-        raise RuntimeError(f"git {' '.join(args)} failed: {res.stderr.strip()[:300]}")
-    return res.stdout
 
 
 def task_id(repo_name: str, commit: str, qualname: str, kind: str) -> str:

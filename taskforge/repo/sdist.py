@@ -18,7 +18,7 @@ import zipfile
 from pathlib import Path
 
 from taskforge.errors import InfraError, UserError
-from taskforge.package.writer import git
+from taskforge.gitutil import git
 
 
 def _download(name: str, version: str, into: Path) -> Path:

@@ -12,15 +12,35 @@ import abc
 import io
 from collections.abc import Callable
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from taskforge.errors import InfraError
+from taskforge.errors import InfraError, UserError
+from taskforge.fsutil import SANDBOX_UID  # the unprivileged user code under test runs as
+from taskforge.models import EnvironmentRecipe
 
-# The unprivileged user code under test runs as, in every backend.
-SANDBOX_UID = 1000
+
+@dataclass(frozen=True)
+class EnvironmentRequest:
+    """A task's environment as a backend needs it: its name, the recipe that
+    makes it, and the tree it is installed from. The layer that reads tasks
+    makes one (package.store.Task.environment_request); a backend never loads a
+    task."""
+    name: str
+    recipe: EnvironmentRecipe | None       # None: made by a taskforge that recorded none
+    repo: str
+    commit: str
+    label: str                             # the task's id, for messages
+    install_tree: Callable[[Path], Path]   # lays the project out at the given path
+
+    def recipe_or_fail(self, why: str) -> EnvironmentRecipe:
+        if self.recipe is None:
+            raise UserError(f"{self.label} records no environment recipe (made by an older "
+                            f"taskforge){why}")
+        return self.recipe
 
 
 class Limits(BaseModel):
@@ -109,21 +129,16 @@ class Sandbox(abc.ABC):
         raise InfraError(f"the {cls.__name__} backend has no environment store")
 
     @classmethod
-    def prepare_task_environment(cls, task_dir: str | Path, log: Callable[[str], None]) -> str:
+    def prepare_task_environment(cls, req: "EnvironmentRequest", log: Callable[[str], None]) -> str:
         """The environment a task names, realised here from the recipe it records
         (on a node that never saw generation) unless present; returns its name."""
-        from taskforge.package.store import load_task
-
-        task = load_task(task_dir)
-        name = task.record.image_name
-        if not cls.environment_exists(name):
-            cls.build_task_environment(task, log)
-        return name
+        if not cls.environment_exists(req.name):
+            cls.build_task_environment(req, log)
+        return req.name
 
     @classmethod
-    def build_task_environment(cls, task, log: Callable[[str], None]) -> None:
-        """Build the environment `task` (a loaded package.store.Task) names, from
-        its recorded recipe over `Task.install_tree`."""
+    def build_task_environment(cls, req: "EnvironmentRequest", log: Callable[[str], None]) -> None:
+        """Build the environment `req` names from its recipe over `req.install_tree`."""
         raise InfraError(f"the {cls.__name__} backend cannot build environments")
 
     @classmethod

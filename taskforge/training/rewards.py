@@ -192,7 +192,7 @@ def score_task(task_dir: str | Path, solution_str: str, timeout: float | None = 
     `stats` (a path or a taskforge.training.curriculum.SolveStats; None: $TASKFORGE_STATS
     if set; False: nowhere); an infrastructure error is not an attempt. `pool`: a
     WarmPool to take the sandbox from (default: the process's, if $TASKFORGE_WARM
-    is set). `cluster`: a taskforge.orchestrate.cluster.ClusterGrader to grade on (default:
+    is set). `cluster`: a taskforge.training.raygrade.ClusterGrader to grade on (default:
     the process's, if $TASKFORGE_RAY is set)."""
     from taskforge.training import curriculum
 
@@ -223,8 +223,8 @@ def process_cluster():
         return None
     with _POOL_LOCK:
         if not _CLUSTER:
-            from taskforge.orchestrate.cluster import ClusterGrader
             from taskforge.sandbox.warm import pool_size_from_env
+            from taskforge.training.raygrade import ClusterGrader
 
             _CLUSTER.append(ClusterGrader(address=None if address == "auto" else address,
                                           warm=pool_size_from_env(1)))

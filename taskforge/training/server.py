@@ -237,7 +237,7 @@ class RewardService:
         if cfg.ray:
             # Grading on actors over the cluster, each with warm sandboxes on its node;
             # task directories must be on a path every node sees.
-            from taskforge.orchestrate.cluster import ClusterGrader
+            from taskforge.training.raygrade import ClusterGrader
 
             self.cluster = ClusterGrader(address=None if cfg.ray == "auto" else cfg.ray,
                                          backend=cfg.sandbox, warm=per_shape or 1)
@@ -376,7 +376,7 @@ class RewardService:
 
     def ping(self) -> str | None:
         if self.cluster is not None:
-            from taskforge.orchestrate.cluster import alive_nodes
+            from taskforge.training.raygrade import alive_nodes
 
             return None if alive_nodes() else "no live node in the Ray cluster"
         return backend_class(self.backend).check()

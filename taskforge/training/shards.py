@@ -181,7 +181,7 @@ class Manifest(BaseModel):
 # ---------------------------------------------------------------- task <-> row
 
 def _git_executables(ws: Path) -> set[str] | None:
-    from taskforge.package.writer import git
+    from taskforge.gitutil import git
 
     if not (ws / ".git").is_dir():
         return None
@@ -191,7 +191,7 @@ def _git_executables(ws: Path) -> set[str] | None:
 
 def _check_clean(task_dir: Path, ws: Path) -> None:
     """A workspace changed since generation would not rebuild to its base_commit."""
-    from taskforge.package.writer import git
+    from taskforge.gitutil import git
 
     if not (ws / ".git").is_dir():
         raise UserError(f"corrupt task {task_dir}: workspace/.git is missing")

@@ -21,11 +21,11 @@ from taskforge.analysis.symbols import RepoIndex
 from taskforge.analysis.testindex import TestModule, split_nodeid
 from taskforge.errors import UserError
 from taskforge.fsutil import copy_tree, share_with_sandbox
+from taskforge.grade.testrun import OUT_IN_SANDBOX, PytestRunner, runner_mount
 from taskforge.models import Stage
 from taskforge.propose.features import Candidate
 from taskforge.remove.transform import remove_source, strip_tests
 from taskforge.sandbox import GENERATION_BACKEND, Limits, Mount, SandboxSpec, open_sandbox
-from taskforge.sandbox.testrun import OUT_IN_SANDBOX, PytestRunner, runner_mount
 
 MAX_ROUNDS = 3
 

@@ -149,8 +149,8 @@ class BwrapSandbox(Sandbox):
         return rootfs.exists(name)
 
     @classmethod
-    def build_task_environment(cls, task, log) -> None:
-        rootfs.prepare_task(task, log=log)
+    def build_task_environment(cls, req, log) -> None:
+        rootfs.prepare_task(req, log=log)
 
     @classmethod
     def ensure_base(cls, python: str, log) -> str:

@@ -243,22 +243,15 @@ def ensure_base(python: str, source: str | Path | None = None, log=logger.info) 
             raise
 
 
-def prepare_task(task, log=logger.info) -> Path:
+def prepare_task(req, log=logger.info) -> Path:
     """The environment of a task, built here without Docker from its recorded
-    recipe and `Task.install_tree`. `task`: a task directory or a loaded
-    package.store.Task."""
-    from taskforge.package.store import Task, load_task
-
-    task = task if isinstance(task, Task) else load_task(task)
-    rec = task.record
-    if rec.environment is None:
-        raise UserError(f"{rec.instance_id} records no environment recipe (made by an older "
-                        "taskforge): generate it again to grade it without Docker")
-    if exists(rec.image_name):
-        return path_for(rec.image_name)
+    recipe. `req`: a sandbox.base.EnvironmentRequest."""
+    recipe = req.recipe_or_fail(": generate it again to grade it without Docker")
+    if exists(req.name):
+        return path_for(req.name)
     with tempfile.TemporaryDirectory(prefix="tf-envtree-") as tmp:
-        tree = task.install_tree(Path(tmp) / "workspace")
-        return ensure_env(rec.image_name, rec.environment, tree, log=log)
+        tree = req.install_tree(Path(tmp) / "workspace")
+        return ensure_env(req.name, recipe, tree, log=log)
 
 
 def ensure_env(name: str, recipe, workspace: Path, log=logger.info, timeout: float = 1800) -> Path:

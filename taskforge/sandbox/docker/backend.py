@@ -33,8 +33,8 @@ class DockerSandbox(Sandbox):
         return images.image_exists(name)
 
     @classmethod
-    def build_task_environment(cls, task, log) -> None:
-        images.prepare_task_image(task, log=log)
+    def build_task_environment(cls, req, log) -> None:
+        images.prepare_task_image(req, log=log)
 
     @classmethod
     def ensure_base(cls, python: str, log) -> str:

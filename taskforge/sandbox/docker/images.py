@@ -220,26 +220,18 @@ def generated_files(image: str) -> dict[str, str]:
             and not rel.startswith("/") and ".." not in Path(rel).parts}
 
 
-def prepare_task_image(task, log=logger.info) -> str:
+def prepare_task_image(req, log=logger.info) -> str:
     """A task's environment image in this host's engine, built from the recipe
     the task records (for a node whose engine never saw generation), under the
-    name the task carries, from `Task.install_tree`. `task`: a task directory
-    or a loaded package.store.Task."""
-    from taskforge.package.store import Task, load_task
-
-    task = task if isinstance(task, Task) else load_task(task)
-    rec = task.record
-    if image_exists(rec.image_name):
-        return rec.image_name
-    if rec.environment is None:
-        raise UserError(f"{rec.instance_id} records no environment recipe (made by an older "
-                        "taskforge) and its image is not in this engine")
-    base = ensure_base_image(log=log, python=rec.environment.python)
+    name the task carries. `req`: a sandbox.base.EnvironmentRequest."""
+    if image_exists(req.name):
+        return req.name
+    recipe = req.recipe_or_fail(" and its image is not in this engine")
+    base = ensure_base_image(log=log, python=recipe.python)
     with tempfile.TemporaryDirectory(prefix="tf-envtree-") as tmp:
-        tree = task.install_tree(Path(tmp) / "workspace")
-        ensure_env_image(tree, rec.repo, rec.source_commit, base, rec.environment.script,
-                         log=log, name=rec.image_name)
-    return rec.image_name
+        tree = req.install_tree(Path(tmp) / "workspace")
+        ensure_env_image(tree, req.repo, req.commit, base, recipe.script, log=log, name=req.name)
+    return req.name
 
 
 def ensure_env_image(tree: Path, repo_name: str, commit: str, base_image: str,
