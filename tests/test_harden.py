@@ -42,6 +42,12 @@ def test_what_counts_as_solved(parts, min_rate, min_attempts, want):
     ([part("p.a", hidden={"t::x"}), part("p.b", hidden={"t::x", "t::y"})], 4, []),
     ([part("p.a", family="F"), part("p.b", family="F")], 4, []),
     ([part("p.a", family="F"), part("p.b", family="G")], 4, [("p.a", "p.b")]),
+    # A part overlapping one already paired joins no other pair: a method and a
+    # cluster around it (each pairable alone) never both end in harder tasks.
+    ([part("p.K.m", files=("k.py",), symbols={"p.K.m"}, lines=30),
+      part("p.K.m+c", files=("k.py",), symbols={"p.K.m", "p.K.n"}, hidden={"t::c"}, lines=40),
+      part("p.x", files=("x.py",)), part("p.y", files=("y.py",))], 4,
+     [("p.K.m+c", "p.x")]),
     # One feature alone pairs with nothing.
     ([part("p.a")], 4, []),
 ])

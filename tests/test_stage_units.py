@@ -14,7 +14,7 @@ import pytest
 from taskforge.analysis.symbols import index_repo
 from taskforge.models import Difficulty, Tier
 from taskforge.package import archive
-from taskforge.package.statement import MAX_REQUIRED, Underspecified, required_strings
+from taskforge.package.statement import MAX_REQUIRED, Underspecified, required_limit, required_strings
 from taskforge.package.writer import task_id, unsafe_diff
 from taskforge.propose.difficulty import measure, rate
 from taskforge.remove.transform import remove_source
@@ -139,6 +139,16 @@ def test_required_strings_lists_only_what_the_workspace_never_shows(tmp_path):
     (tmp_path / "tests" / "test_n.py").write_text("from m import f\n\n\ndef test_many():\n" + many)
     with pytest.raises(Underspecified):
         required_strings(tmp_path, ["tests/test_n.py::test_many"], "")
+    # A large feature may state more: the same 31 strings fit a budget of 31.
+    got = required_strings(tmp_path, ["tests/test_n.py::test_many"], "", limit=MAX_REQUIRED + 1)
+    assert len(got) == MAX_REQUIRED + 1
+
+
+@pytest.mark.parametrize("lines,limit", [
+    (0, 30), (9, 30), (10, 31), (149, 44), (150, 45), (441, 74), (-5, 30),
+])
+def test_the_stated_strings_budget_grows_with_the_feature(lines, limit):
+    assert required_limit(lines) == limit
 
 
 def test_test_requirements_are_read_from_every_declaration_style(tmp_path):

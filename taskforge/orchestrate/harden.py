@@ -56,24 +56,28 @@ def _overlap(a: Part, b: Part) -> bool:
 
 def plan(parts: list[Part], per_repo: int) -> list[tuple[str, str]]:
     """Pairs of features of one repository to remove together, at most
-    `per_repo`, each feature in at most one pair: pairs over more files first
-    (multi-file features are what "hard" means), then more removed lines; ties
-    by name, so the plan is deterministic. Overlapping parts never pair."""
+    `per_repo`: pairs over more files first (multi-file features are what
+    "hard" means), then more removed lines; ties by name, so the plan is
+    deterministic. Overlapping parts never pair, and a part that overlaps one
+    already paired (the same feature, or a cluster around the same method)
+    joins no other pair, so two harder tasks never share code."""
+    by_name = {p.feature: p for p in parts}
     cands = []
-    ps = sorted(parts, key=lambda p: p.feature)
+    ps = sorted(by_name.values(), key=lambda p: p.feature)
     for i, a in enumerate(ps):
         for b in ps[i + 1:]:
-            if a.feature != b.feature and not _overlap(a, b):
+            if not _overlap(a, b):
                 cands.append((-len(a.files | b.files), -(a.lines + b.lines), a.feature, b.feature))
     cands.sort()
-    used: set[str] = set()
+    used: list[Part] = []
     out: list[tuple[str, str]] = []
     for _, _, x, y in cands:
         if len(out) >= per_repo:
             break
-        if x in used or y in used:
+        pair = [by_name[x], by_name[y]]
+        if any(p is u or _overlap(p, u) for p in pair for u in used):
             continue
-        used |= {x, y}
+        used += pair
         out.append((x, y))
     return out
 

@@ -37,7 +37,13 @@ from taskforge.models import (
 )
 from taskforge.orchestrate.options import Options
 from taskforge.orchestrate.state import RunState, VerdictState
-from taskforge.package.statement import Underspecified, doc_pointers, problem_statement, required_strings
+from taskforge.package.statement import (
+    Underspecified,
+    doc_pointers,
+    problem_statement,
+    required_limit,
+    required_strings,
+)
 from taskforge.package.store import load_task
 from taskforge.package.writer import task_id, write_task
 from taskforge.propose import recall
@@ -175,7 +181,8 @@ class Settler:
         v.stage = Stage.SPECIFIED
         ws = _workspace_files(self.texts, v.source_changes, v.test_changes)
         try:
-            s.required = required_strings(self.src.path, s.graded, "\n".join(ws.values()))
+            s.required = required_strings(self.src.path, s.graded, "\n".join(ws.values()),
+                                          limit=required_limit(v.candidate.difficulty.removed_lines))
         except Underspecified as exc:
             v.ok, v.reason = False, str(exc)
         s.docs = doc_pointers(ws, sorted({sym.name for sym in v.candidate.symbols if sym.public}))

@@ -19,6 +19,14 @@ from taskforge.propose.recall import strip_docstrings
 KIND_WORD = {"function": "function", "method": "method", "class": "class", "module": "module",
              "cluster": "feature"}
 MAX_REQUIRED = 30          # more unstated exact strings than this: the task is a test dump
+REQUIRED_PER_LINES = 10    # ... unless the feature is large: one more per 10 removed lines
+
+
+def required_limit(removed_lines: int) -> int:
+    """How many unstated exact strings a statement may carry: MAX_REQUIRED, and
+    one more per REQUIRED_PER_LINES removed lines. A 400-line formatter pins
+    many outputs and is a task; a 20-line function pinning 50 is a test dump."""
+    return MAX_REQUIRED + max(0, removed_lines) // REQUIRED_PER_LINES
 DOC_FILES = re.compile(r"^(README|CHANGELOG|CHANGES|HISTORY|NEWS)[^/]*$|^docs?/.*\.(md|rst|txt)$",
                        re.I)
 _REPR = re.compile(r"^[A-Za-z_][\w.]*\(.*\)$", re.S)
@@ -74,7 +82,8 @@ def _checks(fn: ast.AST) -> list[tuple[ast.AST, list[str]]]:
 MATCH = "\0match:"      # marks a `match=` pattern among asserted strings
 
 
-def required_strings(src: Path, f2p: list[str], workspace_text: str) -> list[str]:
+def required_strings(src: Path, f2p: list[str], workspace_text: str,
+                     limit: int = MAX_REQUIRED) -> list[str]:
     """The exact strings the hidden tests assert (messages, reprs, formats) that
     appear nowhere in the workspace, as statement lines. The strings only, never
     the assertion: the call that produces one stays the agent's to work out, so
@@ -106,10 +115,10 @@ def required_strings(src: Path, f2p: list[str], workspace_text: str) -> list[str
                             else shown)
                     if line not in lines:
                         lines.append(line)
-    if len(lines) > MAX_REQUIRED:
+    if len(lines) > limit:
         raise Underspecified(f"under-specified: the hidden tests assert {len(lines)} exact "
-                             f"strings the workspace never shows (at most {MAX_REQUIRED} can be "
-                             f"stated)")
+                             f"strings the workspace never shows (at most {limit} can be "
+                             f"stated for {len(f2p)} graded tests of this size)")
     return lines
 
 
