@@ -197,8 +197,10 @@ def generate(
                                         "(docstrings are retrieval keys for a model that read "
                                         "the project)."),
     max_feature_defs: int = typer.Option(16, "--max-feature-defs", min=1, help="A feature "
-                                         "with its dependents has at most this many definitions "
-                                         "(higher: larger vertical slices, each still validated)."),
+                                         "with its dependents (a whole module's too) has at most "
+                                         "this many definitions, over at most a quarter as many "
+                                         "files (4 at least): larger vertical slices, each still "
+                                         "validated."),
     as_json: bool = typer.Option(False, "--json", help="Print report.json to stdout."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress output."),
 ) -> None:
@@ -925,19 +927,39 @@ def harden(
                                  "repository."),
     jobs: int = typer.Option(max(1, min(os.cpu_count() or 1, 4)), "--jobs", "-j", min=1,
                              help="Validation workers per repository."),
+    max_feature_defs: int = typer.Option(16, "--max-feature-defs", min=1, help="As the tasks "
+                                         "were generated with (their features must be proposed "
+                                         "again to be combined)."),
+    statement_style: Optional[str] = typer.Option(None, "--statement-style", help="upstream or "
+                                                  "own (default: the solved tasks' own style)."),
+    config: Optional[Path] = typer.Option(None, "--config", help="A taskforge.toml with install "
+                                          "or test overrides, as for generate."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """Make harder tasks where the model solves the ones it has: features of its
-    solved tasks removed two at a time."""
+    solved tasks removed together (pairs; a solved harder task joins another
+    solved feature)."""
+    from taskforge.env.detect import RepoConfig, load_config
+    from taskforge.models import StatementStyle
     from taskforge.orchestrate.harden import harden as run
     from taskforge.orchestrate.options import Options
 
+    styles = [st.value for st in StatementStyle]
+    if statement_style is not None and statement_style not in styles:
+        _error(f"unknown --statement-style {statement_style} ({', '.join(styles)})")
+        raise typer.Exit(2) from None
     try:
+        overrides = load_config(config) if config is not None else RepoConfig()
         report = run(repos, tasks, out, stats, min_solve=min_solve, min_attempts=min_attempts,
-                     per_repo=per_repo, options=Options(jobs=jobs),
+                     per_repo=per_repo,
+                     options=Options(jobs=jobs, config=overrides, max_feature_defs=max_feature_defs),
+                     statement_style=StatementStyle(statement_style) if statement_style else None,
                      log=None if as_json else typer.echo)
     except TaskforgeError as exc:
         _fail(exc)
+    except KeyboardInterrupt:
+        _error("interrupted")
+        raise typer.Exit(130) from None
     if as_json:
         typer.echo(report.model_dump_json(indent=2))
     else:

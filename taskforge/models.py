@@ -28,6 +28,8 @@ class FeatureInfo(BaseModel):
     name: str                          # the root symbol's qualified name
     symbols: list[RemovedSymbol]
     touched_files: list[str]           # source files changed by the removal
+    # `taskforge harden`: the proposed features removed together ([] for one feature)
+    parts: list[str] = Field(default_factory=list)
 
 
 class TaskSizes(BaseModel):

@@ -261,6 +261,7 @@ def test_a_worker_node_killed_mid_run_loses_nothing(cluster, corpus):
     assert [g.get("error") for g in graded] == [None] * len(pairs), \
         [g.get("error") for g in graded if g.get("error")][:3]
     assert [g["reward"] for g in graded] == want               # identical to an uninterrupted run
+    assert grader.replaced >= 1, "no actor was lost mid-run: the kill came too late"
     alive = [n for n in ray.nodes() if n["Alive"] and n["Resources"].get("CPU")]
     assert len(alive) == 1                                      # w1 is gone
 

@@ -1,7 +1,7 @@
 """`taskforge harden`: solved features paired into larger tasks. The pairing is a
 pure function (table tests); end to end, the combined tasks are cut from the
 fixture's solved tasks through every gate, grade gold 1 and empty 0, and hold
-the union of their parts."""
+the definitions and files of their parts."""
 from __future__ import annotations
 
 import json
@@ -9,15 +9,17 @@ import json
 import pytest
 
 from taskforge.models import FeatureKind
-from taskforge.orchestrate.harden import Part, plan, solved
+from taskforge.orchestrate.harden import Part, newest_cut, plan, solved, task_dirs_of
+from taskforge.propose.features import combined
 from tests.conftest import run_cli
 
 
 def part(name, files=("a.py",), symbols=None, hidden=None, family="", lines=10, rate=1.0,
-         attempts=2, kind=FeatureKind.FUNCTION):
+         attempts=2, kind=FeatureKind.FUNCTION, names=(), commit="c1", cut_at="2026-01-01"):
     return Part(instance_id=f"id-{name}", feature=name, kind=kind, files=frozenset(files),
                 symbols=frozenset(symbols or {name}), hidden=frozenset(hidden or {f"t::{name}"}),
-                family=family, lines=lines, solve_rate=rate, attempts=attempts)
+                family=family, lines=lines, solve_rate=rate, attempts=attempts, names=names,
+                commit=commit, cut_at=cut_at)
 
 
 @pytest.mark.parametrize("parts,min_rate,min_attempts,want", [
@@ -48,12 +50,51 @@ def test_what_counts_as_solved(parts, min_rate, min_attempts, want):
       part("p.K.m+c", files=("k.py",), symbols={"p.K.m", "p.K.n"}, hidden={"t::c"}, lines=40),
       part("p.x", files=("x.py",)), part("p.y", files=("y.py",))], 4,
      [("p.K.m+c", "p.x")]),
+    # A solved harder task brings its features: the group has three.
+    ([part("p.a+p.b", symbols={"p.a", "p.b"}, names=("p.a", "p.b"), hidden={"t::a", "t::b"}),
+      part("p.c", files=("c.py",))], 4, [("p.a", "p.b", "p.c")]),
     # One feature alone pairs with nothing.
     ([part("p.a")], 4, []),
 ])
 def test_the_pairs_harden_tries(parts, per_repo, want):
     assert plan(parts, per_repo) == want
     assert plan(list(reversed(parts)), per_repo) == want          # deterministic
+
+
+def test_pairs_are_cut_at_the_newest_commit_by_its_date():
+    # "c9" sorts last as text but was cut first: the date decides.
+    parts = [part("p.a", commit="c9", cut_at="2025-01-01"), part("p.b", commit="a1", cut_at="2026-05-01"),
+             part("p.c", commit="a1", cut_at="2026-05-01")]
+    assert [p.feature for p in newest_cut(parts)] == ["p.b", "p.c"]
+    assert newest_cut([]) == []
+
+
+class Cand:
+    def __init__(self, name):
+        self.name = name
+
+
+@pytest.mark.parametrize("groups,want,dropped", [
+    ([("a", "b")], ["a+b"], []),
+    ([("a", "b"), ("b", "a")], ["a+b"], [("a+b", "the same group twice")]),
+    ([("a", "gone")], [], [("a+gone", "not proposed at this commit: gone")]),
+    ([("a", "m")], [], [("a+m", "refused")]),
+])
+def test_combined_keeps_each_group_once_and_says_why_one_goes(groups, want, dropped):
+    def make(parts):
+        names = [p.name for p in parts]
+        return (None, "refused") if "m" in names else (Cand("+".join(sorted(names))), "")
+    got, drops = combined([Cand(n) for n in ("a", "b", "m")], groups, make)
+    assert [c.name for c in got] == want and drops == dropped
+
+
+def test_task_directories_are_found_as_tasks_corpora_or_themselves(tmp_path):
+    for d in ("one/t1", "corpus/repo/t2", "corpus/repo/.tmp-t3", "one/t1/workspace"):
+        (tmp_path / d).mkdir(parents=True)
+        (tmp_path / d / "task.json").write_text("{}")
+    assert task_dirs_of([tmp_path / "one"]) == [tmp_path / "one/t1"]
+    assert task_dirs_of([tmp_path / "corpus"]) == [tmp_path / "corpus/repo/t2"]
+    assert task_dirs_of([tmp_path / "one/t1"]) == [tmp_path / "one/t1"]
 
 
 def test_harden_combines_solved_features_into_larger_tasks(generated, fixture_repos, tmp_path):
@@ -79,7 +120,9 @@ def test_harden_combines_solved_features_into_larger_tasks(generated, fixture_re
         pair = next(p for p in row["planned"] if rec.feature.name == "+".join(sorted(p)))
         parts = [by_name[n] for n in pair]
         assert recs[unsolved].feature.name not in pair            # only solved features
-        assert rec.feature.kind == FeatureKind.CLUSTER
+        assert rec.feature.kind == FeatureKind.CLUSTER and rec.feature.parts == sorted(pair)
+        assert "removed together" in rec.problem_statement
+        assert "use one another" not in rec.problem_statement
         mine = {s.qualname for s in rec.feature.symbols}
         assert mine >= {s.qualname for p in parts for s in p.feature.symbols}
         assert set(rec.feature.touched_files) == {f for p in parts for f in p.feature.touched_files}
@@ -95,3 +138,10 @@ def test_harden_refuses_a_missing_stats_file_in_one_line(tmp_path):
                   "--out", tmp_path / "o")
     assert res.returncode == 2 and "no such stats file" in res.stderr, res.stderr
     assert "Traceback" not in res.stderr and len(res.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("defs,files", [(1, 4), (16, 4), (19, 4), (20, 5), (48, 12)])
+def test_a_raised_definitions_limit_raises_the_files_limit_with_it(defs, files):
+    from taskforge.propose.features import feature_files
+
+    assert feature_files(defs) == files

@@ -13,13 +13,13 @@ tests, copies, stand-ins, partial solutions, leaks, gold 1 and empty 0).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pydantic import BaseModel, Field
 
 from taskforge.errors import TaskforgeError, UserError
-from taskforge.models import FeatureKind
+from taskforge.models import FeatureKind, StatementStyle
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,13 @@ class Part:
     lines: int = 0                      # removed lines
     solve_rate: float = 0.0
     attempts: int = 0
-    extra: dict = field(default_factory=dict, compare=False, hash=False)
+    names: tuple[str, ...] = ()         # the proposed features it removes (a harder task: several)
+    commit: str = ""                    # the source commit it was cut from
+    cut_at: str = ""                    # that commit's date (ISO 8601)
+    style: str = ""                     # its statement style
+
+    def features(self) -> tuple[str, ...]:
+        return self.names or (self.feature,)
 
 
 def solved(parts: Iterable[Part], min_rate: float, min_attempts: int) -> list[Part]:
@@ -54,13 +60,24 @@ def _overlap(a: Part, b: Part) -> bool:
             or bool(a.hidden & b.hidden) or (bool(a.family) and a.family == b.family))
 
 
-def plan(parts: list[Part], per_repo: int) -> list[tuple[str, str]]:
+def newest_cut(parts: list[Part]) -> list[Part]:
+    """The parts cut from the newest source commit (by its date): pairs are
+    removed together at one commit."""
+    if not parts:
+        return []
+    last = max(parts, key=lambda p: (p.cut_at, p.commit))
+    return [p for p in parts if p.commit == last.commit]
+
+
+def plan(parts: list[Part], per_repo: int) -> list[tuple[str, ...]]:
     """Pairs of features of one repository to remove together, at most
     `per_repo`: pairs over more files first (multi-file features are what
     "hard" means), then more removed lines; ties by name, so the plan is
     deterministic. Overlapping parts never pair, and a part that overlaps one
     already paired (the same feature, or a cluster around the same method)
-    joins no other pair, so two harder tasks never share code."""
+    joins no other pair, so two harder tasks never share code. A part that is
+    itself a harder task contributes its features: solved pairs grow to
+    three or four features. Each group is the sorted names of its features."""
     by_name = {p.feature: p for p in parts}
     cands = []
     ps = sorted(by_name.values(), key=lambda p: p.feature)
@@ -70,15 +87,18 @@ def plan(parts: list[Part], per_repo: int) -> list[tuple[str, str]]:
                 cands.append((-len(a.files | b.files), -(a.lines + b.lines), a.feature, b.feature))
     cands.sort()
     used: list[Part] = []
-    out: list[tuple[str, str]] = []
+    out: list[tuple[str, ...]] = []
     for _, _, x, y in cands:
         if len(out) >= per_repo:
             break
         pair = [by_name[x], by_name[y]]
         if any(p is u or _overlap(p, u) for p in pair for u in used):
             continue
+        group = tuple(sorted({*pair[0].features(), *pair[1].features()}))
+        if len(group) < 2 or group in out:
+            continue
         used += pair
-        out.append((x, y))
+        out.append(group)
     return out
 
 
@@ -112,7 +132,8 @@ def parts_of(task_dirs: Iterable[Path], stats) -> dict[str, list[Part]]:
                  hidden=frozenset(rec.FAIL_TO_PASS), family=rec.family,
                  lines=rec.difficulty.removed_lines,
                  solve_rate=st.solve_rate if st else 0.0, attempts=st.attempts if st else 0,
-                 extra={"commit": rec.source_commit})
+                 names=tuple(rec.feature.parts), commit=rec.source_commit, cut_at=rec.created_at,
+                 style=rec.contamination.statement_style.value)
         out.setdefault(rec.repo, []).append(p)
     return out
 
@@ -125,8 +146,13 @@ def task_dirs_of(paths: Iterable[str | Path]) -> list[Path]:
         if (p / "task.json").is_file():
             found.append(p)
         elif p.is_dir():
-            found += sorted(t.parent for t in p.glob("*/task.json"))
-            found += sorted(t.parent for t in p.glob("*/*/task.json"))
+            for t in sorted([*p.glob("*/task.json"), *p.glob("*/*/task.json")]):
+                d = t.parent
+                # Not a task's own tree (a project may ship a task.json), nor one being written.
+                if d.name.startswith(".") or d.parent.name.startswith(".") or d.name in (
+                        "workspace", "hidden") or (d.parent / "task.json").is_file():
+                    continue
+                found.append(d)
         else:
             raise UserError(f"no such task directory: {p}")
     return found
@@ -145,10 +171,14 @@ def source_name(repo: str) -> str:
 def harden(repos: list[str], tasks: Sequence[str | Path], out: str | Path,
            stats_paths: Sequence[str | Path],
            min_solve: float = 0.5, min_attempts: int = 1, per_repo: int = 4, options=None,
-           log: Callable[[str], None] | None = None) -> HardenReport:
+           log: Callable[[str], None] | None = None,
+           statement_style: StatementStyle | None = None) -> HardenReport:
     """Harder tasks for each of `repos` from its solved tasks among `tasks`, into
     OUT/<name>/. A repository with fewer than two solved features, or whose
-    generate fails, is reported with its reason; the others go on."""
+    generate fails, is reported with its reason; the others go on. `options`
+    are generate's (install overrides, --max-feature-defs as the tasks were
+    made); the statement style is the tasks' own unless `statement_style` says."""
+    options_style = statement_style
     from taskforge.orchestrate.cluster import corpus_dirs
     from taskforge.orchestrate.options import Options
     from taskforge.orchestrate.pipeline import generate
@@ -161,8 +191,12 @@ def harden(repos: list[str], tasks: Sequence[str | Path], out: str | Path,
         raise UserError("no solve statistics: give --stats FILE (what serve or the reward API records)")
     if not 0.0 <= min_solve <= 1.0:
         raise UserError(f"--min-solve must be within 0..1, not {min_solve}")
+    if per_repo < 1 or min_attempts < 1:
+        raise UserError("--per-repo and --min-attempts must be at least 1")
     stats = read_stats(stats_paths)
     dirs = task_dirs_of(tasks)
+    if not dirs:
+        raise UserError("no tasks found in " + ", ".join(map(str, tasks)))
     by_repo = parts_of(dirs, stats)
     report = HardenReport(tasks_read=len(dirs))
     base = options or Options()
@@ -173,10 +207,7 @@ def harden(repos: list[str], tasks: Sequence[str | Path], out: str | Path,
         mine = solved(by_repo.get(name, []), min_solve, min_attempts)
         row.solved = len(mine)
         report.solved += len(mine)
-        commits = sorted({p.extra["commit"] for p in mine})
-        if len(commits) > 1:        # the newest cut's tasks; pairs are at one commit
-            newest = commits[-1]
-            mine = [p for p in mine if p.extra["commit"] == newest]
+        mine = newest_cut(mine)
         pairs = plan(mine, per_repo)
         row.planned = [list(p) for p in pairs]
         if not pairs:
@@ -185,8 +216,12 @@ def harden(repos: list[str], tasks: Sequence[str | Path], out: str | Path,
             say(f"{repo}: {row.error}")
             continue
         say(f"{repo}: {len(pairs)} pair(s) of solved features")
-        opts = replace(base, ref=mine[0].extra["commit"], combine=tuple(pairs),
-                       max_tasks=len(pairs), only=())
+        # The tasks' own statement style, unless the options name one.
+        styles = {p.style for p in mine}
+        style = (StatementStyle(styles.pop()) if len(styles) == 1 and options_style is None
+                 else options_style or base.statement_style)
+        opts = replace(base, ref=mine[0].commit, combine=tuple(pairs), max_tasks=len(pairs),
+                       only=(), statement_style=style)
         try:
             row.tasks = sorted(generate(repo, dest, opts, log=say).tasks)
         except TaskforgeError as exc:

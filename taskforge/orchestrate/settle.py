@@ -38,6 +38,7 @@ from taskforge.models import (
 from taskforge.orchestrate.options import Options
 from taskforge.orchestrate.state import RunState, VerdictState
 from taskforge.package.statement import (
+    REQUIRED_PER_LINES,
     Underspecified,
     doc_pointers,
     problem_statement,
@@ -99,7 +100,7 @@ class Settler:
         """A rejection journalled under other grading options is no answer for these."""
         o = self.opts
         return repr((o.require_copies, o.check_adequacy, o.keep_weak, o.min_mutation_score,
-                     o.gold_mutants, GRADING_SCHEME))
+                     o.gold_mutants, GRADING_SCHEME, required_limit(0), REQUIRED_PER_LINES))
 
     def tid_of(self, cand) -> str:
         return task_id(self.src.name, self.src.commit, cand.name, cand.kind)
@@ -109,9 +110,11 @@ class Settler:
         tdir = self.out_dir / self.tid_of(cand)
         try:
             rec = load_task(tdir).record
-            # A task written under another statement style is written again.
+            # A task written under another statement style, or rated by other tier
+            # rules, is written again.
             if (rec.source_commit == self.src.commit and rec.schema_version == SCHEMA_VERSION
-                    and rec.contamination.statement_style == self.opts.statement_style):
+                    and rec.contamination.statement_style == self.opts.statement_style
+                    and rate(rec.difficulty.model_copy()).tier == rec.difficulty.tier):
                 return Verdict(candidate=cand, ok=True, stage=Stage.TASKS, resumed=True,
                                seconds={"remaining_suite": rec.timings.remaining_suite,
                                         "hidden_on_stripped": rec.timings.hidden_on_stripped,
@@ -360,7 +363,8 @@ def _record_builder(tid, src, image, v: Verdict, ctx: Context, cov: CoverageMap,
     touched = sorted(v.source_changes)
     pieces = removed_pieces(ctx, cand.symbols)
     statement = problem_statement(src.name, cand.root, cand.symbols, exports, touched, len(f2p),
-                                  kind=cand.kind, required=list(required), docs=list(docs),
+                                  kind="combined" if cand.parts else cand.kind,
+                                  required=list(required), docs=list(docs),
                                   style=style, raises=recall.raised_types(pieces))
     contamination = contamination_of(cand, ctx, statement, style, blame)
     difficulty = rate(cand.difficulty.model_copy(update={"hidden_tests": len(f2p)}))
@@ -377,7 +381,7 @@ def _record_builder(tid, src, image, v: Verdict, ctx: Context, cov: CoverageMap,
             patch=patch, test_patch=test_patch, problem_statement=statement,
             FAIL_TO_PASS=f2p, PASS_TO_PASS=p2p, image_name=image, environment=ctx.recipe,
             feature=FeatureInfo(kind=cand.kind, name=cand.name, symbols=symbols,
-                                touched_files=touched),
+                                touched_files=touched, parts=list(cand.parts)),
             hidden_test_files=hidden_files,
             protected_files=protected,
             test_command=["python", "-m", "pytest", "-p", "no:cacheprovider",

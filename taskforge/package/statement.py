@@ -17,7 +17,7 @@ from taskforge.models import StatementStyle
 from taskforge.propose.recall import strip_docstrings
 
 KIND_WORD = {"function": "function", "method": "method", "class": "class", "module": "module",
-             "cluster": "feature"}
+             "cluster": "feature", "combined": "features"}
 MAX_REQUIRED = 30          # more unstated exact strings than this: the task is a test dump
 REQUIRED_PER_LINES = 10    # ... unless the feature is large: one more per 10 removed lines
 
@@ -118,7 +118,7 @@ def required_strings(src: Path, f2p: list[str], workspace_text: str,
     if len(lines) > limit:
         raise Underspecified(f"under-specified: the hidden tests assert {len(lines)} exact "
                              f"strings the workspace never shows (at most {limit} can be "
-                             f"stated for {len(f2p)} graded tests of this size)")
+                             f"stated for a feature of this size)")
     return lines
 
 
@@ -178,6 +178,13 @@ def problem_statement(repo_name: str, root: Symbol, symbols: list[Symbol],
         lines = [f"# Implement the module `{root.module}`", "",
                  f"The module `{root.module}` (`{root.path}`) has been removed from "
                  f"`{repo_name}`, with every definition in it." + rest]
+    elif kind == "combined":        # taskforge harden: features that need not know each other
+        files = sorted({s.path for s in symbols})
+        names = ", ".join(f"`{_display(s)}`" for s in public)
+        lines = [f"# Implement {len(public)} definitions of `{repo_name}`: {names}", "",
+                 f"These definitions have been removed together from "
+                 f"{', '.join(f'`{f}`' for f in files)} of `{repo_name}`; nothing left in the "
+                 "repository uses them." + rest]
     elif kind == "cluster":
         files = sorted({s.path for s in symbols})
         names = ", ".join(f"`{_display(s)}`" for s in public)
@@ -191,11 +198,11 @@ def problem_statement(repo_name: str, root: Symbol, symbols: list[Symbol],
                  f"The {what} `{root.qualname}` has been removed from `{root.path}` of "
                  f"`{repo_name}`." + rest]
     lines += ["", "## Interface", ""]
-    shown = public if kind == "cluster" else [root]
+    shown = public if kind in ("cluster", "combined") else [root]
     for s in shown:
         if s.kind == "method":
             lines += [f"In class `{s.cls}` (in `{s.path}`):", ""]
-        elif kind == "cluster":
+        elif kind in ("cluster", "combined"):
             lines += [f"In `{s.path}`:", ""]
         lines += ["```python", shown_sig(s.signature), "```", ""]
     if own and raises:

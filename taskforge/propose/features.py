@@ -35,6 +35,7 @@ class Candidate:
     hidden_files: set[str] = field(default_factory=set)    # test files hidden whole
     late: bool = False              # risky (dispatched by computed name): tried last
     difficulty: Difficulty = field(default_factory=Difficulty)
+    parts: list[str] = field(default_factory=list)          # combined features' names (harden)
 
 
 @dataclass
@@ -49,6 +50,12 @@ class Proposal:
 MAX_FEATURE_SYMBOLS = 16
 MAX_FEATURE_FILES = 4
 MIN_STATEMENTS = 3          # a body of one or two statements (an alias, a wrapper) is no task
+
+
+def feature_files(max_symbols: int) -> int:
+    """The files a feature may span: MAX_FEATURE_FILES, or a quarter of a raised
+    definitions limit (`--max-feature-defs 48` allows 12 files)."""
+    return max(MAX_FEATURE_FILES, max_symbols // 4)
 
 
 class Users:
@@ -406,7 +413,7 @@ def propose(index: RepoIndex, cov: CoverageMap, passing: set[str], all_ids: set[
             drops.append((sym.qualname, why))
             continue
         feature, why = grow(index, users, sym, hopeless, max_symbols=max_symbols,
-                            max_files=max(MAX_FEATURE_FILES, max_symbols // 4))
+                            max_files=feature_files(max_symbols))
         if feature is None:
             drops.append((sym.qualname, why))
             continue
@@ -441,7 +448,7 @@ def propose(index: RepoIndex, cov: CoverageMap, passing: set[str], all_ids: set[
                                late=any(late(f) for f in feature), difficulty=diff))
     for mod in index.modules.values():
         cand, reason = _module_candidate(index, mod, cov, tests, module_names, by_key, all_ids,
-                                         hopeless, users)
+                                         hopeless, users, max_symbols=max_symbols)
         if cand is None and reason is None:
             continue
         considered += 1
@@ -481,7 +488,8 @@ def combine(index: RepoIndex, cov: CoverageMap, tests: dict[str, TestModule], pa
                 feature.append(sym)
                 names.add(sym.qualname)
     feature = [f for f in feature if not (f.kind == "method" and f"{f.module}.{f.cls}" in names)]
-    root = parts[0].root
+    # The first part's entry point names the task, unless another part took its class whole.
+    root = next((f for f in feature if f is parts[0].root), feature[0])
     feature = [root, *[f for f in feature if f is not root]]
     top = [f for f in feature if f.kind in TOP_KINDS]
     hidden, files = hidden_tests(index, cov, tests, set(index.modules), group_ids(all_ids), all_ids,
@@ -490,9 +498,10 @@ def combine(index: RepoIndex, cov: CoverageMap, tests: dict[str, TestModule], pa
     if n_pass > cap:
         return None, f"too central together: {n_pass} of {len(passing)} passing tests (cap {cap})"
     kept = {s.name for m in index.modules.values() for s in m.symbols}
-    return Candidate(name="+".join(sorted(p.name for p in parts)), kind=FeatureKind.CLUSTER,
+    names_ = sorted(p.name for p in parts)
+    return Candidate(name="+".join(names_), kind=FeatureKind.CLUSTER,
                      root=root, symbols=feature, hidden=hidden, hidden_files=files,
-                     late=any(p.late for p in parts),
+                     late=any(p.late for p in parts), parts=names_,
                      difficulty=difficulty_of(index, feature, kept=kept)), ""
 
 
@@ -512,11 +521,14 @@ def combined(proposed: list[Candidate], groups: list[tuple[str, ...]], make
         if missing:
             drops.append((label, f"not proposed at this commit: {', '.join(missing)}"))
             continue
+        if label in seen:
+            drops.append((label, "the same group twice"))
+            continue
+        seen.add(label)
         cand, why = make([by_name[n] for n in g])
         if cand is None:
             drops.append((label, why))
-        elif cand.name not in seen:
-            seen.add(cand.name)
+        else:
             out.append(cand)
     return out, drops
 
@@ -538,7 +550,8 @@ def module_symbol(mod: ModuleInfo, tops: list[Symbol]) -> Symbol:
 
 
 def _module_candidate(index: RepoIndex, mod: ModuleInfo, cov: CoverageMap, tests, module_names,
-                      by_key, all_ids, hopeless=lambda sym: None, users: Users | None = None):
+                      by_key, all_ids, hopeless=lambda sym: None, users: Users | None = None,
+                      max_symbols: int = MAX_FEATURE_SYMBOLS):
     """A whole module as a feature: (candidate, None), (None, drop reason) or (None, None)."""
     if mod.is_package:
         return None, None
@@ -565,7 +578,8 @@ def _module_candidate(index: RepoIndex, mod: ModuleInfo, cov: CoverageMap, tests
     # Code elsewhere that uses the module's definitions goes with it (a multi-file feature).
     feature, why = grow(index, users or Users(index), tops[0], hopeless,
                         seeds=[*tops, *(s for s in mod.symbols if s.kind == "assignment")],
-                        whole=mod.module)
+                        whole=mod.module, max_symbols=max_symbols,
+                        max_files=feature_files(max_symbols))
     if feature is None:
         return None, why
     module_refs = {rel for rel, tm in tests.items() if any(
