@@ -178,20 +178,19 @@ def problem_statement(repo_name: str, root: Symbol, symbols: list[Symbol],
         lines = [f"# Implement the module `{root.module}`", "",
                  f"The module `{root.module}` (`{root.path}`) has been removed from "
                  f"`{repo_name}`, with every definition in it." + rest]
-    elif kind == "combined":        # taskforge harden: features that need not know each other
-        files = sorted({s.path for s in symbols})
+    elif kind in ("cluster", "combined"):
+        files = ", ".join(f"`{f}`" for f in sorted({s.path for s in symbols}))
         names = ", ".join(f"`{_display(s)}`" for s in public)
-        lines = [f"# Implement {len(public)} definitions of `{repo_name}`: {names}", "",
-                 f"These definitions have been removed together from "
-                 f"{', '.join(f'`{f}`' for f in files)} of `{repo_name}`; nothing left in the "
-                 "repository uses them." + rest]
-    elif kind == "cluster":
-        files = sorted({s.path for s in symbols})
-        names = ", ".join(f"`{_display(s)}`" for s in public)
-        lines = [f"# Implement `{_display(root)}` and the code that uses it in `{root.module}`", "",
-                 f"{len(public)} related definitions ({names}) have been removed from "
-                 f"{', '.join(f'`{f}`' for f in files)} of `{repo_name}`. They use one "
-                 "another, and nothing left in the repository uses them." + rest]
+        if kind == "combined":      # taskforge harden: features that need not know each other
+            lines = [f"# Implement {len(public)} definitions of `{repo_name}`: {names}", "",
+                     f"These definitions have been removed together from {files} of "
+                     f"`{repo_name}`; nothing left in the repository uses them." + rest]
+        else:
+            lines = [f"# Implement `{_display(root)}` and the code that uses it in "
+                     f"`{root.module}`", "",
+                     f"{len(public)} related definitions ({names}) have been removed from "
+                     f"{files} of `{repo_name}`. They use one another, and nothing left in "
+                     "the repository uses them." + rest]
     else:
         display = _display(root)
         lines = [f"# Implement the {what} `{display}` in `{root.module}`", "",
