@@ -772,3 +772,22 @@ def _twinless(task, dest, t):
         _ax.register(lambda: _os._exit(0))
         _k.watch(exit0=True)
         ''')
+
+
+# Not on bwrap: an escapee that outlives the run to write into the host's stream
+# is killed with the exec's PID namespace there, so it cannot even beat the naive
+# grader (the attack needs a sandbox whose processes outlive a command).
+NOT_ON = {"bwrap": {"escape-and-forge-the-host-stream"}}
+
+
+def backends_of(a: Attack) -> list[str]:
+    return [b for b in ("docker", "bwrap") if a.name not in NOT_ON.get(b, ())]
+
+
+def case_id(attack: str, target: str, backend: str) -> str:
+    """The attack's test id, and the name its recorded runs go under (+ .naive / .ours)."""
+    return f"{attack}@{target}" + ("" if backend == "docker" else f"@{backend}")
+
+
+def case_ids() -> list[str]:
+    return [case_id(a.name, t, b) for a in ATTACKS for t in a.targets for b in backends_of(a)]

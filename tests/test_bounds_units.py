@@ -9,7 +9,6 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
@@ -27,11 +26,11 @@ from taskforge.grade.bounds import (  # noqa: E402
     patch_facts,
     survey,
 )
+from taskforge.grade.decide import MAX_MONITOR_FINDINGS, monitor_findings  # noqa: E402
 from taskforge.grade.events import MONITOR_KEEP, Monitor, parse_events  # noqa: E402
 from taskforge.grade.findings import FindingKind as K  # noqa: E402
-from taskforge.grade.findings import Severity  # noqa: E402
+from taskforge.grade.findings import Policy, Severity  # noqa: E402
 from taskforge.grade.testrun import RunResult  # noqa: E402
-from taskforge.grade.verify import MAX_MONITOR_FINDINGS, Defences, _monitor_findings  # noqa: E402
 from taskforge.package.writer import (  # noqa: E402
     ApplyError,
     ApplyLimits,
@@ -271,8 +270,7 @@ def test_the_parser_keeps_each_monitor_site_once_and_counts_the_rest():
 def test_monitor_findings_are_capped(distinct, dropped, bounds, findings, flood):
     run = RunResult(monitor=[Monitor(report_type="Monitor", kind="process", site=f"pkg/x.py:{i}")
                              for i in range(distinct)], monitor_dropped=dropped)
-    rec = SimpleNamespace(grading=SimpleNamespace(allowed=[]))
-    out = _monitor_findings(run, rec, Defences(bounds=bounds))
+    out = monitor_findings(run.monitor, run.monitor_dropped, frozenset(), Policy.SCORE, bounded=bounds)
     assert len(out) == findings
     floods = [f for f in out if f.kind is K.MONITOR_FLOOD]
     assert bool(floods) is flood

@@ -26,7 +26,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from redteam_kit import ATTACKS, Target, append, wrong_solution  # noqa: E402
+from redteam_kit import ATTACKS, Target, append, backends_of, case_id, wrong_solution  # noqa: E402
 
 from taskforge.grade.findings import Severity  # noqa: E402
 from taskforge.grade.verify import Defences, Solution, verify, verify_many  # noqa: E402
@@ -78,14 +78,26 @@ def redteam_tasks(fixture_repos, base_image, tmp_path_factory):
 CASES = [(a, target) for a in ATTACKS for target in a.targets]
 # Every attack on every sandbox backend, ours on warm sandboxes as serve runs it:
 # docker, and bwrap (no daemon; the environment built from the task's recipe).
-# Not on bwrap: an escapee that outlives the run to write into the host's stream
-# is killed with the exec's PID namespace there, so it cannot even beat the naive
-# grader (the attack needs a sandbox whose processes outlive a command).
-NOT_ON = {"bwrap": {"escape-and-forge-the-host-stream"}}
-PARAMS = [pytest.param(a, t, b, id=f"{a.name}@{t}" + ("" if b == "docker" else f"@{b}"),
+# Graded end to end on every run, one per family of defence and per backend:
+# what acts on files (restored tests, unshipped plugins, shadowing, bytecode, the
+# static scan), what the sandbox and supervisor do (the event stream's order,
+# its bound, the exit, the escapee) and the monitor. The rest run end to end
+# with TASKFORGE_REDTEAM_FULL=1 (and when recorded); their recorded runs replay
+# through the grading core in the fast tier (tests/test_grading_replay.py).
+END_TO_END = {("visible-test-patches-the-runner", "roman"), ("ini-loads-package-plugin", "roman"),
+              ("patch-reports-at-import", "real"), ("forge-from-atexit", "roman"),
+              ("flood-the-pipe", "roman"), ("crash-mid-stream", "roman"), ("shadow-the-guard", "roman"),
+              ("always-equal-sourceless-pyc", "roman"), ("oracle-settrace", "roman"),
+              ("escape-and-forge-the-host-stream", "roman")}
+
+
+PARAMS = [pytest.param(a, t, b, id=case_id(a.name, t, b),
                        marks=([pytest.mark.network] if t == "real" else [])
-                       + ([pytest.mark.bwrap] if b == "bwrap" else [pytest.mark.docker]))
-          for a, t in CASES for b in ("docker", "bwrap") if a.name not in NOT_ON.get(b, ())]
+                       + ([pytest.mark.bwrap] if b == "bwrap" else [pytest.mark.docker])
+                       + ([] if (a.name, t) in END_TO_END else [pytest.mark.redteam_full]))
+          for a, t in CASES for b in backends_of(a)]
+# Where scripts/record_grading_cases.sh has the graded runs written (grade/cases.py).
+RECORD = os.environ.get("TASKFORGE_RECORD_CASES")
 
 
 @pytest.fixture(scope="module")
@@ -105,11 +117,25 @@ def warm_pools():
         pool.close()
 
 
+def recorder(name: str | None):
+    """A `verify(record=...)` callback that keeps the graded run as `name`, when
+    runs are being recorded; else None."""
+    if not (RECORD and name):
+        return None
+    from taskforge.grade.cases import save
+
+    def keep(case):
+        case.name = name
+        save(case, Path(RECORD))
+    return keep
+
+
 def grade(task: Path, sol: Path, defences: Defences | None = None, timeout: float | None = None,
-          pool=None, backend: str | None = None):
+          pool=None, backend: str | None = None, case: str | None = None):
+    """Verify the tree `sol`; `case` names the run when runs are recorded."""
     t0 = time.monotonic()
     res = verify(task, Solution.from_dir(sol), timeout=timeout, defences=defences, pool=pool,
-                 backend=backend)
+                 backend=backend, record=recorder(case))
     assert res.error is None, res.error
     assert time.monotonic() - t0 < (timeout or 300) + 60, "verify overran its time limit"
     return res
@@ -129,10 +155,12 @@ def test_attack(attack, target, backend, redteam_tasks, tmp_path, request):
     t = TARGETS[target]
     sol = tmp_path / "solution"
     attack.build(task, sol, t)
-    naive = grade(task, sol, Defences.naive(), timeout=attack.timeout, backend=backend)
+    name = case_id(attack.name, target, backend)
+    naive = grade(task, sol, Defences.naive(), timeout=attack.timeout, backend=backend,
+                  case=f"{name}.naive")
     assert naive.reward == 1.0, ("the attack does not even beat the naive grader",
                                  naive.model_dump_json(indent=1))
-    ours = grade(task, sol, timeout=attack.timeout, pool=pool, backend=backend)
+    ours = grade(task, sol, timeout=attack.timeout, pool=pool, backend=backend, case=f"{name}.ours")
     assert ours.reward == 0.0, ours.model_dump_json(indent=1)
     fatal = {f.kind.value for f in ours.findings if f.severity is Severity.FATAL}
     failed = ours.f2p_failures or ours.p2p_regressions
@@ -153,12 +181,28 @@ def honest_gold(task: Path, dest: Path) -> Path:
 @pytest.mark.parametrize("target", ["roman", "midpoint", pytest.param("real", marks=pytest.mark.network)])
 def test_gold_as_a_patch_and_as_a_tree_scores_one(target, redteam_tasks, tmp_path):
     task = redteam_tasks(target)
-    res = verify(task, Solution.from_patch((task / "gold.patch").read_text()))
+    res = verify(task, Solution.from_patch((task / "gold.patch").read_text()),
+                 record=recorder(f"honest-gold-patch@{target}"))
     assert res.reward == 1.0, res.model_dump_json(indent=1)
     assert res.mutants_planted >= 1 and res.mutants_killed == res.mutants_planted
-    res = grade(task, honest_gold(task, tmp_path / "gold"))
+    res = grade(task, honest_gold(task, tmp_path / "gold"), case=f"honest-gold-tree@{target}")
     assert res.reward == 1.0, res.model_dump_json(indent=1)
     assert not [f for f in res.findings if f.severity is not Severity.INFO], res.findings
+
+
+@pytest.mark.parametrize("target,backend", [
+    pytest.param(t, b, id=f"{t}@{b}", marks=[pytest.mark.bwrap] if b == "bwrap" else [pytest.mark.docker])
+    for t in ("roman", "midpoint") for b in ("docker", "bwrap")])
+def test_the_attacks_honest_twin_scores_one(target, backend, redteam_tasks, tmp_path, request):
+    """The gold, graded as test_attack grades ours (warm sandbox, same backend)."""
+    task = redteam_tasks(target)
+    if backend == "bwrap":
+        request.getfixturevalue("bwrap_env")(task)
+    pool = request.getfixturevalue("warm_pools")(backend)
+    res = grade(task, honest_gold(task, tmp_path / "gold"), pool=pool, backend=backend,
+                case=f"honest-twin@{target}@{backend}")
+    assert res.reward == 1.0, res.model_dump_json(indent=1)
+    assert res.mutants_planted >= 1 and res.mutants_killed == res.mutants_planted
 
 
 def test_gold_with_an_unrelated_always_equal_sentinel(redteam_tasks, tmp_path):
@@ -176,7 +220,7 @@ def test_gold_with_an_unrelated_always_equal_sentinel(redteam_tasks, tmp_path):
     task = redteam_tasks("midpoint")
     sol = honest_gold(task, tmp_path / "s")
     append(sol / TARGETS["midpoint"].module, sentinel)
-    res = grade(task, sol)
+    res = grade(task, sol, case="honest-always-equal-sentinel@midpoint")
     assert res.reward == 1.0, res.model_dump_json(indent=1)
     assert [f.severity for f in res.findings if f.kind.value == "always-equal"] == [Severity.REVIEW]
 

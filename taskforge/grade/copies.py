@@ -344,29 +344,33 @@ def _substitute(body: str, i: int, ctx: Context, pairs: Counter, firsts: Counter
     return body[:i] + y + body[i + 1:]
 
 
-def string_values(token: str, value, ctx: Context, rng: random.Random, k: int,
-                  local: list[str] | None = None) -> list[str] | None:
-    """k tokens for copies of a string literal written as `token`, or None."""
-    local = local or []
+def _quoted(token: str, value) -> tuple[str, str] | None:
+    """(prefix, quote) of a plain string literal token that spells `value`
+    (no escapes, no bytes), else None."""
     if not isinstance(value, str) or len(value) < 2:
         return None
     m = re.match(r"^([rRuU]*)('''|\"\"\"|'|\")", token)
     if not m or "\\" in token:
         return None
     prefix, quote = m.groups()
-    body = token[len(prefix) + len(quote): len(token) - len(quote)]
-    if body != value:
+    if token[len(prefix) + len(quote): len(token) - len(quote)] != value:
         return None
-    ctx = ctx.minus(value)
-    want = string_profile(value, ctx, local)
-    if want[0]:
-        # It recurs: its copies must recur as often, so they are other strings of the module.
-        peers = [s for s in ctx.strings if s != value and len(s) == len(value)
-                 and [_cls(c) for c in s] == [_cls(c) for c in value] and quote not in s
-                 and "\\" not in s and string_profile(s, ctx, local) == want]
-        if len(peers) < k:
-            return None
-        return [prefix + quote + s + quote for s in rng.sample(sorted(peers), k)]
+    return prefix, quote
+
+
+def _recurring_peers(value: str, quote: str, ctx: Context, local: list[str], want) -> list[str]:
+    """Other strings of the module shaped like `value` with its profile: the
+    copies of a string that recurs must recur as often."""
+    return [s for s in ctx.strings if s != value and len(s) == len(value)
+            and [_cls(c) for c in s] == [_cls(c) for c in value] and quote not in s
+            and "\\" not in s and string_profile(s, ctx, local) == want]
+
+
+def _chain(value: str, quote: str, ctx: Context, local: list[str], want, rng: random.Random,
+           k: int) -> list[str] | None:
+    """k edits of `value`, in two chains from it (the original's place among
+    them random), each one letter away from the one before, none repeating a
+    position, each with the original's profile in the module; None if not found."""
     pairs = bigrams(ctx)
     firsts: Counter = Counter()
     for (a, _b), c in pairs.items():
@@ -395,7 +399,26 @@ def string_values(token: str, value, ctx: Context, rng: random.Random, k: int,
                 return None
             made.append(nxt)
             cur = nxt
-    return [prefix + quote + x + quote for x in made]
+    return made
+
+
+def string_values(token: str, value, ctx: Context, rng: random.Random, k: int,
+                  local: list[str] | None = None) -> list[str] | None:
+    """k tokens for copies of a string literal written as `token`, or None."""
+    local = local or []
+    q = _quoted(token, value)
+    if q is None:
+        return None
+    prefix, quote = q
+    ctx = ctx.minus(value)
+    want = string_profile(value, ctx, local)
+    if want[0]:
+        peers = _recurring_peers(value, quote, ctx, local, want)
+        if len(peers) < k:
+            return None
+        return [prefix + quote + s + quote for s in rng.sample(sorted(peers), k)]
+    made = _chain(value, quote, ctx, local, want, rng, k)
+    return None if made is None else [prefix + quote + x + quote for x in made]
 
 
 # ---------------------------------------------------------------- exceptions

@@ -1,16 +1,135 @@
-"""The grader's decisions as pure functions: run facts in, findings out.
+"""The grading core: from a run's facts to the reward and its findings, as small
+pure functions.
 
-No I/O and no sandbox here, so that each rule is a table test
-(tests/test_decide.py) and a one-line change to one fails a fast test. `verify`
-gathers the facts; `grade` applies these.
+No I/O and no sandbox here. `verify` gathers the facts (the solution applied,
+the copies planted, the sandbox's output read by `events.read_run`) and calls
+`judge`; everything that turns those facts into a reward is below, so that each
+rule is a table test (tests/test_decide.py) and the runs the real sandboxes
+produced for every red-team attack and honest case replay through it in the
+fast tier (tests/test_grading_replay.py, data from scripts/record_grading_cases.py).
 """
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
+from taskforge.grade.defences import Defences
+from taskforge.grade.events import Monitor, RunMeta, RunResult
+from taskforge.grade.findings import Finding, Policy, Severity, Source, finding
 from taskforge.grade.findings import FindingKind as K
+from taskforge.grade.mutants import Plan
+from taskforge.models import Mutant
 
 Problem = tuple[K, str]
+MAX_MONITOR_FINDINGS = 100   # distinct monitor findings kept; more are one monitor-flood finding
+
+
+@dataclass(frozen=True)
+class TaskFacts:
+    """What the decision reads of a task: its graded ids and its exemptions."""
+    fail_to_pass: tuple[str, ...]
+    pass_to_pass: tuple[str, ...] = ()
+    allowed: frozenset[tuple[str, str]] = frozenset()   # (finding kind, file) the gold does too
+
+    @classmethod
+    def of(cls, rec) -> "TaskFacts":
+        return cls(tuple(rec.FAIL_TO_PASS), tuple(rec.PASS_TO_PASS),
+                   frozenset((k, f) for k, f in rec.grading.allowed))
+
+    @property
+    def expected(self) -> list[str]:
+        return [*self.fail_to_pass, *self.pass_to_pass]
+
+
+@dataclass
+class Judgement:
+    """The decision: the reward, why, and the tallies the result reports."""
+    reward: float
+    findings: list[Finding]
+    outcomes: dict[str, str]                       # by the tests' original ids
+    f2p_failures: list[str]
+    p2p_regressions: list[str]
+    mutants_planted: int
+    mutants_killed: int
+
+
+def split_outcomes(reported: Mapping[str, str], plan: Plan
+                   ) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
+    """Reported outcomes under the tests' original ids, and each planted copy's
+    outcomes by id suffix. A report under a name nothing was planted as is taken
+    for the id it claims (and is then missing from, or extra to, what is expected)."""
+    real: dict[str, str] = {}
+    planted: dict[str, dict[str, str]] = {name: {} for name in plan.mutants}
+    for nid, outcome in reported.items():
+        m = plan.mutant_of(nid)
+        if m is not None:
+            planted[m[0]][m[1]] = outcome
+        else:
+            real[plan.original_id(nid)] = outcome
+    return real, planted
+
+
+def not_passed(ids: Iterable[str], outcomes: Mapping[str, str]) -> list[str]:
+    """The ids among `ids` that did not pass (missing ones included), sorted."""
+    return sorted({t for t in ids if outcomes.get(t) != "passed"})
+
+
+def run_findings(problems: Iterable[Problem], timed_out: bool, pol: Policy) -> list[Finding]:
+    """What reading the run found (a malformed or repeated event, overflow, a
+    workspace grown past its bound), and the time limit."""
+    out = [finding(k, Source.GRADER, detail, policy=pol) for k, detail in problems]
+    if timed_out:
+        out.append(finding(K.TIMEOUT, Source.GRADER, "the test run was killed at the time limit",
+                           policy=pol))
+    return out
+
+
+def isolation_findings(meta: RunMeta | None, pol: Policy) -> list[Finding]:
+    """The supervisor's own observations: the tests ran as its uid, or left
+    processes behind."""
+    if meta is None:
+        return []
+    out = []
+    if not meta.separated:
+        out.append(finding(K.NOT_SEPARATED, Source.GRADER, "the tests ran as the supervisor's uid",
+                           policy=pol))
+    if meta.alive_after_exit:
+        out.append(finding(K.ESCAPED_PROCESS, Source.GRADER,
+                           f"{meta.alive_after_exit} process(es) outlived the run (killed)", policy=pol))
+    return out
+
+
+def monitor_findings(events: Iterable[Monitor], dropped: int, allowed: frozenset[tuple[str, str]],
+                     pol: Policy, bounded: bool = True) -> list[Finding]:
+    """The monitor's events as findings, one per (kind, site); `bounded`: at most
+    MAX_MONITOR_FINDINGS of them and one monitor-flood finding for the rest. The
+    monitor reports each act once, so a flood was written on the pipe by the
+    code under test, to bloat the result (150,000 events: 28 MB of JSON). An
+    act the gold does too in the same file is exempt (`allowed`)."""
+    out: list[Finding] = []
+    seen: set[tuple[str, str]] = set()
+    for ev in events:
+        if bounded:
+            if (ev.kind, ev.site) in seen:
+                continue
+            seen.add((ev.kind, ev.site))
+            if len(out) >= MAX_MONITOR_FINDINGS:
+                dropped += 1
+                continue
+        try:
+            kind = K(ev.kind)
+        except ValueError:
+            out.append(finding(K.MALFORMED_EVENT, Source.GRADER,
+                               f"unknown monitor kind {ev.kind[:40]!r}", policy=pol))
+            continue
+        file = ev.site.rsplit(":", 1)[0]
+        out.append(finding(kind, Source.MONITOR, ev.detail, ev.site, pol,
+                           exempt=(kind.value, file) in allowed))
+    if dropped:
+        out.append(finding(K.MONITOR_FLOOD, Source.GRADER,
+                           f"{len(out) + dropped} distinct monitor events; the first {len(out)} kept",
+                           policy=pol))
+    return out
 
 
 def exit_problems(*, finished: bool, exit_code: int | None, session_exit: int | None,
@@ -18,7 +137,7 @@ def exit_problems(*, finished: bool, exit_code: int | None, session_exit: int | 
                   collect_errors: Mapping[str, str], expected: Iterable[str]) -> list[Problem]:
     """What the process's exit says about the reports. A session that never
     finished, an exit code the session did not report, exit 0 beside failures
-    or missing tests, exit 1 with nothing failed: the reports are not the tests'
+    or missing tests, a failing exit with nothing failed: the reports are not the tests'
     own. Expected tests without a result are charged unless their file did not
     collect (that is the solution's ordinary failure). `outcomes` is by the
     tests' original ids; `run_outcomes` is every reported id (copies included)."""
@@ -34,8 +153,73 @@ def exit_problems(*, finished: bool, exit_code: int | None, session_exit: int | 
         out.append((K.EXIT_CODE, f"process exited {exit_code}, session reported {session_exit}"))
     elif exit_code == 0 and (missing or failing):
         out.append((K.EXIT_CODE, "exit 0 with tests missing or failing"))
-    elif exit_code == 1 and not collect_errors and not failing:
-        out.append((K.EXIT_CODE, "exit 1 although every test passed"))
+    elif exit_code != 0 and not collect_errors and not failing:
+        # 1 (tests failed), 2 (interrupted), 3 (internal error): none of them
+        # beside reports that every test passed.
+        out.append((K.EXIT_CODE, f"exit {exit_code} although every test passed"))
     if unexplained and finished:
         out.append((K.MISSING_RESULTS, f"{len(unexplained)} expected test(s) produced no result"))
     return out
+
+
+def profile_diff(want: Mapping[str, str], got: Mapping[str, str]) -> str:
+    """How a copy's outcomes differ from the gold's, for people (first three)."""
+    keys = sorted(set(want) | set(got))
+    diff = [f"{k or '()'}: {got.get(k, 'missing')} (gold {want.get(k, 'none')})"
+            for k in keys if want.get(k) != got.get(k)]
+    return "; ".join(diff[:3])[:200]
+
+
+def copy_findings(mutants: Mapping[str, Mutant], planted: Mapping[str, Mapping[str, str]],
+                  wrong_anyway: bool, pol: Policy) -> tuple[int, list[Finding]]:
+    """(copies that ended exactly as on the gold, findings). Every copy must end
+    as it did on the gold: one that passed, or whose results went missing, means
+    the reports are not the tests' own. A solution that fails a hidden test
+    (`wrong_anyway`) is charged nothing more: the copies say nothing new."""
+    killed = 0
+    out: list[Finding] = []
+    for name, m in mutants.items():
+        got = planted.get(name, {})
+        if got == m.expect:
+            killed += 1
+            continue
+        if wrong_anyway:
+            continue
+        passed = [s for s, want in m.expect.items() if want == "failed" and got.get(s) == "passed"]
+        detail = (f"a must-fail copy of {m.func} passed ({m.site})" if passed else
+                  f"a copy of {m.func} did not end as on the gold: {profile_diff(m.expect, got)}")
+        out.append(finding(K.MUTANT_PASSED, Source.GRADER, detail, policy=pol))
+    return killed, out
+
+
+def reward(f2p_failures: list[str], p2p_regressions: list[str], timed_out: bool,
+           findings: Iterable[Finding]) -> float:
+    """1 only when every graded test passed in time and nothing fatal was found."""
+    fatal = any(f.severity is Severity.FATAL for f in findings)
+    return 1.0 if not (f2p_failures or p2p_regressions or timed_out or fatal) else 0.0
+
+
+def judge(task: TaskFacts, run: RunResult, plan: Plan, prior: Iterable[Finding],
+          d: Defences) -> Judgement:
+    """The reward for one graded run. `prior`: what preparing the tree found
+    (restored files, a static scan); `d`: which defences count."""
+    pol = d.policy
+    outcomes, planted = split_outcomes(run.outcomes, plan)
+    found = list(prior) + run_findings(run.problems, run.timed_out, pol)
+    if d.isolation:
+        found += isolation_findings(run.meta, pol)
+    if d.monitor:
+        found += monitor_findings(run.monitor, run.monitor_dropped, task.allowed, pol, d.bounds)
+    if d.exit_checks and not run.timed_out:
+        found += [finding(k, Source.GRADER, detail, policy=pol) for k, detail in exit_problems(
+            finished=run.session_finished, exit_code=run.exit_code, session_exit=run.session_exit,
+            outcomes=outcomes, run_outcomes=run.outcomes, collect_errors=run.collect_errors,
+            expected=task.expected)]
+    f2p_failures = not_passed(task.fail_to_pass, outcomes)
+    p2p_regressions = not_passed(task.pass_to_pass, outcomes)
+    killed, copies = copy_findings(plan.mutants, planted, bool(f2p_failures), pol)
+    found += copies
+    return Judgement(reward=reward(f2p_failures, p2p_regressions, run.timed_out, found),
+                     findings=found, outcomes=outcomes, f2p_failures=f2p_failures,
+                     p2p_regressions=p2p_regressions, mutants_planted=len(plan.mutants),
+                     mutants_killed=killed)

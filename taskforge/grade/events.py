@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from taskforge.grade.findings import FindingKind as K
+from taskforge.sandbox.base import ExecResult
 
 MAX_EVENTS = 200_000
 MAX_LINE = 256 * 1024          # one honest event is a few KiB (longrepr is cut to 600 chars)
@@ -238,3 +240,58 @@ def _fold(out: Parsed, ev: TestReport, phases: dict[str, set[str]], strict: bool
             out.outcomes[nid] = "xfailed" if ev.wasxfail else "skipped"
     elif when == "teardown" and ev.outcome == "failed":
         out.outcomes[nid] = "error"
+
+
+@dataclass
+class RunResult:
+    outcomes: dict[str, str] = field(default_factory=dict)      # nodeid -> outcome
+    durations: dict[str, float] = field(default_factory=dict)
+    collect_errors: dict[str, str] = field(default_factory=dict)  # nodeid -> message
+    exit_code: int | None = None
+    session_exit: int | None = None
+    test_seconds: float = 0.0
+    wall_seconds: float = 0.0
+    timed_out: bool = False
+    log: str = ""
+    coverage_file: Path | None = None    # set by the runner (a host path)
+    session_finished: bool = False
+    meta: RunMeta | None = None          # the supervisor's own observations
+    monitor: list[Monitor] = field(default_factory=list)
+    monitor_dropped: int = 0             # distinct monitor events past the parser's keep
+    problems: list[tuple[K, str]] = field(default_factory=list)
+
+
+    raw: ExecResult | None = None        # what the sandbox returned (grading cases record it)
+
+
+def read_run(res: ExecResult, naive: bool = False) -> RunResult:
+    """The run as the grader knows it, from what the sandbox returned: the
+    supervisor's own line, and the report events inside it parsed against the
+    schema (leniently for the naive grader). Pure, so that a recorded sandbox
+    output replays to the same facts (tests/test_grading_replay.py)."""
+    result = RunResult(wall_seconds=res.seconds, timed_out=res.timed_out, raw=res)
+    meta = parse_meta(res.output)
+    result.meta = meta
+    if res.overflow:
+        result.problems.append((K.OUTPUT_OVERFLOW, "the sandbox wrote more than the host reads"))
+    if meta is not None:
+        result.exit_code = meta.exit_code
+        result.test_seconds = meta.seconds
+        result.timed_out = result.timed_out or meta.timed_out
+        result.log = meta.log
+        parsed = parse_events(meta.results, strict=not naive)
+        if meta.over_limit:
+            result.problems.append((K.OVER_LIMIT, meta.over_limit))
+        if meta.overflow and not naive:
+            result.problems.append((K.RESULTS_OVERFLOW, f"more than {meta.results_bytes} bytes of reports"))
+    else:
+        result.exit_code = res.exit_code if not res.timed_out else None
+        result.test_seconds = res.seconds
+        result.log = res.output[-4000:]
+        parsed = parse_events("", strict=False)
+    result.outcomes, result.durations = parsed.outcomes, parsed.durations
+    result.collect_errors, result.session_exit = parsed.collect_errors, parsed.session_exit
+    result.monitor, result.monitor_dropped = parsed.monitor, parsed.monitor_dropped
+    result.problems += parsed.problems
+    result.session_finished = result.session_exit is not None
+    return result

@@ -419,74 +419,77 @@ def _exits_early(fn) -> bool:
     return False
 
 
-def sites(fn, module: ast.Module | None = None) -> list[Site]:
-    """Every sound mutation of a test function, value sites first."""
+def _value_site(const: ast.expr) -> Site:
+    return Site("value", lambda rng, c=const: _mutate_constant(c, rng), const.lineno)
+
+
+def _literal_sites(plain: list[ast.AST], expected: set[str]) -> list[Site]:
+    """Asserted equalities against literals, in the body: `assert f(x) == 3`,
+    `self.assertEqual(f(x), 3)`, `expected = 3`."""
     out: list[Site] = []
-    if _exits_early(fn):
-        return out
-    consts = _module_constants(module) if module is not None else {}
-    expected = _expected_names(fn)
-    imported = _imported(module)
-    by_identity = {t.comparators[0].id for t in ast.walk(fn) if isinstance(t, ast.Compare)
-                   and len(t.ops) == 1 and isinstance(t.ops[0], ast.Is)
-                   and isinstance(t.comparators[0], ast.Name)}
-
-    def value_site(const: ast.expr) -> None:
-        out.append(Site("value", lambda rng, c=const: _mutate_constant(c, rng), const.lineno))
-
-    plain = _plain_nodes(fn)
-    # Asserted equalities against literals, in the body.
     for node in plain:
         if isinstance(node, ast.Assert):
-            for side in _eq_sides(node.test):
-                for c in _constants(side):
-                    value_site(c)
+            out += [_value_site(c) for side in _eq_sides(node.test) for c in _constants(side)]
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
                 and node.func.attr in EQUAL_METHODS and len(node.args) >= 2:
             a, b = node.args[0], node.args[1]
             for side, other in ((a, b), (b, a)):
                 if _literal(side) and not _literal(other):
-                    for c in _constants(side):
-                        value_site(c)
+                    out += [_value_site(c) for c in _constants(side)]
         elif isinstance(node, ast.Assign) and len(node.targets) == 1 \
                 and isinstance(node.targets[0], ast.Name) and node.targets[0].id in expected \
                 and _literal(node.value):
-            for c in _constants(node.value):
-                value_site(c)
-    # Parametrized expected values.
+            out += [_value_site(c) for c in _constants(node.value)]
+    return out
+
+
+def _table_sites(values_node: ast.expr, names: list[str], i: int, consts: dict[str, ast.AST]) -> list[Site]:
+    """A parametrize table given by name: the copy and the original are both
+    written out, so that nothing but one value tells them apart."""
+    try:
+        table = _static(values_node, consts)
+    except (ValueError, SyntaxError, TypeError):
+        return []
+    rows = [r if len(names) > 1 else (r,) for r in table]
+    if not (rows and all(isinstance(r, tuple) and len(r) == len(names) for r in rows)):
+        return []
+    v = values_node
+    return [Site("value", lambda rng, v=v: [Edit(v.lineno, v.col_offset, v.end_col_offset, "\1", v.end_lineno)],
+                 v.lineno, table=tuple(table), column=i, row=k) for k in range(len(rows))]
+
+
+def _param_sites(fn, expected: set[str], by_identity: set[str], consts: dict[str, ast.AST]) -> list[Site]:
+    """Parametrized expected values (a literal table, or one given by name).
+    A name the test compares by identity mutates only as a bool."""
+    out: list[Site] = []
     for dec in fn.decorator_list:
-        if isinstance(dec, ast.Call) and _call_name(dec).endswith("parametrize") and len(dec.args) >= 2:
-            names = _param_names(dec)
-            for i, name in enumerate(names):
-                if name not in expected:
-                    continue
-                values_node = dec.args[1]
-                if isinstance(values_node, (ast.List, ast.Tuple)):
-                    for row in _rows(values_node):
-                        if len(row) == len(names) and _literal(row[i]) and (
-                                name not in by_identity or isinstance(row[i], ast.Constant)
-                                and isinstance(cast(ast.Constant, row[i]).value, bool)):
-                            for c in _constants(row[i]):
-                                value_site(c)
-                    continue
-                # A table given by name: the copy and the original are both written
-                # out, so that nothing but one value tells them apart.
-                try:
-                    table = _static(values_node, consts)
-                except (ValueError, SyntaxError, TypeError):
-                    continue
-                rows = [r if len(names) > 1 else (r,) for r in table]
-                if rows and all(isinstance(r, tuple) and len(r) == len(names) for r in rows):
-                    for k in range(len(rows)):
-                        out.append(Site("value", lambda rng, v=values_node: [
-                            Edit(v.lineno, v.col_offset, v.end_col_offset, "\1", v.end_lineno)],
-                            values_node.lineno, table=tuple(table), column=i, row=k))
-    # `is None` against `is not None`.
-    for node in plain:
-        if isinstance(node, ast.Assert) and _none_check(node.test) is not None:
-            c = node.test
-            out.append(Site("value", lambda rng, c=c: [_none_swap(c)], c.lineno))
-    # Complements: `assertTrue` and `assertFalse`, `assert x` and `assert not x`.
+        if not (isinstance(dec, ast.Call) and _call_name(dec).endswith("parametrize") and len(dec.args) >= 2):
+            continue
+        names = _param_names(dec)
+        values_node = dec.args[1]
+        for i, name in enumerate(names):
+            if name not in expected:
+                continue
+            if not isinstance(values_node, (ast.List, ast.Tuple)):
+                out += _table_sites(values_node, names, i, consts)
+                continue
+            for row in _rows(values_node):
+                if len(row) == len(names) and _literal(row[i]) and (
+                        name not in by_identity or isinstance(row[i], ast.Constant)
+                        and isinstance(cast(ast.Constant, row[i]).value, bool)):
+                    out += [_value_site(c) for c in _constants(row[i])]
+    return out
+
+
+def _none_sites(plain: list[ast.AST]) -> list[Site]:
+    """`is None` against `is not None`."""
+    return [Site("value", lambda rng, c=node.test: [_none_swap(c)], node.test.lineno) for node in plain
+            if isinstance(node, ast.Assert) and _none_check(node.test) is not None]
+
+
+def _complement_sites(plain: list[ast.AST]) -> list[Site]:
+    """Complements: `assertTrue` and `assertFalse`, `assert x` and `assert not x`."""
+    out: list[Site] = []
     for node in plain:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
                 and node.func.attr in NEGATABLE and node.func.end_lineno == node.func.lineno \
@@ -505,7 +508,12 @@ def sites(fn, module: ast.Module | None = None) -> list[Site]:
                     isinstance(t, ast.Compare) and len(t.ops) > 1):
                 out.append(Site("value", lambda rng, t=t: [
                     Edit(t.lineno, t.col_offset, t.col_offset, "not ")], node.lineno))
-    # Expected exceptions: a copy expects an unrelated one.
+    return out
+
+
+def _exception_sites(fn, imported: AbstractSet[str]) -> list[Site]:
+    """Expected exceptions: a copy expects an unrelated one."""
+    out: list[Site] = []
     for stmt in _plain_statements(fn.body):
         calls = ([item.context_expr for item in stmt.items] if isinstance(stmt, (ast.With, ast.AsyncWith))
                  else [stmt.value] if isinstance(stmt, ast.Expr) else [])
@@ -515,6 +523,20 @@ def sites(fn, module: ast.Module | None = None) -> list[Site]:
                 out.append(Site("value", lambda rng, x=exc: [
                     Edit(x.lineno, x.col_offset, x.end_col_offset, "\2")], exc.lineno))
     return out
+
+
+def sites(fn, module: ast.Module | None = None) -> list[Site]:
+    """Every sound mutation of a test function, value sites first."""
+    if _exits_early(fn):
+        return []
+    consts = _module_constants(module) if module is not None else {}
+    expected = _expected_names(fn)
+    by_identity = {t.comparators[0].id for t in ast.walk(fn) if isinstance(t, ast.Compare)
+                   and len(t.ops) == 1 and isinstance(t.ops[0], ast.Is)
+                   and isinstance(t.comparators[0], ast.Name)}
+    plain = _plain_nodes(fn)
+    return (_literal_sites(plain, expected) + _param_sites(fn, expected, by_identity, consts)
+            + _none_sites(plain) + _complement_sites(plain) + _exception_sites(fn, _imported(module)))
 
 
 # ------------------------------------------------------------ changing literals
@@ -584,32 +606,43 @@ def canonical(token: str, value) -> str:
     return str(value)
 
 
+def _alphabet(ch: str) -> str:
+    """The letters a character's own kind is drawn from ("" reads as lower case)."""
+    return string.digits if ch.isdigit() else string.ascii_uppercase if ch.isupper() else string.ascii_lowercase
+
+
+def _insert_letter(body: str, rng: random.Random) -> str:
+    """One letter or digit inserted, of the kind before it, away from escapes."""
+    i = rng.randint(0, len(body))
+    if i > 0 and body[i - 1] == "\\":
+        i -= 1
+    own = sorted({x for x in body if x.isascii() and x.isalnum()})
+    pool = _alphabet(body[i - 1] if i > 0 else "")
+    return body[:i] + rng.choice(own if own and rng.random() < 0.8 else pool) + body[i:]
+
+
+def _replace_letter(body: str, i: int, rng: random.Random) -> str:
+    """The letter or digit at `i` replaced by another of its kind. Letters the
+    string already uses look like a real value ("XIV" -> "XIX"), so a reader
+    cannot tell the copy from the original by its alphabet."""
+    ch = body[i]
+    kind = str.isdigit if ch.isdigit() else str.isupper if ch.isupper() else str.islower
+    own = sorted({x for x in body if x.isascii() and x.isalnum() and kind(x) and x != ch})
+    choices = own if own and rng.random() < 0.8 else [x for x in _alphabet(ch) if x != ch]
+    return body[:i] + rng.choice(choices) + body[i + 1:]
+
+
 def _edit_text(body: str, rng: random.Random) -> str | None:
     """Replace, delete or insert one letter or digit, away from escapes."""
     safe = [i for i, ch in enumerate(body) if ch.isalnum() and ch.isascii()
             and (i == 0 or body[i - 1] != "\\")]
-    ops = ["insert"] + (["replace", "replace", "delete"] if safe else [])
-    op = rng.choice(ops)
+    op = rng.choice(["insert"] + (["replace", "replace", "delete"] if safe else []))
     if op == "insert":
-        i = rng.randint(0, len(body))
-        if i > 0 and body[i - 1] == "\\":
-            i -= 1
-        own = sorted({x for x in body if x.isascii() and x.isalnum()})
-        pool = (string.digits if i > 0 and body[i - 1].isdigit() else
-                string.ascii_uppercase if i > 0 and body[i - 1].isupper() else string.ascii_lowercase)
-        return body[:i] + rng.choice(own if own and rng.random() < 0.8 else pool) + body[i:]
+        return _insert_letter(body, rng)
     i = rng.choice(safe)
     if op == "delete":
         return body[:i] + body[i + 1:]
-    ch = body[i]
-    kind = str.isdigit if ch.isdigit() else str.isupper if ch.isupper() else str.islower
-    # Letters the string already uses look like a real value ("XIV" -> "XIX"), so
-    # a reader cannot tell the copy from the original by its alphabet.
-    own = sorted({x for x in body if x.isascii() and x.isalnum() and kind(x) and x != ch})
-    pool = (string.digits if ch.isdigit() else string.ascii_uppercase if ch.isupper()
-            else string.ascii_lowercase)
-    choices = own if own and rng.random() < 0.8 else [x for x in pool if x != ch]
-    return body[:i] + rng.choice(choices) + body[i + 1:]
+    return _replace_letter(body, i, rng)
 
 
 # ------------------------------------------------------------------- rendering
@@ -967,6 +1000,92 @@ def new_name(func: str, taken: set[str]) -> str:
             return name
 
 
+def _splice(lines: list[str], spans: dict[tuple, tuple[int, int, ast.FunctionDef | ast.AsyncFunctionDef]],
+            names: dict[tuple, str], rewrites: dict[tuple, str], inserts: dict[int, list[str]]) -> str:
+    """The file with each test under its new name (or rewritten to its copies'
+    shape) and the copies inserted before the 0-based line indexes of `inserts`."""
+    starts = {first - 1: (last, key) for key, (first, last, _) in spans.items()}
+    out: list[str] = []
+    i = 0
+    while i <= len(lines):
+        out += inserts.get(i, [])
+        if i == len(lines):
+            break
+        if i not in starts:
+            out.append(lines[i])
+            i += 1
+            continue
+        last, key = starts[i]
+        fn = spans[key][2]
+        new = names.get(key, key[1])
+        if key in rewrites:
+            out.append(rewrites[key].replace(NAME_TOKEN, new))
+        else:
+            block = lines[i:last]
+            d = fn.lineno - 1 - i
+            block[d] = re.sub(r"\bdef\s+" + re.escape(key[1]) + r"\b", "def " + new, block[d], count=1)
+            out += block
+        i = last
+    return "".join(out)
+
+
+def _plant_file(path: Path, rel: str, file_refs: list[TestRef], mutants: list[Mutant], plan: Plan,
+                taken: set[str], rename: bool, rng: random.Random, place: str) -> None:
+    """plant() for one file: its tests renamed into `plan`, its copies placed."""
+    try:
+        text = path.read_text(encoding="utf-8")
+        module = parse_python(text)
+    except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
+        return
+    lines = text.splitlines(keepends=True)
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n"
+    inserts: dict[int, list[str]] = {}         # before this 0-based line index
+    names: dict[tuple, str] = {}               # (cls, func) -> the name it runs under
+    spans: dict[tuple, tuple[int, int, ast.FunctionDef | ast.AsyncFunctionDef]] = {}
+    for ref in sorted(file_refs, key=lambda r: (r.cls, r.func)):
+        fn = find_def(module, ref)
+        if fn is None:
+            continue
+        first, last = span(fn)
+        spans[(ref.cls, ref.func)] = (first, last, fn)
+        if rename:
+            name = new_name(ref.func, taken)
+            plan.originals[name] = ref
+            names[(ref.cls, ref.func)] = name
+    rewrites: dict[tuple, str] = {}            # (cls, func) -> rewritten original
+    groups: dict[tuple, list[Mutant]] = {}
+    for m in mutants:
+        if m.file != rel:
+            continue
+        key = (tuple(m.cls), m.func)
+        if key not in spans:
+            fn = find_def(module, TestRef(rel, tuple(m.cls), m.func))
+            if fn is None:
+                continue
+            first, last = span(fn)
+            spans[key] = (first, last, fn)
+        groups.setdefault(key, []).append(m)
+    for key, ms in groups.items():
+        first, last, _ = spans[key]
+        # The original takes a uniformly random place among its k copies
+        # (k + 1 slots), so its position says nothing.
+        k = len(ms)
+        slot = rng.randrange(k + 1) if place == "random" else (k if place == "before" else 0)
+        for i, m in enumerate(ms):
+            name = new_name(m.func, taken)
+            plan.mutants[name] = m
+            if m.original:
+                rewrites.setdefault(key, m.original)
+            at = (first - 1) if i < slot else last
+            inserts.setdefault(at, []).append(m.source.replace(NAME_TOKEN, name))
+    if not names and not inserts:
+        return
+    tables = {n for ms in groups.values() for m in ms for n in m.tables}
+    path.write_text(drop_unused_constants(_splice(lines, spans, names, rewrites, inserts), tables),
+                    encoding="utf-8")
+
+
 def plant(tree: Path, nodeids: list[str], mutants: list[Mutant], rename: bool = True,
           rng: random.Random | None = None, place: str = "random") -> Plan:
     """Rename the tests behind `nodeids` at random and put each mutant beside its
@@ -982,81 +1101,7 @@ def plant(tree: Path, nodeids: list[str], mutants: list[Mutant], rename: bool = 
         by_file.setdefault(m.file, [])
     taken: set[str] = set()
     for rel, file_refs in sorted(by_file.items()):
-        path = tree / rel
-        try:
-            text = path.read_text(encoding="utf-8")
-            module = parse_python(text)
-        except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
-            continue
-        lines = text.splitlines(keepends=True)
-        if lines and not lines[-1].endswith("\n"):
-            lines[-1] += "\n"
-        inserts: dict[int, list[str]] = {}         # before this 0-based line index
-        names: dict[tuple, str] = {}               # (cls, func) -> the name it runs under
-        spans: dict[tuple, tuple[int, int, ast.FunctionDef | ast.AsyncFunctionDef]] = {}
-        for ref in sorted(file_refs, key=lambda r: (r.cls, r.func)):
-            fn = find_def(module, ref)
-            if fn is None:
-                continue
-            first, last = span(fn)
-            spans[(ref.cls, ref.func)] = (first, last, fn)
-            if rename:
-                name = new_name(ref.func, taken)
-                plan.originals[name] = ref
-                names[(ref.cls, ref.func)] = name
-        rewrites: dict[tuple, str] = {}            # (cls, func) -> rewritten original
-        groups: dict[tuple, list[Mutant]] = {}
-        for m in mutants:
-            if m.file != rel:
-                continue
-            key = (tuple(m.cls), m.func)
-            if key not in spans:
-                fn = find_def(module, TestRef(rel, tuple(m.cls), m.func))
-                if fn is None:
-                    continue
-                first, last = span(fn)
-                spans[key] = (first, last, fn)
-            groups.setdefault(key, []).append(m)
-        for key, ms in groups.items():
-            first, last, _ = spans[key]
-            # The original takes a uniformly random place among its k copies
-            # (k + 1 slots), so its position says nothing.
-            k = len(ms)
-            slot = rng.randrange(k + 1) if place == "random" else (k if place == "before" else 0)
-            for i, m in enumerate(ms):
-                name = new_name(m.func, taken)
-                plan.mutants[name] = m
-                if m.original:
-                    rewrites.setdefault(key, m.original)
-                at = (first - 1) if i < slot else last
-                inserts.setdefault(at, []).append(m.source.replace(NAME_TOKEN, name))
-        if not names and not inserts:
-            continue
-        starts = {first - 1: (last, key) for key, (first, last, _) in spans.items()}
-        out: list[str] = []
-        i = 0
-        while i <= len(lines):
-            out += inserts.get(i, [])
-            if i == len(lines):
-                break
-            if i in starts:
-                last, key = starts[i]
-                fn = spans[key][2]
-                new = names.get(key, key[1])
-                if key in rewrites:
-                    out.append(rewrites[key].replace(NAME_TOKEN, new))
-                else:
-                    block = lines[i:last]
-                    d = fn.lineno - 1 - i
-                    block[d] = re.sub(r"\bdef\s+" + re.escape(key[1]) + r"\b", "def " + new,
-                                      block[d], count=1)
-                    out += block
-                i = last
-                continue
-            out.append(lines[i])
-            i += 1
-        tables = {n for ms in groups.values() for m in ms for n in m.tables}
-        path.write_text(drop_unused_constants("".join(out), tables), encoding="utf-8")
+        _plant_file(tree / rel, rel, file_refs, mutants, plan, taken, rename, rng, place)
     return plan
 
 

@@ -189,6 +189,77 @@ MAX_SCAN_FILE = 512 * 1024
 MAX_SCAN_TOTAL = 1 << 20
 
 
+Hit = tuple[K, str, ast.AST]      # (kind, detail, node) before the file and line are added
+
+
+def _import_hits(new_imports: set[str], tree: ast.Module) -> list[Hit]:
+    out: list[Hit] = []
+    for mod in sorted(new_imports):
+        top = mod.split(".")[0]
+        if top in RUNNER_MODULES:
+            out.append((K.RUNNER_INTERNALS, f"imports {mod}", tree))
+        elif top == "ctypes":
+            out.append((K.CTYPES, f"imports {mod}", tree))
+        elif mod in ("unittest.mock.ANY", "mock.ANY"):
+            out.append((K.ALWAYS_EQUAL, f"imports {mod}", tree))
+    return out
+
+
+def _assign_hits(node: ast.Assign | ast.AugAssign | ast.AnnAssign) -> list[Hit]:
+    """Assignments into the runner, builtins, a code object or a comparison."""
+    out: list[Hit] = []
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    for t in targets:
+        d = _dotted(t)
+        root = d.split(".")[0]
+        last = d.split(".")[-1]
+        if root in ("unittest", "_pytest", "pytest", "pluggy") and "." in d:
+            out.append((K.RUNNER_INTERNALS, f"assigns {d}", node))
+        if (root in ("builtins", "__builtins__") and "." in d) or d == "__builtins__":
+            out.append((K.BUILTINS_PATCHED, f"assigns {d}", node))
+        if d.endswith(".__code__") or d == "__code__":
+            out.append((K.CODE_SWAP, f"assigns {d}", node))
+        if last in ("__eq__", "__ne__") and isinstance(node, ast.Assign) and \
+                _foreign_comparison(node.value, last):
+            out.append((K.ALWAYS_EQUAL, f"binds {last} to something that is not its own comparison", node))
+    return out
+
+
+def _call_hits(node: ast.Call) -> list[Hit]:
+    """setattr into the runner or a comparison, /proc paths, and the CALLS table
+    (exec, eval, compile of a literal are not charged)."""
+    out: list[Hit] = []
+    name = _dotted(node.func)
+    if name == "setattr" and node.args:
+        d = _dotted(node.args[0])
+        if d.split(".")[0] in ("unittest", "_pytest", "pytest", "builtins", "sys"):
+            out.append((K.RUNNER_INTERNALS, f"calls setattr on {d}", node))
+        if len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and \
+                node.args[1].value in ("__code__", "__eq__", "__ne__"):
+            out.append((K.CODE_SWAP if node.args[1].value == "__code__" else K.ALWAYS_EQUAL,
+                        f"sets {node.args[1].value} with setattr", node))
+    if name in PATH_CALLS and any(_names_proc(a) for a in node.args):
+        out.append((K.PROC_ACCESS, f"opens a /proc path with {name}", node))
+    kind = CALLS.get(name)
+    if kind is not None and not (kind is K.DYNAMIC_CODE and node.args and isinstance(node.args[0], ast.Constant)):
+        out.append((kind, f"calls {name}", node))
+    return out
+
+
+def _node_hits(node: ast.AST) -> list[Hit]:
+    if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+        return _assign_hits(node)
+    if isinstance(node, ast.Call):
+        return _call_hits(node)
+    if isinstance(node, ast.Attribute) and node.attr in FRAME_ATTRS:
+        return [(K.CODE_INTROSPECTION if node.attr.startswith("co_") else K.FRAME_INSPECTION,
+                 f"reads .{node.attr}", node)]
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
+            node.name in ("__eq__", "__ne__") and _constant_return(node):
+        return [(K.ALWAYS_EQUAL, f"defines an {node.name} that ignores its operands", node)]
+    return []
+
+
 def scan_file(rel: str, text: bytes, old_imports: set[str]) -> list[tuple[K, str, str]]:
     """(kind, detail, site) for one changed package file."""
     try:
@@ -197,60 +268,10 @@ def scan_file(rel: str, text: bytes, old_imports: set[str]) -> list[tuple[K, str
         return []                   # the tests will fail on it
     except (RecursionError, MemoryError):
         return [(K.UNSCANNABLE, f"{rel} is too deeply nested to read", f"{rel}:0")]
-    out: list[tuple[K, str, str]] = []
-
-    def add(kind: K, detail: str, node) -> None:
-        out.append((kind, f"{rel} {detail}", f"{rel}:{getattr(node, 'lineno', 0)}"))
-
-    new_imports = _imports(tree) - old_imports
-    for mod in sorted(new_imports):
-        top = mod.split(".")[0]
-        if top in RUNNER_MODULES:
-            add(K.RUNNER_INTERNALS, f"imports {mod}", tree)
-        elif top == "ctypes":
-            add(K.CTYPES, f"imports {mod}", tree)
-        elif mod in ("unittest.mock.ANY", "mock.ANY"):
-            add(K.ALWAYS_EQUAL, f"imports {mod}", tree)
+    hits = _import_hits(_imports(tree) - old_imports, tree)
     for node in ast.walk(tree):
-        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            for t in targets:
-                d = _dotted(t)
-                root = d.split(".")[0]
-                if root in ("unittest", "_pytest", "pytest", "pluggy") and "." in d:
-                    add(K.RUNNER_INTERNALS, f"assigns {d}", node)
-                if (root in ("builtins", "__builtins__") and "." in d) or d == "__builtins__":
-                    add(K.BUILTINS_PATCHED, f"assigns {d}", node)
-                if d.endswith(".__code__") or d == "__code__":
-                    add(K.CODE_SWAP, f"assigns {d}", node)
-                if d.split(".")[-1] in ("__eq__", "__ne__") and isinstance(node, ast.Assign) and \
-                        _foreign_comparison(node.value, d.split(".")[-1]):
-                    add(K.ALWAYS_EQUAL, f"binds {d.split('.')[-1]} to something that is not its "
-                        "own comparison", node)
-        elif isinstance(node, ast.Call):
-            name = _dotted(node.func)
-            if name == "setattr" and node.args:
-                d = _dotted(node.args[0])
-                if d.split(".")[0] in ("unittest", "_pytest", "pytest", "builtins", "sys"):
-                    add(K.RUNNER_INTERNALS, f"calls setattr on {d}", node)
-                if len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and \
-                        node.args[1].value in ("__code__", "__eq__", "__ne__"):
-                    add(K.CODE_SWAP if node.args[1].value == "__code__" else K.ALWAYS_EQUAL,
-                        f"sets {node.args[1].value} with setattr", node)
-            if name in PATH_CALLS and any(_names_proc(a) for a in node.args):
-                add(K.PROC_ACCESS, f"opens a /proc path with {name}", node)
-            kind = CALLS.get(name)
-            if kind is not None:
-                if kind is K.DYNAMIC_CODE and node.args and isinstance(node.args[0], ast.Constant):
-                    continue
-                add(kind, f"calls {name}", node)
-        elif isinstance(node, ast.Attribute) and node.attr in FRAME_ATTRS:
-            add(K.CODE_INTROSPECTION if node.attr.startswith("co_") else K.FRAME_INSPECTION,
-                f"reads .{node.attr}", node)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
-                node.name in ("__eq__", "__ne__") and _constant_return(node):
-            add(K.ALWAYS_EQUAL, f"defines an {node.name} that ignores its operands", node)
-    return out
+        hits += _node_hits(node)
+    return [(kind, f"{rel} {detail}", f"{rel}:{getattr(node, 'lineno', 0)}") for kind, detail, node in hits]
 
 
 PATH_CALLS = {"open", "io.open", "os.open", "os.listdir", "os.scandir", "os.readlink", "os.stat",

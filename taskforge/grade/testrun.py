@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import shutil
 import threading
-from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from taskforge.errors import InfraError
 from taskforge.fsutil import share_with_sandbox
-from taskforge.grade.events import Monitor, RunMeta, parse_events, parse_meta, supervisor_started
-from taskforge.grade.findings import FindingKind
+from taskforge.grade.events import RunResult, read_run, supervisor_started
 from taskforge.sandbox import RUNTIME, Sandbox
 
 OUT_IN_SANDBOX = "/opt/tf/out"
@@ -60,25 +58,6 @@ def runner_mount():
     from taskforge.sandbox import Mount
 
     return Mount(host=str(LIB_HOST), container=LIB_IN_SANDBOX, read_only=True)
-
-
-@dataclass
-class RunResult:
-    outcomes: dict[str, str] = field(default_factory=dict)      # nodeid -> outcome
-    durations: dict[str, float] = field(default_factory=dict)
-    collect_errors: dict[str, str] = field(default_factory=dict)  # nodeid -> message
-    exit_code: int | None = None
-    session_exit: int | None = None
-    test_seconds: float = 0.0
-    wall_seconds: float = 0.0
-    timed_out: bool = False
-    log: str = ""
-    coverage_file: Path | None = None
-    session_finished: bool = False
-    meta: RunMeta | None = None          # the supervisor's own observations
-    monitor: list[Monitor] = field(default_factory=list)
-    monitor_dropped: int = 0             # distinct monitor events past the parser's keep
-    problems: list[tuple[FindingKind, str]] = field(default_factory=list)
 
 
 def clean_output(text: str) -> str:
@@ -160,33 +139,7 @@ class PytestRunner:
             # solution's fault, so never its 0.
             raise InfraError("the test supervisor did not start in the sandbox: "
                              + (clean_output(res.output) or f"exit code {res.exit_code}, no output"))
-        result = RunResult(wall_seconds=res.seconds, timed_out=res.timed_out)
-        meta = parse_meta(res.output)
-        result.meta = meta
-        if res.overflow:
-            result.problems.append((FindingKind.OUTPUT_OVERFLOW,
-                                    "the sandbox wrote more than the host reads"))
-        if meta is not None:
-            result.exit_code = meta.exit_code
-            result.test_seconds = meta.seconds
-            result.timed_out = result.timed_out or meta.timed_out
-            result.log = meta.log
-            parsed = parse_events(meta.results, strict=not self.naive)
-            if meta.over_limit:
-                result.problems.append((FindingKind.OVER_LIMIT, meta.over_limit))
-            if meta.overflow and not self.naive:
-                result.problems.append((FindingKind.RESULTS_OVERFLOW,
-                                        f"more than {meta.results_bytes} bytes of reports"))
-        else:
-            result.exit_code = res.exit_code if not res.timed_out else None
-            result.test_seconds = res.seconds
-            result.log = res.output[-4000:]
-            parsed = parse_events("", strict=False)
-        result.outcomes, result.durations = parsed.outcomes, parsed.durations
-        result.collect_errors, result.session_exit = parsed.collect_errors, parsed.session_exit
-        result.monitor, result.monitor_dropped = parsed.monitor, parsed.monitor_dropped
-        result.problems += parsed.problems
-        result.session_finished = result.session_exit is not None
+        result = read_run(res, naive=self.naive)
         if host is not None and (host / "coverage.db").is_file():
             result.coverage_file = host / "coverage.db"
         elif host is not None:

@@ -27,17 +27,19 @@ import random
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, cast
-
-from pydantic import BaseModel
+from typing import Literal, cast
 
 from taskforge.errors import InfraError, TaskforgeError, UserError
 from taskforge.fsutil import copy_tree, rmtree, share_with_sandbox
 from taskforge.grade import decide, static
 from taskforge.grade import mutants as mut
 from taskforge.grade.bounds import Bounds, in_workspace, patch_breach, patch_facts, survey
+from taskforge.grade.cases import GradingCase, case_of
+from taskforge.grade.decide import MAX_MONITOR_FINDINGS  # noqa: F401 - re-exported
+from taskforge.grade.defences import Defences
 from taskforge.grade.findings import Finding, Policy, Severity, Source, clean, finding
 from taskforge.grade.findings import FindingKind as K
 from taskforge.grade.result import VerifyResult
@@ -46,41 +48,16 @@ from taskforge.models import Outcome, TestResult
 from taskforge.package.store import Task, load_task
 from taskforge.package.writer import ApplyError, apply_patch
 from taskforge.repo.layout import package_dirs, task_test_roots, unshipped_test_file, walk, walk_all
-from taskforge.sandbox import Limits, Mount, SandboxSpec, open_sandbox
+from taskforge.sandbox import Limits, Mount, SandboxSpec, default_backend, open_sandbox
 from taskforge.sandbox.warm import Lease, WarmPool
 
 INFRA_RETRIES = 2
 DEFAULT_TIMEOUT = 900.0
 MAX_PLANTED = 64          # copies planted per verify: in practice every test that has any
-MAX_MONITOR_FINDINGS = 100   # distinct monitor findings kept; more are one monitor-flood finding
 BOUNDS = Bounds()
 # Bounds as good as none: what the naive grader (and `bounds=False`) walks with.
 UNBOUNDED = Bounds(patch_bytes=1 << 62, file_bytes=1 << 62, tree_bytes=1 << 62, extra_files=1 << 62,
                    depth=1 << 30, path_chars=1 << 30)
-
-
-class Defences(BaseModel):
-    """The grader's defences, each on by default. The red-team suite switches
-    them off to show that every attack it tries scores against a grader without
-    them (and 0 against this one)."""
-    restore_tests: bool = True     # test files and configs from the task's own copy
-    startup_hooks: bool = True     # no sitecustomize, .pth or planted dist-info
-    bytecode: bool = True          # no sourceless bytecode or new native modules
-    shadowing: bool = True         # no top-level module named like stdlib or the runner
-    static_scan: bool = True       # changed files read for runner patching, always-equal, ...
-    isolation: bool = True         # supervisor uid, guard by path, strict events, reaping
-    mutants: bool = True           # must-fail copies of hidden tests
-    rename: bool = True            # random names for the hidden tests at every run
-    monitor: bool = True           # the audit-hook monitor's findings count
-    exit_checks: bool = True       # exit code, session end, expected ids all reported
-    bounds: bool = True            # host-side size, file, depth, apply and scan bounds; monitor cap
-    policy: Policy = Policy.SCORE
-
-    @classmethod
-    def naive(cls) -> "Defences":
-        """A grader that runs the tests and believes what they report."""
-        off: dict[str, Any] = {name: False for name, f in cls.model_fields.items() if f.annotation is bool}
-        return cls(**off)
 
 
 @dataclass
@@ -217,46 +194,46 @@ def prepare(task: Task, solution: Solution, tree: Path, defences: Defences,
         return [finding(K.UNPROCESSABLE, Source.GRADER, msg[:200], policy=defences.policy)], None
 
 
-def _prepare(task: Task, solution: Solution, tree: Path, defences: Defences,
-             seconds: float | None) -> tuple[list[Finding], mut.Plan | None]:
-    rec = task.record
+def _materialise(task: Task, solution: Solution, tree: Path, defences: Defences, b: Bounds,
+                 entries: int, seconds: float | None) -> tuple[Finding | None, list[str]]:
+    """The solution as a tree at `tree`, within the bounds: copied from its own
+    tree, or the workspace with its patch applied. Returns a finding when it is
+    refused, and the tree's symlinks."""
     pol = defences.policy
-    found: list[Finding] = []
-    notes: list[tuple[K, str]] = []
-    b = BOUNDS if defences.bounds else UNBOUNDED
-    entries = b.max_entries(rec.sizes.workspace_files)
     known = in_workspace(task.workspace)
-
-    def over(why: str) -> tuple[list[Finding], None]:
-        return [finding(K.OVER_LIMIT, Source.GRADER, why, policy=pol)], None
-
     if solution.kind == "dir":
         assert solution.path is not None        # from_dir sets it
         before = survey(solution.path, b, entries, skip=frozenset({".git"}), known=known)
         if before.breach:
-            return over(f"the solution tree: {before.breach}")
+            return finding(K.OVER_LIMIT, Source.GRADER, f"the solution tree: {before.breach}", policy=pol), []
         copy_tree(solution.path, tree)
     else:
         copy_tree(task.workspace, tree)
-    patch = rec.patch if solution.kind == "gold" else solution.patch
+    patch = task.record.patch if solution.kind == "gold" else solution.patch
     if solution.kind in ("gold", "patch"):
         why = patch_breach(patch_facts(patch or ""), b, entries,
                            known=lambda rel: os.path.lexists(task.workspace / rel))
         if why:
-            return over(why)
+            return finding(K.OVER_LIMIT, Source.GRADER, why, policy=pol), []
         err = apply_patch(tree, patch or "", b.apply_limits(seconds) if defences.bounds else None)
         if err:
-            return [finding(K.PATCH_REJECTED, Source.GRADER, err, policy=pol)], None
+            return finding(K.PATCH_REJECTED, Source.GRADER, err, policy=pol), []
     rmtree(tree / ".git")
     after = survey(tree, b, entries, known=known)
     if after.breach:
-        return over(f"the tree the solution makes: {after.breach}")
-    notes += drop_symlinks(tree, task.workspace, after.symlinks)
+        return finding(K.OVER_LIMIT, Source.GRADER, f"the tree the solution makes: {after.breach}",
+                       policy=pol), []
+    return None, after.symlinks
+
+
+def _scrub(task: Task, tree: Path, defences: Defences, links: list[str]) -> list[tuple[K, str]]:
+    """The file-side defences, each a note of what it changed."""
+    notes = drop_symlinks(tree, task.workspace, links)
     if defences.restore_tests:
         notes += restore_protected(task, tree)
     else:
         # Any grader puts the hidden tests in; the naive one stops there.
-        for rel in rec.hidden_test_files:
+        for rel in task.record.hidden_test_files:
             shutil.copy2(task.hidden / rel, clear_path(tree, rel))
     if defences.startup_hooks:
         notes += static.remove_startup_hooks(tree, task.workspace)
@@ -264,22 +241,39 @@ def _prepare(task: Task, solution: Solution, tree: Path, defences: Defences,
         notes += static.remove_bytecode(tree, task.workspace)
     if defences.shadowing:
         notes += static.shadowing(tree, task.workspace)
+    return notes
+
+
+def _scan(task: Task, tree: Path, defences: Defences) -> list[Finding]:
+    """The static scan of the changed files. Where every hidden test has value
+    copies, an object equal to everything that the tests compare passes them
+    and scores 0 there; one they never compare (a sentinel) is no reason to."""
+    rec = task.record
     allowed = {(k, f) for k, f in rec.grading.allowed}
-    found += [finding(k, Source.STATIC if k is K.BYTECODE_FILE else Source.GRADER, d, policy=pol)
-              for k, d in notes]
+    scan_bounds = {} if defences.bounds else {"max_file": None, "max_total": None}
+    scanned = static.scan_solution(tree, task.workspace, defences.policy, allowed,
+                                   skip=set(rec.protected_files), **scan_bounds)
+    g = rec.grading
+    if defences.mutants and g.hidden_functions and g.hidden_with_mutant >= g.hidden_functions:
+        scanned = [f.model_copy(update={"severity": Severity.REVIEW})
+                   if f.kind is K.ALWAYS_EQUAL and f.severity is Severity.FATAL else f
+                   for f in scanned]
+    return scanned
+
+
+def _prepare(task: Task, solution: Solution, tree: Path, defences: Defences,
+             seconds: float | None) -> tuple[list[Finding], mut.Plan | None]:
+    rec = task.record
+    b = BOUNDS if defences.bounds else UNBOUNDED
+    entries = b.max_entries(rec.sizes.workspace_files)
+    refused, links = _materialise(task, solution, tree, defences, b, entries, seconds)
+    if refused is not None:
+        return [refused], None
+    notes = _scrub(task, tree, defences, links)
+    found = [finding(k, Source.STATIC if k is K.BYTECODE_FILE else Source.GRADER, d, policy=defences.policy)
+             for k, d in notes]
     if defences.static_scan:
-        scan_bounds = {} if defences.bounds else {"max_file": None, "max_total": None}
-        scanned = static.scan_solution(tree, task.workspace, pol, allowed,
-                                       skip=set(rec.protected_files), **scan_bounds)
-        g = rec.grading
-        if defences.mutants and g.hidden_functions and g.hidden_with_mutant >= g.hidden_functions:
-            # Every hidden test has value copies: an object equal to everything
-            # that the tests compare passes them and scores 0 there; one they never
-            # compare (a sentinel) is no reason to.
-            scanned = [f.model_copy(update={"severity": Severity.REVIEW})
-                       if f.kind is K.ALWAYS_EQUAL and f.severity is Severity.FATAL else f
-                       for f in scanned]
-        found += scanned
+        found += _scan(task, tree, defences)
     chosen = planted_set(rec) if defences.mutants else []
     plan = mut.plant(tree, rec.FAIL_TO_PASS, chosen,
                      rename=defences.rename and rec.grading.rename, rng=random.SystemRandom())
@@ -310,10 +304,12 @@ def planted_set(rec) -> list[mut.Mutant]:
 
 def verify(task_dir: str | Path, solution: Solution, timeout: float | None = None,
            limits: Limits | None = None, defences: Defences | None = None,
-           pool: WarmPool | None = None, backend: str | None = None) -> VerifyResult:
+           pool: WarmPool | None = None, backend: str | None = None,
+           record: Callable[[GradingCase], None] | None = None) -> VerifyResult:
     """Grade `solution`; infrastructure failures come back with `error` set, reward None.
     With a `pool`, the sandbox is a warm one started ahead (never used before).
-    `backend`: the sandbox backend (default $TASKFORGE_SANDBOX, else docker)."""
+    `backend`: the sandbox backend (default $TASKFORGE_SANDBOX, else docker).
+    `record`: called with the graded run as data (grade/cases.py), to replay."""
     task = load_task(task_dir)
     rec = task.record
     d = defences or Defences()
@@ -354,7 +350,12 @@ def verify(task_dir: str | Path, solution: Solution, timeout: float | None = Non
         if run is None:
             result.error = error or "sandbox failed"
             return _finish(result, t0, None, found)
-        return grade(result, rec, run, t0, plan, found, d)
+        graded = grade(result, rec, run, t0, plan, found, d)
+        if record is not None and run.raw is not None:
+            case = case_of(rec, d, found, plan, run.raw, graded)
+            case.backend = backend or (pool.backend if pool else None) or default_backend()
+            record(case)
+        return graded
     finally:
         rmtree(tmp)          # never raises; what it could not remove is logged
 
@@ -411,117 +412,25 @@ def _pytest(sb, rec, d: Defences, timeout: float) -> RunResult:
                         ).run(["--continue-on-collection-errors"], timeout=timeout)
 
 
-def _outcomes(run: RunResult, plan: mut.Plan) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
-    """Reported outcomes under the tests' original ids, and each planted
-    mutant's outcomes by id suffix."""
-    real: dict[str, str] = {}
-    planted: dict[str, dict[str, str]] = {name: {} for name in plan.mutants}
-    for nid, outcome in run.outcomes.items():
-        m = plan.mutant_of(nid)
-        if m is not None:
-            planted[m[0]][m[1]] = outcome
-        else:
-            real[plan.original_id(nid)] = outcome
-    return real, planted
-
-
 def grade(result: VerifyResult, rec, run: RunResult, t0: float, plan: mut.Plan,
           found: list[Finding], d: Defences) -> VerifyResult:
-    pol = d.policy
+    """The result of a graded run: the pure core decides (`decide.judge`), this
+    fills in the record."""
+    j = decide.judge(decide.TaskFacts.of(rec), run, plan, found, d)
     result.exit_code = run.exit_code
     result.timed_out = run.timed_out
     result.test_seconds = round(run.test_seconds, 3)
-    outcomes, planted = _outcomes(run, plan)
-    expected = rec.FAIL_TO_PASS + rec.PASS_TO_PASS
     # pydantic checks each outcome against Outcome
-    result.tests = [TestResult(nodeid=t, outcome=cast(Outcome, outcomes.get(t, "missing")),
-                               duration=round(run.durations.get(t, 0.0), 4)) for t in expected]
-    f2p_ok = [t for t in rec.FAIL_TO_PASS if outcomes.get(t) == "passed"]
-    p2p_ok = [t for t in rec.PASS_TO_PASS if outcomes.get(t) == "passed"]
-    result.f2p_passed, result.p2p_passed = len(f2p_ok), len(p2p_ok)
-    result.f2p_failures = sorted(set(rec.FAIL_TO_PASS) - set(f2p_ok))
-    result.p2p_regressions = sorted(set(rec.PASS_TO_PASS) - set(p2p_ok))
-    found = list(found)
-    found += [finding(k, Source.GRADER, detail, policy=pol) for k, detail in run.problems]
-    if run.timed_out:
-        found.append(finding(K.TIMEOUT, Source.GRADER, "the test run was killed at the time limit",
-                             policy=pol))
-    meta = run.meta
-    if d.isolation and meta is not None:
-        if not meta.separated:
-            found.append(finding(K.NOT_SEPARATED, Source.GRADER,
-                                 "the tests ran as the supervisor's uid", policy=pol))
-        if meta.alive_after_exit:
-            found.append(finding(K.ESCAPED_PROCESS, Source.GRADER,
-                                 f"{meta.alive_after_exit} process(es) outlived the run (killed)",
-                                 policy=pol))
-    if d.monitor:
-        found += _monitor_findings(run, rec, d)
+    result.tests = [TestResult(nodeid=t, outcome=cast(Outcome, j.outcomes.get(t, "missing")),
+                               duration=round(run.durations.get(t, 0.0), 4))
+                    for t in rec.FAIL_TO_PASS + rec.PASS_TO_PASS]
+    result.f2p_failures, result.p2p_regressions = j.f2p_failures, j.p2p_regressions
+    result.f2p_passed = len(rec.FAIL_TO_PASS) - len(j.f2p_failures)
+    result.p2p_passed = len(rec.PASS_TO_PASS) - len(j.p2p_regressions)
     result.collection_errors = [clean(f"{k or '<session>'}: {v}", 400)
                                 for k, v in sorted(run.collect_errors.items())][:50]
-    if d.exit_checks and not run.timed_out:
-        found += [finding(k, Source.GRADER, detail, policy=pol) for k, detail in decide.exit_problems(
-            finished=run.session_finished, exit_code=run.exit_code, session_exit=run.session_exit,
-            outcomes=outcomes, run_outcomes=run.outcomes, collect_errors=run.collect_errors,
-            expected=expected)]
-    result.mutants_planted = len(plan.mutants)
-    for name, m in plan.mutants.items():
-        got = planted.get(name, {})
-        if got == m.expect:
-            result.mutants_killed += 1
-            continue
-        if result.f2p_failures:
-            continue        # wrong anyway: the copies say nothing more
-        # Every copy must end exactly as on the gold: one that passed, or whose
-        # results went missing, means the reports are not the tests' own.
-        passed = [s for s, want in m.expect.items() if want == "failed" and got.get(s) == "passed"]
-        detail = (f"a must-fail copy of {m.func} passed ({m.site})" if passed else
-                  f"a copy of {m.func} did not end as on the gold: {_profile_diff(m.expect, got)}")
-        found.append(finding(K.MUTANT_PASSED, Source.GRADER, detail, policy=pol))
-    fatal = any(f.severity is Severity.FATAL for f in found)
-    resolved = (not result.f2p_failures and not result.p2p_regressions and not run.timed_out
-                and not fatal)
-    return _finish(result, t0, 1.0 if resolved else 0.0, found)
-
-
-def _monitor_findings(run: RunResult, rec, d: Defences) -> list[Finding]:
-    """The monitor's events as findings, one per (kind, site); with the bounds on,
-    at most MAX_MONITOR_FINDINGS of them and one monitor-flood finding for the
-    rest: the monitor reports each act once, so a flood was written on the pipe
-    by the code under test, to bloat the result (150,000 events: 28 MB of JSON)."""
-    allowed = {(k, f) for k, f in rec.grading.allowed}
-    out: list[Finding] = []
-    seen: set[tuple[str, str]] = set()
-    dropped = run.monitor_dropped
-    for ev in run.monitor:
-        if d.bounds:
-            if (ev.kind, ev.site) in seen:
-                continue
-            seen.add((ev.kind, ev.site))
-            if len(out) >= MAX_MONITOR_FINDINGS:
-                dropped += 1
-                continue
-        try:
-            kind = K(ev.kind)
-        except ValueError:
-            out.append(finding(K.MALFORMED_EVENT, Source.GRADER,
-                               f"unknown monitor kind {ev.kind[:40]!r}", policy=d.policy))
-            continue
-        file = ev.site.rsplit(":", 1)[0]
-        out.append(finding(kind, Source.MONITOR, ev.detail, ev.site, d.policy,
-                           exempt=(kind.value, file) in allowed))
-    if dropped:
-        out.append(finding(K.MONITOR_FLOOD, Source.GRADER,
-                           f"{len(out) + dropped} distinct monitor events; the first {len(out)} kept",
-                           policy=d.policy))
-    return out
-
-
-def _profile_diff(want: dict[str, str], got: dict[str, str]) -> str:
-    keys = sorted(set(want) | set(got))
-    diff = [f"{k or '()'}: {got.get(k, 'missing')} (gold {want.get(k, 'none')})"
-            for k in keys if want.get(k) != got.get(k)]
-    return "; ".join(diff[:3])[:200]
+    result.mutants_planted, result.mutants_killed = j.mutants_planted, j.mutants_killed
+    return _finish(result, t0, j.reward, j.findings)
 
 
 def _finish(result: VerifyResult, t0: float, reward: float | None,

@@ -7,8 +7,11 @@ description it does not give."""
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
+
+import jinja2
 
 from taskforge.analysis.pyparse import parse as parse_python
 from taskforge.analysis.symbols import Symbol
@@ -154,105 +157,43 @@ def _display(s: Symbol) -> str:
     return f"{s.cls}.{s.name}" if s.kind == "method" else s.name
 
 
+@functools.cache
+def _template() -> jinja2.Template:
+    env = jinja2.Environment(loader=jinja2.PackageLoader("taskforge.package", "templates"),
+                             autoescape=False, trim_blocks=True, lstrip_blocks=True,
+                             keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
+    env.filters["code"] = lambda x: f"`{x}`"
+    return env.get_template("statement.md.j2")
+
+
 def problem_statement(repo_name: str, root: Symbol, symbols: list[Symbol],
                       exports: list[str], touched: list[str], hidden_count: int,
                       kind: str | None = None, required: list[str] | None = None,
                       docs: list[str] | None = None, style: StatementStyle = StatementStyle.UPSTREAM,
                       raises: list[str] | None = None) -> str:
-    """`style` OWN: the interface without the upstream docstrings (their sentences
-    are retrieval keys and sometimes say how the code works), and what the code
-    raises, read off it, in this template's words."""
+    """The statement, rendered from templates/statement.md.j2: this supplies the
+    values (what was removed, what to show), the template every word. `style`
+    OWN: the interface without the upstream docstrings (their sentences are
+    retrieval keys and sometimes say how the code works), and what the code
+    raises, read off it, in the template's words."""
     kind = str(kind or root.kind)
     own = style is StatementStyle.OWN
-
-    def shown_sig(sig: str) -> str:
-        return (strip_docstrings(sig) if own else sig).rstrip()
-
-    what = KIND_WORD.get(kind, kind)
     public = [s for s in symbols if s.public and s.kind not in ("module", "assignment")]
-    tests = f"{hidden_count} hidden test{'s' if hidden_count != 1 else ''}"
-    rest = (" The rest of the repository is intact and its test suite passes. "
-            f"Implement it so that {tests} pass; they use the interface below"
-            + (", and check the exact behaviour listed after it." if required else "."))
-    if kind == "module":
-        lines = [f"# Implement the module `{root.module}`", "",
-                 f"The module `{root.module}` (`{root.path}`) has been removed from "
-                 f"`{repo_name}`, with every definition in it." + rest]
-    elif kind in ("cluster", "combined"):
-        files = ", ".join(f"`{f}`" for f in sorted({s.path for s in symbols}))
-        names = ", ".join(f"`{_display(s)}`" for s in public)
-        if kind == "combined":      # taskforge harden: features that need not know each other
-            lines = [f"# Implement {len(public)} definitions of `{repo_name}`: {names}", "",
-                     f"These definitions have been removed together from {files} of "
-                     f"`{repo_name}`; nothing left in the repository uses them." + rest]
-        else:
-            lines = [f"# Implement `{_display(root)}` and the code that uses it in "
-                     f"`{root.module}`", "",
-                     f"{len(public)} related definitions ({names}) have been removed from "
-                     f"{files} of `{repo_name}`. They use one another, and nothing left in "
-                     "the repository uses them." + rest]
-    else:
-        display = _display(root)
-        lines = [f"# Implement the {what} `{display}` in `{root.module}`", "",
-                 f"The {what} `{root.qualname}` has been removed from `{root.path}` of "
-                 f"`{repo_name}`." + rest]
-    lines += ["", "## Interface", ""]
-    shown = public if kind in ("cluster", "combined") else [root]
-    for s in shown:
-        if s.kind == "method":
-            lines += [f"In class `{s.cls}` (in `{s.path}`):", ""]
-        elif kind in ("cluster", "combined"):
-            lines += [f"In `{s.path}`:", ""]
-        lines += ["```python", shown_sig(s.signature), "```", ""]
-    if own and raises:
-        lines += ["Where its inputs call for it, it raises "
-                  + ", ".join(f"`{r}`" for r in raises) + ".", ""]
-    elsewhere = [s for s in public if kind == "module" and s.module != root.module]
-    if elsewhere:
-        lines += ["Code in other modules that used it was removed with it and must come back "
-                  "too:", ""]
-        for s in elsewhere:
-            where = f"in class `{s.cls}` of `{s.path}`" if s.kind == "method" else f"in `{s.path}`"
-            lines += [f"{where[0].upper()}{where[1:]}:", "", "```python", shown_sig(s.signature),
-                      "```", ""]
+    many = kind in ("cluster", "combined")
     assigned: dict[str, list[Symbol]] = {}
     for s in symbols:
         if s.kind == "assignment" and s.public:
             assigned.setdefault(s.path, []).append(s)
-    if assigned:
-        lines += ["Module-level names defined from it were removed with it and must be "
-                  "defined again:", ""]
-        for path, group in sorted(assigned.items()):
-            lines += [f"In `{path}`:", "", "```python",
-                      *[shown_sig(g.signature) for g in group], "```", ""]
-    helpers = [s for s in symbols if s is not root and not s.public]
-    if helpers and kind != "module":
-        lines.append("Private helpers that only this feature used were removed with it; "
-                     "you may write your own:")
-        lines.append("")
-        for h in helpers:
-            lines.append(f"- `{h.qualname}`")
-        lines.append("")
-    if exports:
-        lines.append("It must also be importable as:")
-        lines.append("")
-        for e in exports:
-            lines.append(f"- `{e}`")
-        lines.append("")
-    if required:
-        lines += ["## Required behaviour", "",
-                  "The hidden tests expect these exact strings (messages, reprs, formats), "
-                  "which nothing in the repository shows; where the feature produces them, "
-                  "produce them character for character:", ""]
-        lines += [f"- {r}" if r.startswith("an error") else f"- `{r}`" for r in required]
-        lines.append("")
-    if docs:
-        lines.append("The repository's documentation describes it: "
-                     + ", ".join(f"`{d}`" for d in docs) + ".")
-        lines.append("")
-    if len(touched) > 1:
-        lines.append("Files changed by the removal: " + ", ".join(f"`{t}`" for t in touched) + ".")
-        lines.append("")
-    lines.append("Do not modify the existing tests or test configuration: they are restored "
-                 "before grading.")
-    return "\n".join(lines) + "\n"
+    return _template().render(
+        kind=kind, repo=repo_name, root=root, root_display=_display(root),
+        what=KIND_WORD.get(kind, kind), public=public, many=many,
+        names=", ".join(f"`{_display(s)}`" for s in public),
+        files=", ".join(f"`{f}`" for f in sorted({s.path for s in symbols})),
+        tests=f"{hidden_count} hidden test{'s' if hidden_count != 1 else ''}",
+        required=required or [], shown=public if many else [root],
+        sig=lambda s: (strip_docstrings(s.signature) if own else s.signature).rstrip(),
+        raises=(raises or []) if own else [],
+        elsewhere=[s for s in public if kind == "module" and s.module != root.module],
+        assigned=sorted(assigned.items()),
+        helpers=[s for s in symbols if s is not root and not s.public] if kind != "module" else [],
+        exports=exports, docs=docs or [], touched=touched)

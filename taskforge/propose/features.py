@@ -12,6 +12,7 @@ kinds and modules, so a `--max-tasks` prefix is a sample, not the easy end.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import AbstractSet
 
@@ -90,6 +91,54 @@ def covered(qualname: str, names: set[str]) -> bool:
     return qualname in names or any(qualname.startswith(n + ".") for n in names)
 
 
+class _Blocked(Exception):
+    """A feature that cannot grow: its reason is the candidate's drop reason."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _too_many(limit: int) -> _Blocked:
+    return _Blocked(f"used by other code: removing its dependents too takes more than {limit} definitions")
+
+
+def _dependent(users: Users, u: str, hopeless) -> Symbol:
+    """The definition behind the use `u` that must go with the feature (a
+    special method's whole class), or _Blocked when it cannot."""
+    if u.endswith("(module level)"):
+        raise _Blocked(f"used by other code: {u}")
+    dep = users.by_qual.get(u.split(" (")[0])
+    if dep is None:
+        raise _Blocked(f"used by other code: {u}")
+    if dep.dunder and dep.kind == "method":
+        # A special method cannot go alone (every use of the class calls it):
+        # its class goes whole.
+        dep = users.by_qual.get(f"{dep.module}.{dep.cls}")
+        if dep is None or not dep.public:
+            raise _Blocked(f"used by other code: {u} (a special method)")
+    why = hopeless(dep)
+    if why:
+        raise _Blocked(f"used by {dep.qualname}, which cannot go: {why}")
+    return dep
+
+
+def _dependents(users: Users, feature: list[Symbol], names: set[str], whole: str | None, hopeless,
+                limit: int) -> list[Symbol]:
+    """Every definition outside the feature that uses something in it."""
+    new: list[Symbol] = []
+    for s in list(feature):
+        for u in users.outside(s, names):
+            if whole is not None and u == f"{whole} (module level)":
+                continue
+            dep = _dependent(users, u, hopeless)
+            if dep not in new:
+                new.append(dep)
+                if len(feature) + len(new) > limit:      # a `get` with 3000 users
+                    raise _too_many(limit)
+    return new
+
+
 def grow(index: RepoIndex, users: Users, root: Symbol, hopeless=lambda sym: None,
          seeds: list[Symbol] | None = None, whole: str | None = None,
          max_symbols: int = MAX_FEATURE_SYMBOLS, max_files: int = MAX_FEATURE_FILES
@@ -114,38 +163,14 @@ def grow(index: RepoIndex, users: Users, root: Symbol, hopeless=lambda sym: None
 
     for seed in seeds or [root]:
         add(seed)
-    while True:
-        new: list[Symbol] = []
-        for s in list(feature):
-            for u in users.outside(s, names):
-                if whole is not None and u == f"{whole} (module level)":
-                    continue
-                if u.endswith("(module level)"):
-                    return None, f"used by other code: {u}"
-                dep = users.by_qual.get(u.split(" (")[0])
-                if dep is None:
-                    return None, f"used by other code: {u}"
-                if dep.dunder and dep.kind == "method":
-                    # A special method cannot go alone (every use of the class calls
-                    # it): its class goes whole.
-                    dep = users.by_qual.get(f"{dep.module}.{dep.cls}")
-                    if dep is None or not dep.public:
-                        return None, f"used by other code: {u} (a special method)"
-                why = hopeless(dep)
-                if why:
-                    return None, f"used by {dep.qualname}, which cannot go: {why}"
-                if dep not in new:
-                    new.append(dep)
-                    if len(feature) + len(new) > limit:      # a `get` with 3000 users
-                        return None, (f"used by other code: removing its dependents too takes "
-                                      f"more than {limit} definitions")
-        if not new:
-            break
-        for dep in new:
-            add(dep)
-        if len(feature) > limit:
-            return None, (f"used by other code: removing its dependents too takes more than "
-                          f"{limit} definitions")
+    try:
+        while new := _dependents(users, feature, names, whole, hopeless, limit):
+            for dep in new:
+                add(dep)
+            if len(feature) > limit:
+                raise _too_many(limit)
+    except _Blocked as blocked:
+        return None, blocked.reason
     # Downwards: public functions and classes that exist only to serve the feature.
     while True:
         refs = set().union(*(f.name_refs for f in _expand(feature)))
@@ -371,6 +396,111 @@ def hidden_tests(index, cov: CoverageMap, tests, module_names, by_key, all_ids,
     return hidden & all_ids, files
 
 
+def too_small(d: Difficulty, min_statements: int, min_tier: Tier) -> str | None:
+    """Why a feature of difficulty `d` is below what was asked, or None."""
+    if d.statements < min_statements:
+        return f"too small: {d.statements} statement(s) of code removed (minimum {min_statements})"
+    if TIER_ORDER.index(d.tier) < TIER_ORDER.index(min_tier):
+        return f"below the difficulty asked: {d.tier.value} (minimum {min_tier.value})"
+    return None
+
+
+def exercised(n_pass: int, n_passing: int, cap: int) -> str | None:
+    """Why a feature that `n_pass` of the `n_passing` passing tests depend on
+    cannot be a task (none, or more than `cap`), or None."""
+    if n_pass == 0:
+        return "no passing test exercises it"
+    if n_pass > cap:
+        return f"too central: {n_pass} of {n_passing} passing tests depend on it (cap {cap})"
+    return None
+
+
+def proposable(sym: Symbol) -> bool:
+    """A definition a feature is proposed from: public, not special, not a
+    module-level NAME = value (that only goes with what it uses), not a method
+    of a private class."""
+    if sym.dunder or not sym.public or sym.kind == "assignment":
+        return False
+    return not (sym.kind == "method" and sym.cls and sym.cls.startswith("_"))
+
+
+@dataclass
+class _Proposer:
+    """propose()'s shared state, so that each definition's way to a candidate
+    or a drop is one method."""
+    index: RepoIndex
+    cov: CoverageMap
+    passing: set[str]
+    all_ids: set[str]
+    tests: dict[str, TestModule]
+    hopeless: Callable
+    late: Callable
+    min_statements: int
+    min_tier: Tier
+    max_symbols: int
+    cap: int
+    users: Users = field(init=False)
+    module_names: set[str] = field(init=False)
+    by_key: dict = field(init=False)
+    kept: set[str] = field(init=False)
+    seen: dict[frozenset[str], str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.users = Users(self.index)
+        self.module_names = set(self.index.modules)
+        self.by_key = group_ids(self.all_ids)
+        self.kept = {s.name for m in self.index.modules.values() for s in m.symbols}
+
+    def symbol(self, sym: Symbol) -> Candidate | str:
+        """The candidate grown from `sym`, or why there is none."""
+        if not self.cov.measured(sym.path):
+            return "module never imported by the tests"
+        why = self.hopeless(sym)
+        if why:
+            return why
+        feature, why = grow(self.index, self.users, sym, self.hopeless, max_symbols=self.max_symbols,
+                            max_files=feature_files(self.max_symbols))
+        if feature is None:
+            return why
+        key = frozenset(f.qualname for f in feature)
+        if key in self.seen:
+            return f"same feature as {self.seen[key]}"
+        diff = difficulty_of(self.index, feature, kept=self.kept)
+        why = too_small(diff, self.min_statements, self.min_tier)
+        if why:                 # (an @overload stub must not claim the key of its function)
+            return why
+        self.seen[key] = sym.qualname
+        root = entry_point(self.users, feature, sym)
+        feature = [root, *[f for f in feature if f is not root]]
+        top = [s for s in feature if s.kind in TOP_KINDS]
+        hidden, files = hidden_tests(self.index, self.cov, self.tests, self.module_names, self.by_key,
+                                     self.all_ids, feature, top)
+        why = exercised(len(hidden & self.passing), len(self.passing), self.cap)
+        if why:
+            return why
+        kind = feature_kind(root, feature)
+        # Two clusters may share an entry point: the name (and so the task id) says which.
+        name = root.qualname if kind != FeatureKind.CLUSTER else (
+            root.qualname + "+" + hashlib.sha256("\0".join(sorted(key)).encode()).hexdigest()[:6])
+        return Candidate(name=name, kind=kind, root=root, symbols=feature, hidden=hidden, hidden_files=files,
+                         late=any(self.late(f) for f in feature), difficulty=diff)
+
+    def module(self, mod) -> Candidate | str | None:
+        """The whole-module candidate of `mod`, why there is none, or None when
+        the module is no candidate at all."""
+        cand, reason = _module_candidate(self.index, mod, self.cov, self.tests, self.module_names,
+                                         self.by_key, self.all_ids, self.hopeless, self.users,
+                                         max_symbols=self.max_symbols)
+        if cand is None:
+            return reason
+        if reason is None:
+            reason = exercised(len(cand.hidden & self.passing), len(self.passing), self.cap)
+        if reason is None:
+            cand.difficulty = difficulty_of(self.index, cand.symbols, whole_module=mod.module)
+            reason = too_small(cand.difficulty, self.min_statements, self.min_tier)
+        return reason or cand
+
+
 def propose(index: RepoIndex, cov: CoverageMap, passing: set[str], all_ids: set[str],
             tests: dict[str, TestModule], max_share: float = 0.4,
             hopeless=lambda sym: None, late=lambda sym: False,
@@ -381,90 +511,27 @@ def propose(index: RepoIndex, cov: CoverageMap, passing: set[str], all_ids: set[
     (dynamic.hopeless_check makes both). Every symbol considered ends as one
     candidate or one drop. `max_symbols` bounds a feature with its dependents
     (`--max-feature-defs`: larger vertical slices, each still validated)."""
+    p = _Proposer(index, cov, passing, all_ids, tests, hopeless, late, min_statements, min_tier,
+                  max_symbols, cap=max(1, int(max_share * len(passing))))
     drops: list[tuple[str, str]] = []
     cands: list[Candidate] = []
     considered = 0
-    cap = max(1, int(max_share * len(passing)))
-    module_names = set(index.modules)
-    by_key = group_ids(all_ids)
-    users = Users(index)
-    seen: dict[frozenset[str], str] = {}
-    kept = {s.name for m in index.modules.values() for s in m.symbols}
-
-    def small(d: Difficulty) -> str | None:
-        if d.statements < min_statements:
-            return (f"too small: {d.statements} statement(s) of code removed "
-                    f"(minimum {min_statements})")
-        if TIER_ORDER.index(d.tier) < TIER_ORDER.index(min_tier):
-            return f"below the difficulty asked: {d.tier.value} (minimum {min_tier.value})"
-        return None
-
-    for sym in index.symbols():
-        if sym.dunder or not sym.public or sym.kind == "assignment":
-            continue          # a module-level NAME = value only goes with what it uses
-        if sym.kind == "method" and sym.cls and sym.cls.startswith("_"):
-            continue
+    for sym in filter(proposable, index.symbols()):
         considered += 1
-        if not cov.measured(sym.path):
-            drops.append((sym.qualname, "module never imported by the tests"))
-            continue
-        why = hopeless(sym)
-        if why:
-            drops.append((sym.qualname, why))
-            continue
-        feature, why = grow(index, users, sym, hopeless, max_symbols=max_symbols,
-                            max_files=feature_files(max_symbols))
-        if feature is None:
-            drops.append((sym.qualname, why))
-            continue
-        key = frozenset(f.qualname for f in feature)
-        if key in seen:
-            drops.append((sym.qualname, f"same feature as {seen[key]}"))
-            continue
-        diff = difficulty_of(index, feature, kept=kept)
-        why = small(diff)
-        if why:                 # (an @overload stub must not claim the key of its function)
-            drops.append((sym.qualname, why))
-            continue
-        seen[key] = sym.qualname
-        root = entry_point(users, feature, sym)
-        feature = [root, *[f for f in feature if f is not root]]
-        top = [s for s in feature if s.kind in TOP_KINDS]
-        hidden, files = hidden_tests(index, cov, tests, module_names, by_key, all_ids, feature, top)
-        n_pass = len(hidden & passing)
-        if n_pass == 0:
-            drops.append((sym.qualname, "no passing test exercises it"))
-            continue
-        if n_pass > cap:
-            drops.append((sym.qualname, f"too central: {n_pass} of {len(passing)} passing tests "
-                                        f"depend on it (cap {cap})"))
-            continue
-        kind = feature_kind(root, feature)
-        # Two clusters may share an entry point: the name (and so the task id) says which.
-        name = root.qualname if kind != FeatureKind.CLUSTER else (
-            root.qualname + "+" + hashlib.sha256("\0".join(sorted(key)).encode()).hexdigest()[:6])
-        cands.append(Candidate(name=name, kind=kind, root=root, symbols=feature,
-                               hidden=hidden, hidden_files=files,
-                               late=any(late(f) for f in feature), difficulty=diff))
-    for mod in index.modules.values():
-        cand, reason = _module_candidate(index, mod, cov, tests, module_names, by_key, all_ids,
-                                         hopeless, users, max_symbols=max_symbols)
-        if cand is None and reason is None:
-            continue
-        considered += 1
-        n_pass = len(cand.hidden & passing) if cand else 0
-        if reason is None and n_pass == 0:
-            reason = "no passing test exercises it"
-        if reason is None and n_pass > cap:
-            reason = (f"too central: {n_pass} of {len(passing)} passing tests depend on it "
-                      f"(cap {cap})")
-        if reason is None:
-            cand.difficulty = difficulty_of(index, cand.symbols, whole_module=mod.module)
-            reason = small(cand.difficulty)
-        if reason:
-            drops.append((mod.module, reason))
+        got = p.symbol(sym)
+        if isinstance(got, str):
+            drops.append((sym.qualname, got))
         else:
-            cands.append(cand)
+            cands.append(got)
+    for mod in index.modules.values():
+        got_mod = p.module(mod)
+        if got_mod is None:
+            continue
+        considered += 1
+        if isinstance(got_mod, str):
+            drops.append((mod.module, got_mod))
+        else:
+            cands.append(got_mod)
     return Proposal(candidates=order(cands), considered=considered, drops=drops)
 
 
@@ -549,6 +616,23 @@ def module_symbol(mod: ModuleInfo, tops: list[Symbol]) -> Symbol:
                   end=mod.code.count("\n") + 1, signature=sig)
 
 
+def _imported_whole(index: RepoIndex, mod: ModuleInfo) -> str | None:
+    """Why other code keeps needing the module itself (imports it as a module,
+    or a name it does not define from it), or None."""
+    names = {s.name for s in mod.symbols}
+    for other in index.modules.values():
+        if other is mod:
+            continue
+        for b in other.bindings:
+            if b.name is None and b.module == mod.module:
+                return f"imported as a module by {other.module}"
+            if b.name and f"{b.module}.{b.name}" == mod.module:
+                return f"imported as a module by {other.module}"
+            if b.name and b.module == mod.module and b.name not in names:
+                return f"{other.module} imports {b.name} from it"
+    return None
+
+
 def _module_candidate(index: RepoIndex, mod: ModuleInfo, cov: CoverageMap, tests, module_names,
                       by_key, all_ids, hopeless=lambda sym: None, users: Users | None = None,
                       max_symbols: int = MAX_FEATURE_SYMBOLS):
@@ -560,17 +644,9 @@ def _module_candidate(index: RepoIndex, mod: ModuleInfo, cov: CoverageMap, tests
         return None, None          # a one-symbol module is that symbol's candidate
     if not cov.measured(mod.path):
         return None, "module never imported by the tests"
-    names = {s.name for s in mod.symbols}
-    for other in index.modules.values():
-        if other is mod:
-            continue
-        for b in other.bindings:
-            if b.name is None and b.module == mod.module:
-                return None, f"imported as a module by {other.module}"
-            if b.name and f"{b.module}.{b.name}" == mod.module:
-                return None, f"imported as a module by {other.module}"
-            if b.name and b.module == mod.module and b.name not in names:
-                return None, f"{other.module} imports {b.name} from it"
+    why = _imported_whole(index, mod)
+    if why:
+        return None, why
     for s in tops:
         why = hopeless(s)
         if why:

@@ -321,49 +321,41 @@ def _manifest_top(p: Path) -> Path | None:
     return top if (top / "manifest.json").is_file() else None
 
 
-def select(paths: Iterable[str | Path], out: str | Path, tiers: Iterable[str] = (),
-           solve_rate: str | tuple[float, float] | None = None,
-           stats: str | Path | Iterable[str | Path] | None = None, min_attempts: int = 1,
-           untried: str = "include", fmt: str = "parquet", shard_size: int = 256,
-           splits: dict[str, float] | None = None, seed: int | None = None,
-           log=None) -> SelectReport:
-    """Write the tasks of `paths` (shard directories or files, task directories or
-    directories of tasks) that pass the filters to the shard directory `out`.
+Rows = dict  # instance_id -> (repo, tier, where its row comes from: a task directory or a ShardIndex)
 
-    A task passes when its difficulty tier is one of `tiers` (any, if none) and,
-    with `solve_rate` (LO, HI), its solve rate in `stats` is within [LO, HI].
-    A task with fewer than `min_attempts` attempts is untried: kept with
-    untried="include", dropped with "exclude". Splits and seed default to those
-    of the input manifests, so a repository stays in its split."""
-    from taskforge.package.store import load_task
-    from taskforge.training import shards
 
-    inputs = [Path(p) for p in paths]
-    out = Path(out)
+def _stats_paths(stats: str | Path | Iterable[str | Path] | None) -> list[Path]:
+    """The stats files given, else $TASKFORGE_STATS's, else none."""
+    if isinstance(stats, (str, Path)):
+        return [Path(stats)]
+    if stats is None:
+        return [Path(os.environ[STATS_ENV])] if os.environ.get(STATS_ENV) else []
+    return [Path(s) for s in stats]
+
+
+def _check_args(inputs: list[Path], out: Path, untried: str, min_attempts: int, band,
+                stats_paths: list[Path]) -> None:
     if not inputs:
         raise UserError("no input: give shard directories or task directories")
     if untried not in ("include", "exclude"):
         raise UserError(f"bad --untried {untried!r} (include, exclude)")
     if min_attempts < 1:
         raise UserError("--min-attempts must be at least 1")
-    want_tiers = parse_tiers(tiers)
-    band = parse_band(solve_rate) if isinstance(solve_rate, str) else solve_rate
-    if isinstance(stats, (str, Path)):
-        stats_paths = [Path(stats)]
-    elif stats is None:
-        stats_paths = [Path(os.environ[STATS_ENV])] if os.environ.get(STATS_ENV) else []
-    else:
-        stats_paths = [Path(s) for s in stats]
     if (band is not None or untried == "exclude") and not stats_paths:
         raise UserError("--solve-rate and --untried exclude need --stats FILE "
                         f"(or ${STATS_ENV})")
-    report = read_stats(stats_paths) if stats_paths else None
     for p in inputs:
         if p.exists() and out.exists() and p.resolve() == out.resolve():
             raise UserError(f"--out {out} is one of the inputs")
 
-    # Every input row: instance_id -> (repo, tier, where its row comes from).
-    rows: dict[str, tuple[str, str, Path | shards.ShardIndex]] = {}
+
+def _read_rows(inputs: list[Path]) -> tuple[Rows, list]:
+    """Every input row (instance_id -> (repo, tier, where)), and the input
+    shards' manifests. A repeated instance_id is refused."""
+    from taskforge.package.store import load_task
+    from taskforge.training import shards
+
+    rows: Rows = {}
     manifests = []
     for p in inputs:
         entries: list[tuple[str, str, str, Path | shards.ShardIndex]]
@@ -385,7 +377,13 @@ def select(paths: Iterable[str | Path], out: str | Path, tiers: Iterable[str] = 
             rows[iid] = (repo, tier, where)
     if not rows:
         raise UserError("no tasks in the inputs")
+    return rows, manifests
 
+
+def inherited_split(manifests, splits: dict[str, float] | None, seed: int | None
+                    ) -> tuple[dict[str, float], int]:
+    """Splits and seed: the ones given, else the input manifests' (which must
+    agree), else all in train with seed 0. So a repository stays in its split."""
     if splits is None or seed is None:
         keys = {(tuple(sorted(m.splits.items())), m.seed) for m in manifests}
         if len(keys) > 1:
@@ -394,13 +392,15 @@ def select(paths: Iterable[str | Path], out: str | Path, tiers: Iterable[str] = 
             (m_splits, m_seed), = keys
             splits = splits if splits is not None else dict(m_splits)
             seed = seed if seed is not None else m_seed
-    splits = splits or {"train": 1.0}
-    seed = 0 if seed is None else seed
+    return splits or {"train": 1.0}, 0 if seed is None else seed
 
+
+def _filter(rows: Rows, report, tier_names: set[str], band, min_attempts: int, untried: str
+            ) -> tuple[dict[str, str], dict[str, TierCount], BandCount]:
+    """The rows `pick` keeps (instance_id -> repo), with the counts per tier and band."""
     by_tier = {t.value: TierCount() for t in TIER_ORDER}
     counts = BandCount()
     kept: dict[str, str] = {}
-    tier_names = {t.value for t in want_tiers}
     for iid in sorted(rows):
         repo, tier, _ = rows[iid]
         tc = by_tier.setdefault(tier or "unknown", TierCount())
@@ -408,8 +408,7 @@ def select(paths: Iterable[str | Path], out: str | Path, tiers: Iterable[str] = 
         st = report.tasks.get(iid) if report is not None else None
         choice = pick(tier, st.attempts if st else None, st.solve_rate if st else None, tiers=tier_names,
                       band=band, min_attempts=min_attempts, untried=untried)
-        if choice in (Pick.UNTRIED_KEPT, Pick.UNTRIED_DROPPED):
-            counts.untried += 1
+        counts.untried += choice in (Pick.UNTRIED_KEPT, Pick.UNTRIED_DROPPED)
         counts.untried_kept += choice is Pick.UNTRIED_KEPT
         counts.below += choice is Pick.BELOW
         counts.above += choice is Pick.ABOVE
@@ -417,6 +416,35 @@ def select(paths: Iterable[str | Path], out: str | Path, tiers: Iterable[str] = 
         if choice.kept:
             tc.kept += 1
             kept[iid] = repo
+    return kept, by_tier, counts
+
+
+def select(paths: Iterable[str | Path], out: str | Path, tiers: Iterable[str] = (),
+           solve_rate: str | tuple[float, float] | None = None,
+           stats: str | Path | Iterable[str | Path] | None = None, min_attempts: int = 1,
+           untried: str = "include", fmt: str = "parquet", shard_size: int = 256,
+           splits: dict[str, float] | None = None, seed: int | None = None,
+           log=None) -> SelectReport:
+    """Write the tasks of `paths` (shard directories or files, task directories or
+    directories of tasks) that pass the filters to the shard directory `out`.
+
+    A task passes when its difficulty tier is one of `tiers` (any, if none) and,
+    with `solve_rate` (LO, HI), its solve rate in `stats` is within [LO, HI].
+    A task with fewer than `min_attempts` attempts is untried: kept with
+    untried="include", dropped with "exclude". Splits and seed default to those
+    of the input manifests, so a repository stays in its split."""
+    from taskforge.training import shards
+
+    inputs = [Path(p) for p in paths]
+    out = Path(out)
+    want_tiers = parse_tiers(tiers)
+    band = parse_band(solve_rate) if isinstance(solve_rate, str) else solve_rate
+    stats_paths = _stats_paths(stats)
+    _check_args(inputs, out, untried, min_attempts, band, stats_paths)
+    report = read_stats(stats_paths) if stats_paths else None
+    rows, manifests = _read_rows(inputs)
+    splits, seed = inherited_split(manifests, splits, seed)
+    kept, by_tier, counts = _filter(rows, report, {t.value for t in want_tiers}, band, min_attempts, untried)
     if not kept:
         raise UserError(f"no task of the {len(rows)} read passes the filters; nothing written")
 

@@ -1,0 +1,143 @@
+"""Mutation score of the modules a reward depends on, measured with cosmic-ray.
+
+    python3 -m venv /tmp/crvenv && /tmp/crvenv/bin/pip install cosmic-ray==8.7.0
+    python3 bench/bench_mutation.py --cosmic-ray /tmp/crvenv/bin/cosmic-ray [--only decide] [--json]
+
+Each module is mutated (operators, comparisons, constants, boolean and
+exception changes: cosmic-ray's full set) in a copy of the repository's
+tracked files, never in this tree, and each mutant is run against the fast
+tests that pin that module. A mutant is killed when a test fails, survives
+when every test passes, and is incompetent when it cannot even be imported;
+one inside an annotation (never evaluated) is equivalent and counted apart.
+The score is killed / (killed + survived). The surviving mutants are listed
+(module, line, operator), as the to-do list of tests to add. Not a CI gate:
+a measurement (issue 27), about 2-4 minutes per module on 2 cores.
+
+cosmic-ray lives in a venv of its own (its dependencies are not taskforge's);
+the tests run with this interpreter.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+FAST = "-m 'not docker' -x -q -p no:cacheprovider -p no:randomly"
+MODULES = {
+    "decide": ("taskforge/grade/decide.py",
+               "tests/test_decide.py tests/test_grading_replay.py"),
+    "curriculum": ("taskforge/training/curriculum.py", "tests/test_curriculum.py"),
+    "difficulty": ("taskforge/propose/difficulty.py", "tests/test_stage_units.py"),
+}
+
+
+def tracked_copy(dest: Path) -> None:
+    """The repository as a clone has it (tracked files only), at `dest`."""
+    files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True,
+                           text=True).stdout.split("\0")
+    for rel in filter(None, files):
+        src = ROOT / rel
+        if src.is_file():
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / rel)
+
+
+def annotation_spans(path: Path) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """Where the module's annotations are. With `from __future__ import
+    annotations` they are never evaluated, so a mutant inside one (`int | None`
+    made `int & None`) is equivalent: counted apart, not as a survivor."""
+    import ast
+
+    tree = ast.parse(path.read_text())
+    if not any(isinstance(n, ast.ImportFrom) and n.module == "__future__"
+               and any(a.name == "annotations" for a in n.names) for n in tree.body):
+        return []
+    spans = []
+    for node in ast.walk(tree):
+        anns = []
+        if isinstance(node, ast.arg) and node.annotation is not None:
+            anns.append(node.annotation)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.returns is not None:
+            anns.append(node.returns)
+        elif isinstance(node, ast.AnnAssign):
+            anns.append(node.annotation)
+        spans += [((a.lineno, a.col_offset), (a.end_lineno or a.lineno, a.end_col_offset or 0)) for a in anns]
+    return spans
+
+
+def measure(cr: str, name: str, work: Path, timeout: float) -> dict:
+    module, tests = MODULES[name]
+    cfg = work / f"{name}.toml"
+    cfg.write_text(
+        "[cosmic-ray]\n"
+        f'module-path = "{module}"\n'
+        f"timeout = {timeout}\n"
+        "excluded-modules = []\n"
+        # No plugin autoload: the pinned tests need none, and loading every
+        # installed plugin is most of a run's start-up (3x the time here).
+        f'test-command = "env PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 {sys.executable} -m pytest {FAST} {tests}"\n'
+        "\n[cosmic-ray.distributor]\nname = \"local\"\n")
+    session = work / f"{name}.sqlite"
+    t0 = time.monotonic()
+    subprocess.run([cr, "init", str(cfg), str(session)], cwd=work, check=True, capture_output=True)
+    subprocess.run([cr, "exec", str(cfg), str(session)], cwd=work, check=True, capture_output=True)
+    dump = subprocess.run([cr, "dump", str(session)], cwd=work, check=True, capture_output=True,
+                          text=True).stdout
+    counts = {"killed": 0, "survived": 0, "incompetent": 0, "equivalent": 0}
+    spans = annotation_spans(work / module)
+    survivors = []
+    for line in dump.splitlines():
+        item, result = json.loads(line)
+        outcome = (result or {}).get("test_outcome")
+        muts = item["mutations"]
+        if outcome == "survived" and all(
+                any(a <= tuple(m["start_pos"]) < b for a, b in spans) for m in muts):
+            outcome = "equivalent"
+        if outcome in counts:
+            counts[outcome] += 1
+        if outcome == "survived":
+            for m in muts:
+                survivors.append(f"{m['module_path']}:{m['start_pos'][0]} {m['operator_name']}"
+                                 f" #{m['occurrence']}")
+    scored = counts["killed"] + counts["survived"]
+    return {"module": module, **counts, "score": round(counts["killed"] / scored, 3) if scored else None,
+            "seconds": round(time.monotonic() - t0, 1), "survivors": survivors}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--cosmic-ray", default=shutil.which("cosmic-ray") or "cosmic-ray",
+                    help="the cosmic-ray executable (default: on PATH)")
+    ap.add_argument("--only", action="append", choices=sorted(MODULES), help="measure these modules only")
+    ap.add_argument("--timeout", type=float, default=120.0, help="seconds per mutant's test run")
+    ap.add_argument("--json", action="store_true", help="print the results as JSON")
+    args = ap.parse_args()
+    if not shutil.which(args.cosmic_ray):
+        print(f"error: cosmic-ray not found ({args.cosmic_ray}); see this script's --help", file=sys.stderr)
+        return 2
+    results = []
+    with tempfile.TemporaryDirectory(prefix="tf-mutation-") as tmp:
+        work = Path(tmp)
+        tracked_copy(work)
+        for name in args.only or sorted(MODULES):
+            r = measure(args.cosmic_ray, name, work, args.timeout)
+            results.append(r)
+            if not args.json:
+                print(f"{r['module']}: {r['killed']} killed, {r['survived']} survived, "
+                      f"{r['incompetent']} incompetent, {r['equivalent']} in annotations: "
+                      f"score {r['score']} ({r['seconds']} s)")
+                for s in r["survivors"]:
+                    print(f"  survived: {s}")
+    if args.json:
+        print(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,33 @@
+"""The grader's defences, as switches: each on by default, each off in the
+red-team suite's naive grader, to show what it stops."""
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+from taskforge.grade.findings import Policy
+
+
+class Defences(BaseModel):
+    """The grader's defences, each on by default. The red-team suite switches
+    them off to show that every attack it tries scores against a grader without
+    them (and 0 against this one)."""
+    restore_tests: bool = True     # test files and configs from the task's own copy
+    startup_hooks: bool = True     # no sitecustomize, .pth or planted dist-info
+    bytecode: bool = True          # no sourceless bytecode or new native modules
+    shadowing: bool = True         # no top-level module named like stdlib or the runner
+    static_scan: bool = True       # changed files read for runner patching, always-equal, ...
+    isolation: bool = True         # supervisor uid, guard by path, strict events, reaping
+    mutants: bool = True           # must-fail copies of hidden tests
+    rename: bool = True            # random names for the hidden tests at every run
+    monitor: bool = True           # the audit-hook monitor's findings count
+    exit_checks: bool = True       # exit code, session end, expected ids all reported
+    bounds: bool = True            # host-side size, file, depth, apply and scan bounds; monitor cap
+    policy: Policy = Policy.SCORE
+
+    @classmethod
+    def naive(cls) -> "Defences":
+        """A grader that runs the tests and believes what they report."""
+        off: dict[str, Any] = {name: False for name, f in cls.model_fields.items() if f.annotation is bool}
+        return cls(**off)
