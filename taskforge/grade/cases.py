@@ -77,7 +77,7 @@ def replay(case: GradingCase, defences: Defences | None = None, plan: Plan | Non
     recorded ones, to show what a defence of the core stops."""
     d = defences or case.defences
     naive = (not case.defences.isolation) if lenient is None else lenient
-    run = read_run(case.raw, naive=naive)
+    run = read_run(case.raw, naive=naive, keep_raw=True)
     return decide.judge(case.facts(), run, plan if plan is not None else case.plan.plan(),
                         case.prior if prior is None else prior, d)
 

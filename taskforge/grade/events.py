@@ -261,15 +261,17 @@ class RunResult:
     problems: list[tuple[K, str]] = field(default_factory=list)
 
 
-    raw: ExecResult | None = None        # what the sandbox returned (grading cases record it)
+    # What the sandbox returned (up to MAX_OUTPUT), kept only for a run being
+    # recorded as a grading case: every other run lets it go once read.
+    raw: ExecResult | None = None
 
 
-def read_run(res: ExecResult, naive: bool = False) -> RunResult:
+def read_run(res: ExecResult, naive: bool = False, keep_raw: bool = False) -> RunResult:
     """The run as the grader knows it, from what the sandbox returned: the
     supervisor's own line, and the report events inside it parsed against the
     schema (leniently for the naive grader). Pure, so that a recorded sandbox
     output replays to the same facts (tests/test_grading_replay.py)."""
-    result = RunResult(wall_seconds=res.seconds, timed_out=res.timed_out, raw=res)
+    result = RunResult(wall_seconds=res.seconds, timed_out=res.timed_out, raw=res if keep_raw else None)
     meta = parse_meta(res.output)
     result.meta = meta
     if res.overflow:

@@ -93,7 +93,7 @@ class PytestRunner:
             return f"r{PytestRunner._counter}"
 
     def run(self, args: list[str], timeout: float, cov_sources: list[str] | None = None,
-            extra_args: list[str] | None = None) -> RunResult:
+            extra_args: list[str] | None = None, keep_raw: bool = False) -> RunResult:
         tag = self._next()
         host = None
         inside = f"{OUT_IN_SANDBOX}/{tag}"
@@ -139,7 +139,7 @@ class PytestRunner:
             # solution's fault, so never its 0.
             raise InfraError("the test supervisor did not start in the sandbox: "
                              + (clean_output(res.output) or f"exit code {res.exit_code}, no output"))
-        result = read_run(res, naive=self.naive)
+        result = read_run(res, naive=self.naive, keep_raw=keep_raw)
         if host is not None and (host / "coverage.db").is_file():
             result.coverage_file = host / "coverage.db"
         elif host is not None:

@@ -340,7 +340,7 @@ def verify(task_dir: str | Path, solution: Solution, timeout: float | None = Non
                 return _finish(result, t0, 0.0, found)
             share_with_sandbox(tree)
             run, error = _run_hidden(rec, d, spec, tree, timeout, lease,
-                                     backend or (pool.backend if pool else None))
+                                     backend or (pool.backend if pool else None), record is not None)
             if run is not None and d.bounds:
                 found += left_behind(tree, d.policy)
         finally:
@@ -378,7 +378,7 @@ def left_behind(tree: Path, policy: Policy) -> list[Finding]:
 
 
 def _run_hidden(rec, d: Defences, spec: SandboxSpec, tree: Path, timeout: float,
-                lease: Lease | None, backend: str | None
+                lease: Lease | None, backend: str | None, keep_raw: bool = False
                 ) -> tuple[RunResult | None, str | None]:
     """The graded run: in the leased sandbox if there is one, else (and on an
     infrastructure failure) in a fresh one with `tree` mounted."""
@@ -390,9 +390,9 @@ def _run_hidden(rec, d: Defences, spec: SandboxSpec, tree: Path, timeout: float,
             if lease is not None and attempt == 0:
                 # Destroyed by the pool, off this path (the supervisor has already
                 # killed everything the tests started).
-                return _pytest(lease.sandbox, rec, d, timeout), None
+                return _pytest(lease.sandbox, rec, d, timeout, keep_raw), None
             with open_sandbox(cold, backend) as sb:
-                return _pytest(sb, rec, d, timeout), None
+                return _pytest(sb, rec, d, timeout, keep_raw), None
         except InfraError as exc:
             if lease is not None:
                 lease.sandbox.close()        # nothing of it may still touch `tree`
@@ -403,13 +403,13 @@ def _run_hidden(rec, d: Defences, spec: SandboxSpec, tree: Path, timeout: float,
     return None, last_error
 
 
-def _pytest(sb, rec, d: Defences, timeout: float) -> RunResult:
+def _pytest(sb, rec, d: Defences, timeout: float, keep_raw: bool = False) -> RunResult:
     # The monitor knows test code by the files the task ships (never by name).
     shipped = [f for f in rec.protected_files if f.endswith(".py")]
     env = {**rec.test_env, **monitor_env(shipped, rec.hidden_test_files)}
     return PytestRunner(sb, None, rec.test_options, rec.test_paths, env,
                         naive=not d.isolation, bound_workspace=d.bounds
-                        ).run(["--continue-on-collection-errors"], timeout=timeout)
+                        ).run(["--continue-on-collection-errors"], timeout=timeout, keep_raw=keep_raw)
 
 
 def grade(result: VerifyResult, rec, run: RunResult, t0: float, plan: mut.Plan,
