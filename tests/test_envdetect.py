@@ -125,6 +125,54 @@ def test_choose_python(spec, want):
     assert choose_python(spec)[0] == want
 
 
+@pytest.mark.parametrize("present,data,want", [
+    (set(), {}, False),
+    ({"setup.py"}, {}, True),
+    ({"pyproject.toml"}, {"tool": {"black": {}}}, False),          # tool settings only
+    ({"pyproject.toml", "setup.cfg"}, {"tool": {}}, True),
+    ({"pyproject.toml"}, {"build-system": {}}, True),
+    ({"pyproject.toml"}, {"project": {"name": "p"}}, True),
+    ({"pyproject.toml", "setup.py"}, {}, True),
+])
+def test_installable(present, data, want):
+    from taskforge.env.detect import _installable
+
+    assert _installable(present, data) is want
+
+
+@pytest.mark.parametrize("declared,tox,want", [
+    ({"all", "docs"}, [], []),
+    ({"dev", "test", "all"}, ["all", "dev"], ["test", "dev", "all"]),   # tox may ask for "all"
+    ({"foo", "tests"}, ["foo", "foo", "bar"], ["tests", "foo", "foo"]),
+])
+def test_test_extras(declared, tox, want):
+    from taskforge.env.detect import _test_extras
+
+    assert _test_extras(declared, tox) == want
+
+
+@pytest.mark.parametrize("line,want", [
+    ("  responses ", "responses"), ("py38: old", "old"), ("py3{8,9}: x", None), ("{[base]deps}", None),
+    ("# note", None), ("-cconstraints.txt", None), ("-e .", None), (".[test]", None), ("", None),
+    ("-rreqs/ci.txt", "-rreqs/ci.txt"),
+])
+def test_tox_dep(line, want):
+    from taskforge.env.detect import _tox_dep
+
+    assert _tox_dep(line) == want
+
+
+@pytest.mark.parametrize("args,want", [
+    (["pytest", "toml", ".", "./x", "a/b", "-e", "q"], (["pytest", "toml", "q"], [])),
+    (["-r", "reqs.txt", "a"], (["a"], ["reqs.txt"])),
+    (["a", "-r"], (["a"], [])),
+])
+def test_nox_install_args(args, want):
+    from taskforge.env.detect import _install_args
+
+    assert _install_args(args) == want
+
+
 def test_overrides_from_files_and_flags(tmp_path):
     repo = write(tmp_path / "lib", {**PKG, "taskforge.toml": 'python = "3.12"\npip = ["a"]\n'
                                     'test-cmd = "pytest tests -q -m \'not slow\'"\n'})

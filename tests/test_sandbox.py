@@ -251,3 +251,18 @@ def test_a_test_run_after_an_overrun_gets_a_live_sandbox(backend, image_of, tmp_
         assert flood.overflow and flood.exit_code is None
         run = PytestRunner(sb, None).run(["tests/test_one.py"], timeout=60)
         assert run.outcomes == {"tests/test_one.py::test_one": "passed"}, run.log[-500:]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_every_backend_has_a_store_that_holds_its_base(backend, image_of):
+    """The box and the environment store are two objects (issue 27): the store
+    a backend is looked up by knows the base it builds and nothing it never built."""
+    from taskforge.sandbox import GENERATION_BACKEND, GenerationStore, environment_store, generation_store
+
+    image_of(backend)                      # the base, built by the fixture
+    store = environment_store(backend)
+    base = store.ensure_base("3.11", log=lambda s: None)
+    assert store.exists(base)
+    assert not store.exists("taskforge/no-such-environment:0")
+    assert isinstance(store, GenerationStore) == (backend == GENERATION_BACKEND)
+    assert type(generation_store()) is type(environment_store(GENERATION_BACKEND))

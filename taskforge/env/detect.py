@@ -17,9 +17,10 @@ import json
 import re
 import shlex
 import tomllib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import cast
+from typing import NamedTuple, Protocol, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -308,54 +309,91 @@ def _groups(data: dict, root: Path) -> tuple[list[str], list[str]]:
     return reqs, where
 
 
-def _tox_nox(root: Path) -> tuple[list[str], list[str], list[str], list[str]]:
-    """(requirements, requirement files, extras, where from) from tox.ini and noxfile.py."""
+class ToxNox(NamedTuple):
+    """What tox.ini's [testenv] and noxfile.py's session.install calls install."""
+    requirements: list[str]
+    requirement_files: list[str]
+    extras: list[str]
+    where: list[str]
+
+
+def _tox_dep(line: str) -> str | None:
+    """One tox `deps` line as a requirement or `-r<file>`, or None when pip cannot
+    take it here (comments, constraints, editables, the project itself, tox
+    substitutions). A factor prefix (`py38: old`) is dropped: every env's deps count."""
+    line = re.sub(r"^[\w.,!-]+:\s+", "", line.strip())
+    if not line or "{" in line or line.startswith(("#", "-c", "-e", ".")):
+        return None
+    return line
+
+
+def _tox(root: Path) -> ToxNox:
+    """tox.ini [testenv] deps and extras; a `-r` file only when it exists."""
+    cfg = _cfg(root, "tox.ini")
+    if cfg is None or not cfg.has_section("testenv"):
+        return ToxNox([], [], [], [])
     reqs: list[str] = []
     files: list[str] = []
-    extras: list[str] = []
-    where: list[str] = []
-    cfg = _cfg(root, "tox.ini")
-    if cfg is not None and cfg.has_section("testenv"):
-        for line in cfg.get("testenv", "deps", fallback="").splitlines():
-            line = re.sub(r"^[\w.,!-]+:\s+", "", line.strip())      # factor-conditional lines
-            if not line or "{" in line or line.startswith(("#", "-c", "-e", ".")):
-                continue
-            if line.startswith("-r"):
-                f = line[2:].strip()
-                if (root / f).is_file():
-                    files.append(f)
-                continue
-            reqs.append(line)
-        extras += [e.strip() for e in re.split(r"[\s,]+", cfg.get("testenv", "extras", fallback=""))
-                   if e.strip() and "{" not in e]
-        where.append("tox.ini [testenv]")
+    for line in cfg.get("testenv", "deps", fallback="").splitlines():
+        dep = _tox_dep(line)
+        if dep is None:
+            continue
+        if dep.startswith("-r"):
+            if (root / dep[2:].strip()).is_file():
+                files.append(dep[2:].strip())
+            continue
+        reqs.append(dep)
+    extras = [e.strip() for e in re.split(r"[\s,]+", cfg.get("testenv", "extras", fallback=""))
+              if e.strip() and "{" not in e]
+    return ToxNox(reqs, files, extras, ["tox.ini [testenv]"])
+
+
+def _install_calls(tree: ast.Module) -> Iterator[list[str]]:
+    """The string arguments of each `<x>.install(...)` call (nox's session.install)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr == "install":
+            yield [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+
+
+def _install_args(args: list[str]) -> tuple[list[str], list[str]]:
+    """session.install arguments -> (requirements, `-r` files). Flags, paths and
+    the project itself (`.`) are not requirements."""
+    reqs: list[str] = []
+    files: list[str] = []
+    rest = iter(args)
+    for a in rest:
+        if a == "-r" and (f := next(rest, None)) is not None:
+            files.append(f)
+        elif not a.startswith(("-", ".")) and "/" not in a:
+            reqs.append(a)
+    return reqs, files
+
+
+def _nox(root: Path) -> ToxNox:
+    """noxfile.py session.install requirements; a `-r` file only when it exists.
+    An unparsable noxfile declares nothing."""
     nox = root / "noxfile.py"
-    if nox.is_file():
-        try:
-            tree = parse_python(nox.read_bytes())
-        except (SyntaxError, ValueError):
-            tree = None
-        got = []
-        for node in ast.walk(tree) if tree else []:
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                    and node.func.attr == "install":
-                args = [a.value for a in node.args if isinstance(a, ast.Constant)
-                        and isinstance(a.value, str)]
-                i = 0
-                while i < len(args):
-                    a = args[i]
-                    if a == "-r" and i + 1 < len(args):
-                        if (root / args[i + 1]).is_file():
-                            files.append(args[i + 1])
-                        i += 2
-                        continue
-                    if not a.startswith(("-", ".")) and "/" not in a:
-                        got.append(a)
-                    i += 1
-        if got:
-            reqs += got
-            where.append("noxfile.py session.install")
-    return reqs, files, extras, where
+    if not nox.is_file():
+        return ToxNox([], [], [], [])
+    try:
+        tree = parse_python(nox.read_bytes())
+    except (SyntaxError, ValueError):
+        return ToxNox([], [], [], [])
+    reqs: list[str] = []
+    files: list[str] = []
+    for args in _install_calls(tree):
+        got, named = _install_args(args)
+        reqs += got
+        files += [f for f in named if (root / f).is_file()]
+    return ToxNox(reqs, files, [], ["noxfile.py session.install"] if reqs else [])
+
+
+def _tox_nox(root: Path) -> ToxNox:
+    """tox.ini then noxfile.py, joined (nox declares no extras)."""
+    tox, nox = _tox(root), _nox(root)
+    return ToxNox(tox.requirements + nox.requirements, tox.requirement_files + nox.requirement_files,
+                  tox.extras, tox.where + nox.where)
 
 
 def _requires_python(data: dict, root: Path) -> str | None:
@@ -442,60 +480,131 @@ def split_args(argv: list[str], root: Path) -> tuple[list[str], list[str]]:
     return options, paths
 
 
-def detect(root: Path, layout=None, config: RepoConfig | None = None) -> InstallPlan:
+BUILD_FILES = ("pyproject.toml", "setup.py", "setup.cfg")
+
+
+class Layout(Protocol):
+    """The scanned files detection reads (taskforge.repo.layout.RepoLayout, which
+    this lower layer cannot import)."""
+    packages: list[str]
+    source_files: list[str]
+    test_files: list[str]
+    fallback_tests: list[str]
+
+
+def _installable(present: set[str], data: dict) -> bool:
+    """Whether `pip install .` has something to build, from the build files
+    present and pyproject.toml's tables: a pyproject.toml with only tool settings
+    (no build system, no project) makes no package; setup.cfg alone still does."""
+    if "pyproject.toml" in present and "setup.py" not in present \
+            and "build-system" not in data and "project" not in data:
+        return "setup.cfg" in present
+    return bool(present)
+
+
+def _test_extras(declared: set[str], tox_extras: list[str]) -> list[str]:
+    """The declared extras to install: the usual test names in TEST_EXTRAS' order
+    ("all" pulls in everything, often unbuildable), then those tox installs."""
+    chosen = [e for e in TEST_EXTRAS if e in declared and e != "all"]
+    return chosen + [e for e in tox_extras if e in declared and e not in chosen]
+
+
+def _test_requirements(declared: list[str], pip: list[str]) -> list[str]:
+    """Declared requirements the tests need (not the linters, docs and release
+    tools dev groups carry), then the override's extra ones; each once."""
+    return list(dict.fromkeys([r for r in declared if not NOT_FOR_TESTS.match(r.strip())] + pip))
+
+
+def _python_for(spec: str | None, override: str | None) -> tuple[str, str]:
+    """(X.Y, why): the override when given, else what requires-python admits."""
+    python, why = choose_python(spec)
+    return (override, "override") if override else (python, why)
+
+
+def _fallback_options(fallback: list[str]) -> list[str]:
+    """pytest options that also collect the test modules named unlike pytest's
+    defaults (`tests.py`) the layout found the suite in."""
+    names = sorted({f.rsplit("/", 1)[-1] for f in fallback})
+    return ["-o", "python_files=" + " ".join(["test_*.py", "*_test.py", *names])]
+
+
+def _local_modules(layout: Layout) -> list[str]:
+    """Names the tests may import that are the repo's own, so never installed as
+    missing: each file's module stem and top-level directory, and each package."""
+    files = layout.test_files + layout.source_files
+    mods = {PurePosixPath(f).stem for f in files} | {PurePosixPath(f).parts[0] for f in files}
+    return sorted(mods | set(layout.packages))
+
+
+def _imports_installers(root: Path, files: list[str]) -> bool:
+    """Whether any file imports pip/setuptools/distutils, which must then stay
+    installed (the vendored copies are not dropped)."""
+    return any(INSTALLER_IMPORT.search((root / rel).read_text(encoding="utf-8", errors="replace"))
+               for rel in files)
+
+
+def _add_declared(plan: InstallPlan, root: Path, data: dict, pip: list[str]) -> None:
+    """The extras, requirement files and requirements the project declares for its tests."""
+    found = _extras(data, root)
+    reqs, where = _groups(data, root)
+    tox = _tox_nox(root)
+    plan.extras = _test_extras(found, tox.extras)
+    plan.tried.append(f"test extras: {plan.extras or 'none'}")
+    files = [r for r in REQ_FILES if (root / r).is_file()]
+    plan.requirement_files = list(dict.fromkeys(files + tox.requirement_files))
+    plan.tried.append(f"requirement files: {plan.requirement_files or 'none'}")
+    plan.requirements = _test_requirements(reqs + tox.requirements, pip)
+    plan.tried.append(f"dev groups, tox, nox: {', '.join(where + tox.where) or 'none'}")
+
+
+def _add_pytest_config(plan: InstallPlan, root: Path) -> dict[str, None]:
+    """The options every run needs to honour the project's pytest config; returns
+    the plugins that config names, as an ordered set the tests' plugins join."""
     from taskforge.env import pytestcfg
 
-    cfg = config or RepoConfig()
-    data = _toml(root)
-    installable = any((root / f).is_file() for f in ("pyproject.toml", "setup.py", "setup.cfg"))
-    if (root / "pyproject.toml").is_file() and not (root / "setup.py").is_file():
-        # A pyproject with only tool settings (no build system, no project) is not installable.
-        if "build-system" not in data and "project" not in data:
-            installable = installable and (root / "setup.cfg").is_file()
-    plan = InstallPlan(installable=installable, version=_pkg_version(root))
-    plan.tried.append("pyproject.toml/setup.py/setup.cfg: "
-                      + ("installable" if installable else "none installable"))
-    found = _extras(data, root)
-    plan.extras = [e for e in TEST_EXTRAS if e in found and e != "all"]
-    reqs, where = _groups(data, root)
-    tox_reqs, tox_files, tox_extras, tox_where = _tox_nox(root)
-    plan.extras += [e for e in tox_extras if e in found and e not in plan.extras]
-    plan.tried.append(f"test extras: {plan.extras or 'none'}")
-    plan.requirement_files = [r for r in REQ_FILES if (root / r).is_file()]
-    plan.requirement_files = list(dict.fromkeys(plan.requirement_files + tox_files))
-    plan.tried.append(f"requirement files: {plan.requirement_files or 'none'}")
-    wanted = [r for r in reqs + tox_reqs if not NOT_FOR_TESTS.match(r.strip())]
-    plan.requirements = list(dict.fromkeys(wanted + cfg.pip))
-    plan.tried.append(f"dev groups, tox, nox: {', '.join(where + tox_where) or 'none'}")
     pcfg = pytestcfg.read(root)
     plan.test_options = pcfg.override_args()
     plugins = dict.fromkeys(sorted(pcfg.plugins))
     plan.tried.append(f"pytest config: {pcfg.source or 'none'}"
                       + (f", dropped {'; '.join(pcfg.dropped)}" if pcfg.dropped else ""))
-    spec = _requires_python(data, root)
-    plan.python, why = choose_python(spec)
-    if cfg.python:
-        plan.python, why = cfg.python, "override"
+    return plugins
+
+
+def _add_python(plan: InstallPlan, root: Path, data: dict, override: str | None) -> None:
+    """The Python version to build with."""
+    plan.python, why = _python_for(_requires_python(data, root), override)
     plan.tried.append(f"python {plan.python} ({why})")
-    if layout is not None:
-        plan.packages = list(layout.packages)
-        plan.needs_installers = any(
-            INSTALLER_IMPORT.search((root / rel).read_text(encoding="utf-8", errors="replace"))
-            for rel in [*layout.source_files, *layout.test_files])
-        plan.test_files = list(layout.test_files)
-        fallback = layout.fallback_tests
-        if fallback:
-            names = sorted({f.rsplit("/", 1)[-1] for f in fallback})
-            plan.test_options += ["-o", "python_files=" + " ".join(["test_*.py", "*_test.py", *names])]
-            plan.tried.append(f"test modules pytest would not collect by default: {', '.join(fallback)}")
-        mods = {PurePosixPath(f).stem for f in layout.test_files + layout.source_files}
-        mods |= {PurePosixPath(f).parts[0] for f in layout.test_files + layout.source_files}
-        plan.local_modules = sorted(mods | set(layout.packages))
-        fixtures = _defined_fixtures(root, layout.test_files)
-        for dist, ev in pytestcfg.plugins_from_tests(root, layout.test_files, fixtures).items():
-            plugins.setdefault(dist, None)
-            plan.tried.append(f"plugin {dist} ({ev})")
-    plan.plugins = [p for p in plugins if p]
+
+
+def _add_layout(plan: InstallPlan, root: Path, layout: Layout, plugins: dict[str, None]) -> None:
+    """What only the scanned files show: the packages, whether they need the
+    installers, the test modules and local names, and the plugins tests use."""
+    plan.packages = list(layout.packages)
+    plan.needs_installers = _imports_installers(root, [*layout.source_files, *layout.test_files])
+    plan.test_files = list(layout.test_files)
+    if layout.fallback_tests:
+        plan.test_options += _fallback_options(layout.fallback_tests)
+        plan.tried.append("test modules pytest would not collect by default: "
+                          f"{', '.join(layout.fallback_tests)}")
+    plan.local_modules = _local_modules(layout)
+    _add_test_plugins(plan, root, layout.test_files, plugins)
+
+
+def _add_test_plugins(plan: InstallPlan, root: Path, test_files: list[str],
+                      plugins: dict[str, None]) -> None:
+    """Joins to `plugins` those the tests use without declaring them (the repo's
+    own fixtures do not count as a plugin's)."""
+    from taskforge.env import pytestcfg
+
+    fixtures = _defined_fixtures(root, test_files)
+    for dist, ev in pytestcfg.plugins_from_tests(root, test_files, fixtures).items():
+        plugins.setdefault(dist, None)
+        plan.tried.append(f"plugin {dist} ({ev})")
+
+
+def _apply_overrides(plan: InstallPlan, root: Path, cfg: RepoConfig) -> None:
+    """The install commands, test command and environment the config gives
+    (the python and pip overrides are applied where they are decided)."""
     if cfg.install is not None:
         plan.install = list(cfg.install)
         plan.tried.append("install: override")
@@ -505,6 +614,25 @@ def detect(root: Path, layout=None, config: RepoConfig | None = None) -> Install
         plan.test_paths = paths
         plan.tried.append(f"test command: override {cfg.test_cmd!r}")
     plan.env = dict(cfg.env)
+
+
+def detect(root: Path, layout=None, config: RepoConfig | None = None) -> InstallPlan:
+    """The install plan for `root`, step by step in the order `tried` reports:
+    build files, declared test dependencies, pytest config, Python version; then
+    what the scanned `layout` shows, when given; `config` overrides last."""
+    cfg = config or RepoConfig()
+    data = _toml(root)
+    installable = _installable({f for f in BUILD_FILES if (root / f).is_file()}, data)
+    plan = InstallPlan(installable=installable, version=_pkg_version(root))
+    plan.tried.append("pyproject.toml/setup.py/setup.cfg: "
+                      + ("installable" if installable else "none installable"))
+    _add_declared(plan, root, data, cfg.pip)
+    plugins = _add_pytest_config(plan, root)
+    _add_python(plan, root, data, cfg.python)
+    if layout is not None:
+        _add_layout(plan, root, layout, plugins)
+    plan.plugins = [p for p in plugins if p]
+    _apply_overrides(plan, root, cfg)
     return plan
 
 

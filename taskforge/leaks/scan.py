@@ -485,15 +485,15 @@ def _archive_members(data: bytes, name: str):
         return None
 
 
-def image_fs_cache(image: str, cache_root: Path, backend: str = "docker") -> Path:
+def image_fs_cache(image: str, cache_root: Path) -> Path:
     """The environment's Python-relevant files, exported once per environment id
-    through its sandbox backend."""
+    from the store generation built it in."""
     import tarfile
 
-    from taskforge.sandbox import backend_class
+    from taskforge.sandbox import generation_store
 
-    sandbox = backend_class(backend)
-    dest = cache_root / sandbox.environment_id(image).replace(":", "_")
+    store = generation_store()
+    dest = cache_root / store.environment_id(image).replace(":", "_")
     if (dest / ".complete").exists():
         return dest
     cache_root.mkdir(parents=True, exist_ok=True)
@@ -504,7 +504,7 @@ def image_fs_cache(image: str, cache_root: Path, backend: str = "docker") -> Pat
     skip = ("proc/", "sys/", "dev/", "usr/share/", "usr/lib/x86_64-linux-gnu/", "usr/lib/aarch64",
             "usr/bin/", "usr/sbin/", "bin/", "sbin/", "lib/", "lib64/", "etc/", "var/lib/",
             "usr/include/", "boot/", "usr/lib/gcc", "usr/libexec/")
-    with sandbox.export_environment(image) as reader, tarfile.open(fileobj=reader, mode="r|") as t:
+    with store.export(image) as reader, tarfile.open(fileobj=reader, mode="r|") as t:
         for m in t:
             name = m.name.lstrip("./")
             if not m.isfile() or m.size > MAX_FILE or name.startswith(skip):

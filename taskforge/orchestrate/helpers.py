@@ -54,7 +54,7 @@ def _helper_class():
         def __init__(self, archive: bytes, image: str, repo_name: str, commit: str,
                      python: str, script: str, run_args) -> None:
             from taskforge.orchestrate.state import make_scratch
-            from taskforge.sandbox import GENERATION_BACKEND, backend_class
+            from taskforge.sandbox import generation_store
             from taskforge.validate.checks import Worker
 
             self.scratch = make_scratch()
@@ -62,7 +62,7 @@ def _helper_class():
             src.mkdir()
             with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
                 tar.extractall(src, filter="data")
-            envs = backend_class(GENERATION_BACKEND)
+            envs = generation_store()
             base = envs.ensure_base(python, log=logger.info)
             name, _ = envs.ensure_environment(src, repo_name, commit, base, script, log=logger.info)
             if name != image:

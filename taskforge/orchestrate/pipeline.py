@@ -46,7 +46,7 @@ from taskforge.propose.recall import code_age, fresh
 from taskforge.repo.blame import Blame, require_history, span_times
 from taskforge.repo.layout import scan, walk
 from taskforge.repo.source import fetch
-from taskforge.sandbox import GENERATION_BACKEND, backend_class
+from taskforge.sandbox import generation_store
 from taskforge.validate.checks import Context, RunArgs, Verdict, Worker
 
 MAX_NAMED = 200          # test ids named in report.json per list (red at baseline, flaky)
@@ -74,144 +74,221 @@ class Progress:
 def generate(repo: str, out: str | Path, options: Options | None = None,
              progress: Progress | None = None, log: Callable[[str], None] | None = None
              ) -> GenerateReport:
-    opts = options or Options()
-    prog = progress or Progress()
-    say = log or (lambda s: None)
-    out_dir = Path(out).resolve()
-    timings: dict[str, float] = {}
-    t_all = time.monotonic()
-    created = not out_dir.exists()
-    out_dir.mkdir(parents=True, exist_ok=True)
-    state = RunState(out_dir)
-    state.lock()
-    for stale in out_dir.glob(".tmp-*"):        # an interrupted run's half-written task
-        rmtree(stale)
-    reap_dead_runs()
-    scratch = make_scratch()
-    workers: list[Worker] = []
-    helpers = None
-    background = ThreadPoolExecutor(max_workers=2, thread_name_prefix="tf-bg")
-    try:
-        prog.stage("cloning")
+    """Tasks from `repo` into `out` (resuming what an interrupted run there left)."""
+    return GenerateRun(repo, out, options, progress, log).run()
+
+
+class GenerateRun:
+    """One generate: what it was asked, the places and workers it holds, and
+    what each stage found. The methods are the stages, in the order `run` calls
+    them; each reads what the ones before it set."""
+
+    def __init__(self, repo: str, out: str | Path, options: Options | None = None,
+                 progress: Progress | None = None, log: Callable[[str], None] | None = None):
+        self.repo = repo
+        self.opts = options or Options()
+        self.prog = progress or Progress()
+        self.say = log or (lambda s: None)
+        self.out_dir = Path(out).resolve()
+        self.timings: dict[str, float] = {}
+        self.workers: list[Worker] = []
+        self.helpers: Any = None          # orchestrate.helpers.Helpers with --helpers
+        self.cached: Any = None           # the baseline an interrupted run saved, if any
+
+    def run(self) -> GenerateReport:
+        t_all = time.monotonic()
+        self._claim()
+        try:
+            self.fetch()
+            self.read()
+            self.environment_and_baseline()
+            proposal = self.propose_features()
+            verdicts = self.validate(proposal)
+            return self.package(proposal, verdicts, t_all)
+        except TaskforgeError:
+            self._discard_if_empty()
+            raise
+        finally:
+            self.background.shutdown(wait=True, cancel_futures=True)
+            _close(self.workers, self.helpers)
+            rmtree(self.scratch)
+            self.state.unlock()
+
+    def _claim(self) -> None:
+        """The output directory locked for this run (an interrupted run's
+        half-written task removed), a scratch directory, and the background
+        threads that overlap indexing and the image scan with the sandbox work."""
+        self.created = not self.out_dir.exists()
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        self.state = RunState(self.out_dir)
+        self.state.lock()
+        for stale in self.out_dir.glob(".tmp-*"):
+            rmtree(stale)
+        reap_dead_runs()
+        self.scratch = make_scratch()
+        self.background = ThreadPoolExecutor(max_workers=2, thread_name_prefix="tf-bg")
+
+    def _discard_if_empty(self) -> None:
+        """Bad input or no engine leaves nothing behind; a run that got as far as
+        a saved baseline keeps it for the rerun."""
+        out_dir, state = self.out_dir, self.state
+        if self.created and not any(p.name != ".state" for p in out_dir.iterdir()) \
+                and not any(state.dir.glob("baseline-*.json")):
+            state.unlock()
+            rmtree(out_dir)
+
+    def fetch(self) -> None:
+        self.prog.stage("cloning")
         t = time.monotonic()
-        src = fetch(repo, scratch / "src", ref=opts.ref)
-        timings["clone"] = time.monotonic() - t
-        if opts.since is not None:
-            require_history(src.path, repo)
+        self.src = fetch(self.repo, self.scratch / "src", ref=self.opts.ref)
+        self.timings["clone"] = time.monotonic() - t
+        if self.opts.since is not None:
+            require_history(self.src.path, self.repo)
 
-        prog.stage("reading the repository")
-        layout = read_repository(src.path, repo)
+    def read(self) -> None:
+        self.prog.stage("reading the repository")
+        src = self.src
+        self.layout = layout = read_repository(src.path, self.repo)
         # libcst indexing is slow and needs no container: it overlaps the image and baseline.
-        indexing = background.submit(lambda: (index_repo(src.path, layout),
-                                              index_tests(src.path, layout.test_files)))
-        plan = install_plan(src.path, repo, layout, opts, say)
-        run_args = RunArgs(options=plan.test_options, paths=plan.test_paths, env=plan.env)
+        self.indexing = self.background.submit(lambda: (index_repo(src.path, layout),
+                                                        index_tests(src.path, layout.test_files)))
+        self.plan = plan = install_plan(src.path, self.repo, layout, self.opts, self.say)
+        self.run_args = RunArgs(options=plan.test_options, paths=plan.test_paths, env=plan.env)
 
+    def environment_and_baseline(self) -> None:
+        """The environment, then the baseline runs in it; built once more with
+        a pinned pytest when the newest does not collect the suite."""
         for attempt in (1, 2):
-            prog.stage("building the environment image")
+            self.prog.stage("building the environment image")
             t = time.monotonic()
-            image, build_secs = build_environment(src, plan, say)
-            timings["image"] = time.monotonic() - t
-            image_scan = background.submit(ImageScan.open, image)
-            if opts.helpers:
+            self.image, self.build_secs = build_environment(self.src, self.plan, self.say)
+            self.timings["image"] = time.monotonic() - t
+            self.image_scan = self.background.submit(ImageScan.open, self.image)
+            if self.opts.helpers:
                 # Started now: their nodes build the environment while the baseline runs here.
                 from taskforge.orchestrate.helpers import Helpers
 
-                helpers = Helpers(opts.helpers, src.path, scratch, image, src.name, src.commit,
-                                  plan.python, plan.script(), run_args)
-
-            prog.stage("baseline runs")
+                self.helpers = Helpers(self.opts.helpers, self.src.path, self.scratch, self.image,
+                                       self.src.name, self.src.commit, self.plan.python,
+                                       self.plan.script(), self.run_args)
+            self.prog.stage("baseline runs")
             t = time.monotonic()
-            key = RunState.baseline_key(src.commit, image, __version__, str(opts.timeout),
-                                        repr(run_args))
-            cached = state.load_baseline(key)
-            workers.append(Worker(src.path, image, scratch, 0, run_args=run_args))
-            if cached is not None:
-                base_state, cov_file = cached
-                say("baseline: reusing the runs of an earlier, interrupted generate")
-                _open_workers(src.path, image, scratch, opts.jobs, run_args, workers)
+            if self._baseline(attempt):
                 break
-            try:
-                base_state, cov_file = run_baseline(
-                    workers, layout, opts, key,
-                    lambda n, image=image: _open_workers(src.path, image, scratch, n, run_args,
-                                                         workers))
-            except DoesNotCollect as exc:
-                pin = (pytest_pin(exc.errors, src.path, _pytest_version(workers[0]))
-                       if attempt == 1 and plan.install is None else None)
-                if pin is None:
-                    raise
-                say(f"the newest pytest does not collect the suite ({exc.message}); "
-                    f"building the environment again with {pin}")
-                plan.pytest_pin = pin
-                _close(workers, helpers)
-                workers.clear()
-                helpers = None
-                continue
-            cov_file = state.save_baseline(base_state, cov_file)
-            _open_workers(src.path, image, scratch, opts.jobs, run_args, workers)
-            break
-        timings["baseline"] = time.monotonic() - t
-        passing, flaky = set(base_state.passing), set(base_state.flaky)
-        all_ids = set(base_state.all_ids)
-        cov = CoverageMap.load(cov_file)
-        # Necessary: the two runs as bare runs; what coverage adds is taskforge's cost.
-        base_test_secs = base_state.bare_seconds + min(base_state.bare_seconds,
-                                                       base_state.coverage_seconds)
+        self.timings["baseline"] = time.monotonic() - t
 
-        prog.stage("proposing features")
+    def _open_workers(self, n: int) -> None:
+        _open_workers(self.src.path, self.image, self.scratch, n, self.run_args, self.workers)
+
+    def _baseline(self, attempt: int) -> bool:
+        """The baseline (an earlier run's if it saved one); False when the
+        environment was re-pinned and must be built again."""
+        src, opts = self.src, self.opts
+        key = RunState.baseline_key(src.commit, self.image, __version__, str(opts.timeout),
+                                    repr(self.run_args))
+        self.cached = self.state.load_baseline(key)
+        self.workers.append(Worker(src.path, self.image, self.scratch, 0, run_args=self.run_args))
+        if self.cached is not None:
+            self.base_state, self.cov_file = self.cached
+            self.say("baseline: reusing the runs of an earlier, interrupted generate")
+            self._open_workers(opts.jobs)
+            return True
+        try:
+            base_state, cov_file = run_baseline(self.workers, self.layout, opts, key,
+                                                self._open_workers)
+        except DoesNotCollect as exc:
+            if not self._repin(exc, attempt):
+                raise
+            return False
+        self.base_state = base_state
+        self.cov_file = self.state.save_baseline(base_state, cov_file)
+        self._open_workers(opts.jobs)
+        return True
+
+    def _repin(self, exc: DoesNotCollect, attempt: int) -> bool:
+        """Pin a pytest the project's constraints allow (once, and only for a
+        detected install); False when there is none to try."""
+        pin = (pytest_pin(exc.errors, self.src.path, _pytest_version(self.workers[0]))
+               if attempt == 1 and self.plan.install is None else None)
+        if pin is None:
+            return False
+        self.say(f"the newest pytest does not collect the suite ({exc.message}); "
+                 f"building the environment again with {pin}")
+        self.plan.pytest_pin = pin
+        _close(self.workers, self.helpers)
+        self.workers.clear()
+        self.helpers = None
+        return True
+
+    def propose_features(self):
+        self.passing, self.flaky = set(self.base_state.passing), set(self.base_state.flaky)
+        self.all_ids = set(self.base_state.all_ids)
+        self.cov = CoverageMap.load(self.cov_file)
+        self.prog.stage("proposing features")
         t = time.monotonic()
-        index, tests = indexing.result()
-        by_key = group_ids(all_ids)
-        hopeless, late = hopeless_check(src.path, layout, image_scan.result(), plan.python)
+        opts, passing, all_ids, cov = self.opts, self.passing, self.all_ids, self.cov
+        self.index, self.tests = index, tests = self.indexing.result()
+        hopeless, late = hopeless_check(self.src.path, self.layout, self.image_scan.result(),
+                                        self.plan.python)
         proposal = propose(index, cov, passing, all_ids, tests, max_share=opts.max_share,
                            hopeless=hopeless, late=late, min_statements=opts.min_statements,
                            min_tier=opts.min_tier, max_symbols=opts.max_feature_defs)
-        drops = [DropReason(candidate=n, stage=Stage.CANDIDATES, reason=r)
-                 for n, r in proposal.drops]
-        cap = max(1, int(opts.max_share * len(passing)))
+        self.drops = [DropReason(candidate=n, stage=Stage.CANDIDATES, reason=r)
+                      for n, r in proposal.drops]
+        self.cap = cap = max(1, int(opts.max_share * len(passing)))
         if opts.combine:
             proposal.candidates, lost = combined(
                 proposal.candidates, list(opts.combine),
                 lambda parts: combine(index, cov, tests, passing, all_ids, parts, cap))
             # The groups are what this run considers: the parts' own drops are not its.
-            drops = [DropReason(candidate=n, stage=Stage.CANDIDATES, reason=r) for n, r in lost]
+            self.drops = [DropReason(candidate=n, stage=Stage.CANDIDATES, reason=r) for n, r in lost]
             proposal.considered = len(opts.combine)
-        proposal.candidates = asked_for(proposal.candidates, opts, drops)
+        proposal.candidates = asked_for(proposal.candidates, opts, self.drops)
         if opts.since is not None:
-            proposal.candidates = recent_only(proposal.candidates, Blame(src.path), opts.since,
-                                              drops)
-        timings["propose"] = time.monotonic() - t
-        texts = _text_files(src.path)
-        ctx = Context(src=src.path, index=index, tests=tests, passing=passing, all_ids=all_ids,
-                      by_key=by_key, cap=cap, timeout=opts.timeout, layout=layout,
-                      run_args=run_args,
-                      recipe=EnvironmentRecipe(python=plan.python, script=plan.script()))
+            proposal.candidates = recent_only(proposal.candidates, Blame(self.src.path), opts.since,
+                                              self.drops)
+        self.timings["propose"] = time.monotonic() - t
+        return proposal
 
-        prog.stage("validating candidates")
+    def validate(self, proposal) -> list[Verdict]:
+        src, opts, layout = self.src, self.opts, self.layout
+        texts = _text_files(src.path)
+        ctx = Context(src=src.path, index=self.index, tests=self.tests, passing=self.passing,
+                      all_ids=self.all_ids, by_key=group_ids(self.all_ids), cap=self.cap,
+                      timeout=opts.timeout, layout=layout, run_args=self.run_args,
+                      recipe=EnvironmentRecipe(python=self.plan.python, script=self.plan.script()))
+        self.prog.stage("validating candidates")
         t = time.monotonic()
         protected = sorted(layout.protected_files)     # scan's own walk: no second one
-        n_flaky = len(flaky)
-
-        settler = Settler(opts=opts, ctx=ctx, cov=cov, texts=texts, image_scan=image_scan, src=src,
-                          image=image, n_flaky=n_flaky, protected=protected, state=state,
-                          out_dir=out_dir)
-        tid_of = settler.tid_of
-
-        verdicts = validate_all(workers, proposal.candidates, opts.max_tasks, prog, settler.settle,
-                                settler.earlier, joining=helpers.joined if helpers else None,
-                                most=len(workers) + opts.helpers)
-        timings["validate"] = time.monotonic() - t
+        self.settler = settler = Settler(
+            opts=opts, ctx=ctx, cov=self.cov, texts=texts, image_scan=self.image_scan, src=src,
+            image=self.image, n_flaky=len(self.flaky), protected=protected, state=self.state,
+            out_dir=self.out_dir)
+        helpers = self.helpers
+        verdicts = validate_all(self.workers, proposal.candidates, opts.max_tasks, self.prog,
+                                settler.settle, settler.earlier,
+                                joining=helpers.joined if helpers else None,
+                                most=len(self.workers) + opts.helpers)
+        self.timings["validate"] = time.monotonic() - t
         if helpers is not None:
             for why in helpers.failed[:3]:
-                say(f"a validation helper could not start: {why}")
+                self.say(f"a validation helper could not start: {why}")
             if helpers.pending:
-                say(f"{len(helpers.pending)} validation helper(s) never started "
-                    "(no free CPU on the cluster?)")
+                self.say(f"{len(helpers.pending)} validation helper(s) never started "
+                         "(no free CPU on the cluster?)")
+        return verdicts
 
+    def package(self, proposal, verdicts: list[Verdict], t_all: float) -> GenerateReport:
+        """The deterministic prefix of tasks kept, their families marked, and
+        report.json written."""
+        out_dir, opts, tid_of = self.out_dir, self.opts, self.settler.tid_of
         t = time.monotonic()
-        tasks, necessary, adequacy_secs = tally(verdicts, proposal.candidates, tid_of, opts, drops)
-        necessary += base_test_secs
+        tasks, necessary, adequacy_secs = tally(verdicts, proposal.candidates, tid_of, opts,
+                                                self.drops)
+        # Necessary: the two runs as bare runs; what coverage adds is taskforge's cost.
+        base_state = self.base_state
+        necessary += base_state.bare_seconds + min(base_state.bare_seconds,
+                                                   base_state.coverage_seconds)
         # Tasks past the deterministic prefix (validated while it was settling) go,
         # so the task set never depends on timing.
         chosen = set(tasks)
@@ -220,45 +297,38 @@ def generate(repo: str, out: str | Path, options: Options | None = None,
             if tid not in chosen and (out_dir / tid / "task.json").is_file():
                 rmtree(out_dir / tid)
         fams = mark_families(out_dir, tasks)
+        timings = self.timings
         timings["package"] = time.monotonic() - t
         timings["total"] = time.monotonic() - t_all
         timings["test_seconds_all"] = (base_state.bare_seconds + base_state.coverage_seconds
                                        + sum(v.test_seconds_total for v in verdicts))
         timings["test_seconds_necessary"] = necessary
         timings["test_seconds_adequacy"] = adequacy_secs
-        timings["image_build"] = build_secs
+        timings["image_build"] = self.build_secs
+        n_helpers, remote_runs, lost = self._helper_counts()
         report = GenerateReport(
-            repo=src.repo, source_commit=src.commit, image_name=image,
-            baseline_tests=len(all_ids), baseline_passing=len(passing),
-            baseline_failing=len(base_state.failing), flaky_excluded=len(flaky),
-            baseline_failing_ids=sorted(base_state.failing)[:MAX_NAMED], pytest_pin=plan.pytest_pin,
-            flaky_ids=sorted(flaky)[:MAX_NAMED],
-            funnel=funnel(proposal.considered, drops),
-            drops=drops, tasks=tasks, timings={k: round(v, 3) for k, v in timings.items()},
-            jobs=opts.jobs,
-            helpers=len(helpers.workers) if helpers else 0,
-            remote_runs=helpers.runs if helpers else 0,
-            helpers_lost=sum(w.lost for w in helpers.workers) if helpers else 0,
-            resumed=ResumeInfo(baseline=cached is not None,
+            repo=self.src.repo, source_commit=self.src.commit, image_name=self.image,
+            baseline_tests=len(self.all_ids), baseline_passing=len(self.passing),
+            baseline_failing=len(base_state.failing), flaky_excluded=len(self.flaky),
+            baseline_failing_ids=sorted(base_state.failing)[:MAX_NAMED],
+            pytest_pin=self.plan.pytest_pin, flaky_ids=sorted(self.flaky)[:MAX_NAMED],
+            funnel=funnel(proposal.considered, self.drops),
+            drops=self.drops, tasks=tasks, timings={k: round(v, 3) for k, v in timings.items()},
+            jobs=opts.jobs, helpers=n_helpers, remote_runs=remote_runs, helpers_lost=lost,
+            resumed=ResumeInfo(baseline=self.cached is not None,
                                tasks=sum(1 for v in verdicts if v.resumed and v.ok),
                                rejections=sum(1 for v in verdicts if v.resumed and not v.ok)),
             mutants=_mutant_coverage(out_dir, tasks), families=fams,
             **_distribution(out_dir, tasks))
         atomic_write(out_dir / "report.json", report.model_dump_json(indent=2) + "\n")
         return report
-    except TaskforgeError:
-        # Bad input or no engine leaves nothing behind; a run that got as far as a
-        # saved baseline keeps it for the rerun.
-        if created and not any(p.name != ".state" for p in out_dir.iterdir()) \
-                and not any(state.dir.glob("baseline-*.json")):
-            state.unlock()
-            rmtree(out_dir)
-        raise
-    finally:
-        background.shutdown(wait=True, cancel_futures=True)
-        _close(workers, helpers)
-        rmtree(scratch)
-        state.unlock()
+
+    def _helper_counts(self) -> tuple[int, int, int]:
+        """Validation helpers that joined, the runs they made, and those lost."""
+        helpers = self.helpers
+        if helpers is None:
+            return 0, 0, 0
+        return len(helpers.workers), helpers.runs, sum(w.lost for w in helpers.workers)
 
 
 def _pytest_version(worker: Worker) -> str:
@@ -311,7 +381,7 @@ def build_environment(src, plan, say: Callable[[str], None]) -> tuple[str, float
     """The repository's environment on the generation backend: (name, build
     seconds). Files the install writes from git metadata (a version file) are
     added to the tree, which a clone lacks."""
-    envs = backend_class(GENERATION_BACKEND)
+    envs = generation_store()
     base = envs.ensure_base(plan.python, log=say)
     try:
         image, build_secs = envs.ensure_environment(src.path, src.name, src.commit, base,

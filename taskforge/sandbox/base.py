@@ -109,11 +109,64 @@ def standby_payload(args: list[str], env: dict[str, str]) -> bytes:
     return "\0".join(fields).encode("utf-8", "surrogateescape")
 
 
+class EnvironmentStore(abc.ABC):
+    """Where a backend keeps the environments a SandboxSpec.image names (Docker:
+    images; bubblewrap: root filesystem directories). Every backend has one; a
+    Sandbox only runs in what its store holds. Apart from the box so that each
+    class has one role (issue 27), as SWE-ReX keeps deployment and runtime apart."""
+
+    @abc.abstractmethod
+    def exists(self, name: str) -> bool: ...
+
+    @abc.abstractmethod
+    def build_task(self, req: EnvironmentRequest, log: Callable[[str], None]) -> None:
+        """Build the environment `req` names from its recipe over `req.install_tree`."""
+
+    @abc.abstractmethod
+    def ensure_base(self, python: str, log: Callable[[str], None]) -> str:
+        """The base environment for a Python version (built unless present); its name."""
+
+    def prepare_task(self, req: EnvironmentRequest, log: Callable[[str], None]) -> str:
+        """The environment a task names, realised here from the recipe it records
+        (on a node that never saw generation) unless present; returns its name."""
+        if not self.exists(req.name):
+            self.build_task(req, log)
+        return req.name
+
+
+class GenerationStore(EnvironmentStore):
+    """A store generation builds in: environments made from a repository's
+    install script, and read back whole for the leak audit. One backend has one
+    (sandbox.GENERATION_BACKEND); grading needs only an EnvironmentStore."""
+
+    @abc.abstractmethod
+    def ensure_environment(self, tree: Path, repo_name: str, commit: str, base: str, script: str,
+                           log: Callable[[str], None]) -> tuple[str, float]:
+        """A repository's environment from its install `script` run over `tree`;
+        returns (name, seconds spent building)."""
+
+    @abc.abstractmethod
+    def generated_files(self, name: str) -> dict[str, str]:
+        """Files the environment's install wrote into the tree (a version file
+        written from git metadata), which a git clone lacks."""
+
+    @abc.abstractmethod
+    def environment_id(self, name: str) -> str:
+        """A content id of environment `name` (caches of its files key on it)."""
+
+    @abc.abstractmethod
+    def export(self, name: str) -> AbstractContextManager[io.RawIOBase]:
+        """The environment's filesystem as a tar stream (the leak audit reads it)."""
+
+
 class Sandbox(abc.ABC):
-    """A running sandbox. Use as a context manager: closing destroys it."""
+    """A running sandbox. Use as a context manager: closing destroys it. Where
+    its environments come from is the backend's EnvironmentStore."""
 
     def __init__(self, spec: SandboxSpec):
         self.spec = spec
+
+    # -- housekeeping of this backend's boxes (no-ops where boxes die with their owner)
 
     @classmethod
     def reap_orphans(cls, owner_alive) -> int:
@@ -122,62 +175,17 @@ class Sandbox(abc.ABC):
         with their owner have nothing to do."""
         return 0
 
-    # -- environments: where a backend keeps what `spec.image` names ------------
-
-    @classmethod
-    def environment_exists(cls, name: str) -> bool:
-        raise InfraError(f"the {cls.__name__} backend has no environment store")
-
-    @classmethod
-    def prepare_task_environment(cls, req: "EnvironmentRequest", log: Callable[[str], None]) -> str:
-        """The environment a task names, realised here from the recipe it records
-        (on a node that never saw generation) unless present; returns its name."""
-        if not cls.environment_exists(req.name):
-            cls.build_task_environment(req, log)
-        return req.name
-
-    @classmethod
-    def build_task_environment(cls, req: "EnvironmentRequest", log: Callable[[str], None]) -> None:
-        """Build the environment `req` names from its recipe over `req.install_tree`."""
-        raise InfraError(f"the {cls.__name__} backend cannot build environments")
-
-    @classmethod
-    def ensure_base(cls, python: str, log: Callable[[str], None]) -> str:
-        """The base environment for a Python version (built unless present)."""
-        raise InfraError(f"the {cls.__name__} backend cannot build environments")
-
-    @classmethod
-    def ensure_environment(cls, tree: Path, repo_name: str, commit: str, base: str, script: str,
-                           log: Callable[[str], None]) -> tuple[str, float]:
-        """A repository's environment from its install `script` run over `tree`
-        (generation); returns (name, seconds spent building)."""
-        raise InfraError(f"the {cls.__name__} backend cannot build environments from a repository")
-
-    @classmethod
-    def generated_files(cls, name: str) -> dict[str, str]:
-        """Files the environment's install wrote into the tree (a version file
-        written from git metadata), which a git clone lacks."""
-        return {}
-
     @classmethod
     def remove_leftovers(cls) -> int:
         """Remove every sandbox of this backend still around; returns how many."""
         return 0
 
     @classmethod
-    def environment_id(cls, name: str) -> str:
-        """A content id of environment `name` (caches of its files key on it)."""
-        raise InfraError(f"the {cls.__name__} backend cannot identify environments")
-
-    @classmethod
-    def export_environment(cls, name: str) -> AbstractContextManager[io.RawIOBase]:
-        """The environment's filesystem as a tar stream (the leak audit reads it)."""
-        raise InfraError(f"the {cls.__name__} backend cannot export environments")
-
-    @classmethod
     def check(cls) -> str | None:
         """Why this backend cannot run sandboxes here right now, or None (health checks)."""
         return None
+
+    # -- the box ---------------------------------------------------------------
 
     @abc.abstractmethod
     def start(self) -> None: ...

@@ -67,9 +67,9 @@ def _grader_class():
             if task in self.ready:
                 return
             from taskforge.package.store import load_task
-            from taskforge.sandbox import backend_class
+            from taskforge.sandbox import environment_store
 
-            backend_class(self.backend).prepare_task_environment(
+            environment_store(self.backend).prepare_task(
                 load_task(task).environment_request(), log=lambda s: None)
             self.ready.add(task)
 

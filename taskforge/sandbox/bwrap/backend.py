@@ -144,19 +144,6 @@ class BwrapSandbox(Sandbox):
             return exc.message
         return None if os.geteuid() == 0 else "the bubblewrap backend runs as root (like dockerd)"
 
-    @classmethod
-    def environment_exists(cls, name: str) -> bool:
-        return rootfs.exists(name)
-
-    @classmethod
-    def build_task_environment(cls, req, log) -> None:
-        rootfs.prepare_task(req, log=log)
-
-    @classmethod
-    def ensure_base(cls, python: str, log) -> str:
-        rootfs.ensure_base(python, log=log)
-        return rootfs.base_name(python)
-
     @property
     def started(self) -> bool:
         return self.root is not None

@@ -6,17 +6,13 @@ container is killed and always removed with force in close().
 """
 from __future__ import annotations
 
-import io
 import logging
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from taskforge.errors import InfraError
 from taskforge.sandbox.base import MAX_OUTPUT, ExecResult, Sandbox, SandboxSpec
-from taskforge.sandbox.docker import images
 from taskforge.sandbox.docker.engine import LABEL, ExecStream, _short, client, docker_errors
 from taskforge.sandbox.owner import owner_token
 
@@ -29,44 +25,8 @@ class DockerSandbox(Sandbox):
         return reap_orphans(owner_alive)
 
     @classmethod
-    def environment_exists(cls, name: str) -> bool:
-        return images.image_exists(name)
-
-    @classmethod
-    def build_task_environment(cls, req, log) -> None:
-        images.prepare_task_image(req, log=log)
-
-    @classmethod
-    def ensure_base(cls, python: str, log) -> str:
-        return images.ensure_base_image(log=log, python=python)
-
-    @classmethod
-    def ensure_environment(cls, tree, repo_name, commit, base, script, log) -> tuple[str, float]:
-        return images.ensure_env_image(tree, repo_name, commit, base, script, log=log)
-
-    @classmethod
-    def generated_files(cls, name: str) -> dict[str, str]:
-        return images.generated_files(name)
-
-    @classmethod
     def remove_leftovers(cls) -> int:
         return remove_leftovers()
-
-    @classmethod
-    def environment_id(cls, name: str) -> str:
-        try:
-            return client().images.get(name).id
-        except docker_errors() as exc:
-            raise InfraError(f"no image {name}: {_short(exc)}") from None
-
-    @classmethod
-    @contextmanager
-    def export_environment(cls, name: str) -> Iterator[io.RawIOBase]:
-        container = client().containers.create(name, command=["true"], labels={LABEL: "1"})
-        try:
-            yield _IterReader(container.export(chunk_size=1 << 20))
-        finally:
-            container.remove(force=True)
 
     def __init__(self, spec: SandboxSpec):
         super().__init__(spec)
@@ -218,21 +178,3 @@ def remove_leftovers() -> int:
         except docker_errors() as exc:        # removed meanwhile by its owner
             logger.debug("removing %s: %s", c.name, _short(exc))
     return n
-
-
-class _IterReader(io.RawIOBase):
-    def __init__(self, it):
-        self.it, self.buf = iter(it), b""
-
-    def readable(self):
-        return True
-
-    def readinto(self, b):
-        while not self.buf:
-            try:
-                self.buf = next(self.it)
-            except StopIteration:
-                return 0
-        n = min(len(b), len(self.buf))
-        b[:n], self.buf = self.buf[:n], self.buf[n:]
-        return n

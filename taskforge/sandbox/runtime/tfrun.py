@@ -60,44 +60,64 @@ def _listdir(path: str, prefix: str) -> list:
         return []
 
 
-def trusted_plugins() -> list:
-    """pytest11 entry points of distributions installed in this environment's
-    site-packages (never one that a workspace could plant on sys.path). Read
-    from the entry_points.txt files directly: importlib.metadata costs 25 ms of
-    every graded run."""
-    prefix = environment_prefix()
-    mods = []
+def site_packages(prefix: str) -> list:
+    """This environment's site-packages directories, resolved, and only those
+    still inside it once resolved: a link out leads to what it does not own."""
     roots = set()
     for lib in _listdir(prefix, "lib"):
         for py in _listdir(os.path.join(prefix, lib), "python"):
             site = os.path.join(prefix, lib, py, "site-packages")
             if os.path.isdir(site):
                 roots.add(os.path.realpath(site))
-    for root in sorted(r for r in roots if r.startswith(prefix + os.sep)):
-        try:
-            names = sorted(os.listdir(root))
-        except OSError:
+    return sorted(r for r in roots if r.startswith(prefix + os.sep))
+
+
+def _entry_points(root: str):
+    """The text of each distribution's entry_points.txt in `root`, by name
+    (a missing or unreadable one is no plugin)."""
+    try:
+        names = sorted(os.listdir(root))
+    except OSError:
+        return
+    for name in names:
+        if not name.endswith((".dist-info", ".egg-info")):
             continue
-        for name in names:
-            if not name.endswith((".dist-info", ".egg-info")):
+        try:
+            with open(os.path.join(root, name, "entry_points.txt"), encoding="utf-8") as fh:
+                text = fh.read()
+        except (OSError, UnicodeDecodeError):
+            continue
+        yield text
+
+
+def pytest11_modules(text: str) -> list:
+    """The modules an entry_points.txt names in its [pytest11] section."""
+    mods = []
+    section = None
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("[") and line.endswith("]"):
+            section = line[1:-1].strip()
+        elif section == "pytest11" and "=" in line and not line.startswith(("#", ";")):
+            mod = line.split("=", 1)[1].split(":")[0].strip()
+            # Lint plugins check style, not behaviour, and often break on new pytest.
+            if any(w in mod for w in LINT_WORDS) or mod.startswith("xdist"):
                 continue
-            try:
-                with open(os.path.join(root, name, "entry_points.txt"), encoding="utf-8") as fh:
-                    text = fh.read()
-            except (OSError, UnicodeDecodeError):
-                continue
-            section = None
-            for line in text.splitlines():
-                line = line.strip()
-                if line.startswith("[") and line.endswith("]"):
-                    section = line[1:-1].strip()
-                elif section == "pytest11" and "=" in line and not line.startswith(("#", ";")):
-                    mod = line.split("=", 1)[1].split(":")[0].strip()
-                    # Lint plugins check style, not behaviour, and often break on new pytest.
-                    if any(w in mod for w in LINT_WORDS) or mod.startswith("xdist"):
-                        continue
-                    if mod and mod not in mods:
-                        mods.append(mod)
+            mods.append(mod)
+    return mods
+
+
+def trusted_plugins() -> list:
+    """pytest11 entry points of distributions installed in this environment's
+    site-packages (never one that a workspace could plant on sys.path). Read
+    from the entry_points.txt files directly: importlib.metadata costs 25 ms of
+    every graded run."""
+    mods: list = []
+    for root in site_packages(environment_prefix()):
+        for text in _entry_points(root):
+            for mod in pytest11_modules(text):
+                if mod and mod not in mods:
+                    mods.append(mod)
     return sorted(mods)
 
 
@@ -363,27 +383,217 @@ def reap(uid, pid):
     return alive
 
 
-def main() -> int:
-    opts, pytest_args = parse_args(sys.argv[1:])
+class Output:
+    """What the run wrote, bounded: the log as its head and tail with the
+    middle only counted (a test printing forever costs this process no more
+    than both), the result events whole up to MAX_RESULTS, past which the run
+    is ended."""
+
+    def __init__(self) -> None:
+        self.head, self.tail, self.total = b"", b"", 0
+        self.results = bytearray()
+        self.overflow = False
+
+    def add_log(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        if len(self.head) < LOG_HEAD:
+            take = LOG_HEAD - len(self.head)
+            self.head, chunk = self.head + chunk[:take], chunk[take:]
+        if chunk:
+            self.tail = (self.tail + chunk)[-LOG_TAIL:]
+
+    def add_results(self, chunk: bytes) -> bool:
+        """False, and overflow set, when `chunk` would take the results past
+        MAX_RESULTS: the chunk is dropped and the run is ended."""
+        if len(self.results) + len(chunk) > MAX_RESULTS:
+            self.overflow = True
+            return False
+        self.results += chunk
+        return True
+
+    def log(self) -> bytes:
+        """Head, a note of how much was cut, tail."""
+        log = self.head
+        if self.total > len(self.head) + len(self.tail):
+            log += b"\n[... %d bytes of output cut ...]\n" % (self.total - len(self.head) - len(self.tail))
+        return log + self.tail
+
+
+class Watch:
+    """The run from its start to its end: reads both pipes, reaps the child and
+    whatever it left the moment it exits, and ends the run at the deadline, past
+    the workspace bound or on a results overflow. A turn of the loop waits at
+    most 0.1 s for output, so no check waits long for the next."""
+
+    def __init__(self, proc, streams: dict, deadline: float, growth, reap_uid) -> None:
+        self.proc, self.streams, self.deadline = proc, streams, deadline
+        self.growth, self.reap_uid = growth, reap_uid
+        self.out = Output()
+        self.timed_out = False
+        self.over_limit = ""
+        self.code: "int | None" = None
+        self.exited_at: "float | None" = None
+        self.alive_after_exit = 0
+        self.poller = select.poll()
+        for fd in streams:
+            self.poller.register(fd, select.POLLIN)
+        if proc.fd is not None:
+            self.poller.register(proc.fd, select.POLLIN)       # readable at exit: no polling
+
+    def run(self) -> None:
+        """Watch to the end, then leave nothing of the run behind, then the
+        workspace check the last pass may have missed."""
+        while not self.turn(time.monotonic()):
+            pass
+        self.settle()
+        self.check_growth_at_end()
+
+    def turn(self, now: float) -> bool:
+        """One turn of the loop; True when the run is over."""
+        if self.out_of_bounds(now):
+            return True
+        if self.code is None:
+            self.check_exit(now)
+        if self.exited_at is not None and (not self.streams or now - self.exited_at > 0.5):
+            return True
+        wait = min(max(self.deadline - now, 0.01), 0.1)
+        if not self.streams and self.proc.fd is None:
+            # Both pipes closed and no pidfd: the exit is a moment away.
+            self.proc.wait(wait)
+            return False
+        self.drain(wait)
+        return self.out.overflow
+
+    def out_of_bounds(self, now: float) -> bool:
+        """Past the deadline, or (while the child runs) past the workspace bound."""
+        if now >= self.deadline:
+            self.timed_out = True
+            return True
+        if self.growth is not None and self.code is None:
+            self.over_limit = self.growth.tick(now) or ""
+            if self.over_limit:
+                return True
+        return False
+
+    def check_exit(self, now: float) -> None:
+        """Reap the child if it has exited, and at once all that it left."""
+        self.code = self.proc.poll()
+        if self.code is not None:
+            self.exited_at = now
+            if self.proc.fd is not None:
+                self.poller.unregister(self.proc.fd)
+            # Nothing of the run may outlive it: whatever still runs is an escapee.
+            self.alive_after_exit = reap(self.reap_uid, self.proc.pid)
+
+    def drain(self, wait: float) -> None:
+        """Read what the pipes have, waiting up to `wait` seconds for it."""
+        for fd, _ in self.poller.poll(wait * 1000):
+            if fd not in self.streams:
+                continue                                # the pidfd: reaped in check_exit
+            if not self.read(fd):
+                return
+
+    def read(self, fd: int) -> bool:
+        """One chunk of `fd` into the output (EOF: stop watching it); False
+        once the results overflow."""
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            self.poller.unregister(fd)
+            del self.streams[fd]
+            return True
+        if self.streams[fd] == "res":
+            return self.out.add_results(chunk)
+        self.out.add_log(chunk)
+        return True
+
+    def settle(self) -> None:
+        """If the loop ended with the child still running (we ended the run),
+        kill all of it and reap it; the exit code then says it was killed."""
+        if self.code is None:
+            reap(self.reap_uid, self.proc.pid)
+            self.code = self.proc.wait(5)
+            if self.timed_out or self.out.overflow or self.over_limit:
+                self.code = -9
+
+    def check_growth_at_end(self) -> None:
+        """What the last pass missed (Python ignores SIGXFSZ: a write past the
+        file limit fails, and the run may end before the next pass)."""
+        g = self.growth
+        if g is not None and not self.over_limit and not self.timed_out:
+            self.over_limit = g.over(*g.total(g.base[1] + g.max_entries + 1)) or ""
+
+    def report(self, seconds: float, separated: bool, naive: bool) -> dict:
+        """The line for the host: what this process observed, and the child's
+        claims (log, results) as the bounded bytes they were."""
+        out = self.out
+        return {"$tf": "run", "exit_code": self.code, "seconds": round(seconds, 4),
+                "timed_out": self.timed_out, "output_bytes": out.total, "results_bytes": len(out.results),
+                "overflow": out.overflow, "over_limit": self.over_limit,
+                "separated": separated, "naive": naive, "alive_after_exit": self.alive_after_exit,
+                "log": out.log().decode("utf-8", "replace"),
+                "results": bytes(out.results).decode("utf-8", "replace")}
+
+
+def plugin_args() -> list:
+    """`-p MOD` for each trusted plugin: the child runs with autoload off, so
+    these are the only entry-point plugins it loads."""
     plugins = []
     for p in trusted_plugins():
         plugins += ["-p", p]
+    return plugins
+
+
+def unpark():
+    """(options, pytest arguments) of the run a parked supervisor is handed,
+    its environment applied to this process's (the child's is copied from it)."""
+    args, extra = read_parked()
+    os.environ.update(extra)
+    opts, pytest_args = parse_args(args)
     if opts["park"]:
-        args, extra = read_parked()
-        os.environ.update(extra)
-        opts, pytest_args = parse_args(args)
-        if opts["park"]:
-            raise SystemExit("tfrun.py: a parked run cannot park again")
-    uid, gid, naive = opts["uid"], opts["gid"], opts["naive"]
-    separated = (not naive and uid is not None and os.getuid() == 0 and uid != 0)
-    # Before any workspace code exists in a process: the host tells "our side
-    # never got the tests going" (no such line: an infrastructure error) from
-    # "the tests went wrong" (the solution's doing) by this line alone.
+        raise SystemExit("tfrun.py: a parked run cannot park again")
+    return opts, pytest_args
+
+
+def configure(argv):
+    """(options, pytest arguments, plugin arguments). The plugin scan comes
+    first: it is start-up work, which a parked supervisor does before its run
+    arrives."""
+    opts, pytest_args = parse_args(argv)
+    plugins = plugin_args()
+    if opts["park"]:
+        opts, pytest_args = unpark()
+    return opts, pytest_args, plugins
+
+
+def separates(opts) -> bool:
+    """Whether pytest runs as another uid: only root can switch to one, and the
+    naive design (and a uid of 0) means the same uid as this process."""
+    uid = opts["uid"]
+    return not opts["naive"] and uid is not None and os.getuid() == 0 and uid != 0
+
+
+def run_as(opts, separated: bool):
+    """(uid, gid) of the pytest child, or (None, None) to leave it this one's;
+    the gid defaults to the uid."""
+    if not separated:
+        return None, None
+    uid, gid = opts["uid"], opts["gid"]
+    return uid, (gid if gid is not None else uid)
+
+
+def announce_started() -> None:
+    """Before any workspace code exists in a process: the host tells "our side
+    never got the tests going" (no such line: an infrastructure error) from
+    "the tests went wrong" (the solution's doing) by this line alone."""
     sys.stdout.write(STARTED + "\n")
     sys.stdout.flush()
-    res_r, res_w = os.pipe()
+
+
+def child_command(naive: bool, plugins: list, pytest_args: list, result_fd: int):
+    """(argv, env) of the pytest child: the report pipe's fd, plugin autoload
+    off (only the trusted plugins load), and the tests' entry point."""
     env = dict(os.environ)
-    env["TF_RESULT_FD"] = str(res_w)
+    env["TF_RESULT_FD"] = str(result_fd)
     env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     if naive:
         env["PYTHONPATH"] = HERE
@@ -391,12 +601,23 @@ def main() -> int:
     else:
         # A script path, not -m: sys.path[0] is this read-only directory, never the cwd.
         argv = [sys.executable, "-s", os.path.join(HERE, "tfboot.py"), *plugins, *pytest_args]
+    return argv, env
+
+
+def main() -> int:
+    """Start-up, the STARTED line, pytest spawned as the run's uid, watched to
+    its end, then the one JSON line (2: pytest could not be started)."""
+    opts, pytest_args, plugins = configure(sys.argv[1:])
+    separated = separates(opts)
+    uid, gid = run_as(opts, separated)
+    announce_started()
+    res_r, res_w = os.pipe()
+    argv, env = child_command(opts["naive"], plugins, pytest_args, res_w)
     log_r, log_w = os.pipe()
     growth = Growth(os.getcwd(), *opts["growth"]) if opts["growth"] else None
     start = time.monotonic()
     try:
-        pid = spawn(argv, env, log_w, res_w, uid if separated else None,
-                    (gid if gid is not None else uid) if separated else None,
+        pid = spawn(argv, env, log_w, res_w, uid, gid,
                     file_bytes=growth.max_bytes + (1 << 20) if growth else None)
     except OSError as exc:
         sys.stderr.write(f"tfrun.py: {exc}\n")
@@ -404,85 +625,9 @@ def main() -> int:
     proc = Child(pid)
     os.close(res_w)
     os.close(log_w)
-    head, tail, total = b"", b"", 0
-    results = bytearray()
-    timed_out = overflow = False
-    deadline = start + opts["timeout"]
-    poller = select.poll()
-    streams = {log_r: "log", res_r: "res"}
-    for fd in streams:
-        poller.register(fd, select.POLLIN)
-    if proc.fd is not None:
-        poller.register(proc.fd, select.POLLIN)       # readable at exit: no polling
-    code = None
-    exited_at = None
-    alive_after_exit = 0
-    over_limit = ""
-    while True:
-        now = time.monotonic()
-        if now >= deadline:
-            timed_out = True
-            break
-        if growth is not None and code is None:
-            over_limit = growth.tick(now) or ""
-            if over_limit:
-                break
-        if code is None:
-            code = proc.poll()
-            if code is not None:
-                exited_at = now
-                if proc.fd is not None:
-                    poller.unregister(proc.fd)
-                # Nothing of the run may outlive it: whatever still runs is an escapee.
-                alive_after_exit = reap(uid if separated else None, proc.pid)
-        if exited_at is not None and (not streams or now - exited_at > 0.5):
-            break
-        if not streams and proc.fd is None:
-            # Both pipes closed and no pidfd: the exit is a moment away.
-            proc.wait(min(max(deadline - now, 0.01), 0.1))
-            continue
-        for fd, _ in poller.poll(min(max(deadline - now, 0.01), 0.1) * 1000):
-            if fd not in streams:
-                continue                                # the pidfd: reaped above
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                poller.unregister(fd)
-                del streams[fd]
-                continue
-            if streams[fd] == "res":
-                if len(results) + len(chunk) > MAX_RESULTS:
-                    overflow = True
-                    break
-                results += chunk
-                continue
-            total += len(chunk)
-            if len(head) < LOG_HEAD:
-                take = LOG_HEAD - len(head)
-                head, chunk = head + chunk[:take], chunk[take:]
-            if chunk:
-                tail = (tail + chunk)[-LOG_TAIL:]
-        if overflow:
-            break
-    if code is None:
-        reap(uid if separated else None, proc.pid)
-        code = proc.wait(5)
-        if timed_out or overflow or over_limit:
-            code = -9
-    if growth is not None and not over_limit and not timed_out:
-        # What the last pass missed (Python ignores SIGXFSZ: a write past the
-        # file limit fails, and the run may end before the next pass).
-        over_limit = growth.over(*growth.total(growth.base[1] + growth.max_entries + 1)) or ""
-    seconds = time.monotonic() - start
-    log = head
-    if total > len(head) + len(tail):
-        log += b"\n[... %d bytes of output cut ...]\n" % (total - len(head) - len(tail))
-    log += tail
-    meta = {"$tf": "run", "exit_code": code, "seconds": round(seconds, 4),
-            "timed_out": timed_out, "output_bytes": total, "results_bytes": len(results),
-            "overflow": overflow, "over_limit": over_limit,
-            "separated": separated, "naive": naive, "alive_after_exit": alive_after_exit,
-            "log": log.decode("utf-8", "replace"),
-            "results": bytes(results).decode("utf-8", "replace")}
+    watch = Watch(proc, {log_r: "log", res_r: "res"}, start + opts["timeout"], growth, uid)
+    watch.run()
+    meta = watch.report(time.monotonic() - start, separated, opts["naive"])
     sys.stdout.write(dump_json(meta) + "\n")
     sys.stdout.flush()
     return 0
