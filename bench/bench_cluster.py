@@ -13,7 +13,7 @@ its own store). Generation runs the three fixture repositories with
 --max-tasks 3, first in this process one after another with the local
 thread pool (jobs = cores), then as one Ray task per repository (jobs 1
 each); then one repository alone as one Ray task, without and with
-validation helpers on the other nodes (--helpers). Ends with a projection for 100,000 tasks on 100 nodes from the
+remote workers on the other nodes (--remote-workers). Ends with a projection for 100,000 tasks on 100 nodes from the
 measured per-task costs.
 """
 from __future__ import annotations
@@ -88,13 +88,13 @@ def main() -> None:
             results = generate_corpus(repos, work / "ray", opts)
             ray_wall = time.monotonic() - t0
             ray_tasks = sum(len(r.get("tasks", [])) for r in results)
-            # One repository: its candidates on one node, then spread by helpers.
+            # One repository: its candidates on one node, then spread over remote workers.
             one = {}
-            for helpers in (0, args.nodes - 1):
+            for remote in (0, args.nodes - 1):
                 t0 = time.monotonic()
-                res = generate_corpus(repos[1:2], work / f"one-{helpers}",
-                                      Options(max_tasks=4, jobs=1, helpers=helpers))
-                one[helpers] = (len(res[0].get("tasks", [])), time.monotonic() - t0)
+                res = generate_corpus(repos[1:2], work / f"one-{remote}",
+                                      Options(max_tasks=4, jobs=1, remote_workers=remote))
+                one[remote] = (len(res[0].get("tasks", [])), time.monotonic() - t0)
             tasks = [Path(r["out"]) / t for r in results for t in r.get("tasks", [])]
             pairs = [(tasks[i % len(tasks)], Solution.gold() if i % 2 == 0 else Solution.empty())
                      for i in range(args.pairs)]
@@ -125,8 +125,8 @@ def main() -> None:
     print("generate | tasks | wall (s) | tasks/min")
     print(f"local pool | {local_tasks} | {local_wall:.1f} | {local_tasks / local_wall * 60:.2f}")
     print(f"ray ({args.nodes} nodes) | {ray_tasks} | {ray_wall:.1f} | {ray_tasks / ray_wall * 60:.2f}")
-    for helpers, (n, wall) in one.items():
-        print(f"ray, {REPOS[1]} alone, {helpers} helper(s) | {n} | {wall:.1f} | {n / wall * 60:.2f}")
+    for remote, (n, wall) in one.items():
+        print(f"ray, {REPOS[1]} alone, {remote} remote worker(s) | {n} | {wall:.1f} | {n / wall * 60:.2f}")
     # Projection: per-task costs in core-seconds, measured here, spread over 100
     # nodes of 8 cores each with no other bottleneck (shared storage and the
     # package index assumed to keep up).

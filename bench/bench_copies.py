@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from copies_attack import NAMES, _strict_pick, accuracy, best_single, binomial_upper_p, chance, fit  # noqa: E402
 from copies_harness import corpus_files, corpus_of, planted_samples, split  # noqa: E402
 
-from taskforge.grade.mutants import CopyStyle  # noqa: E402
+from taskforge.grade.copies import CopyStyle  # noqa: E402
 
 
 def measure(style: CopyStyle, per_package: int, verifies: int) -> dict:

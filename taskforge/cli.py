@@ -136,7 +136,7 @@ def _day_start(day: str) -> int:
 
   taskforge generate ../lib --out tasks/ --max-tasks 40 --difficulty medium --kind cluster --kind class
 
-  RAY_ADDRESS=head:6379 taskforge generate ../lib --out tasks/ --helpers 16   # validations on the cluster
+  RAY_ADDRESS=head:6379 taskforge generate ../lib --out tasks/ --remote-workers 16   # validations on the cluster
 
   taskforge generate ../lib --out tasks/ --since 2025-06-01 --statement-style own   # past a model's cutoff
 
@@ -157,7 +157,7 @@ def generate(
     max_tasks: Optional[int] = typer.Option(None, "--max-tasks", min=1, help="Stop after this many tasks."),
     jobs: int = typer.Option(max(1, min(os.cpu_count() or 1, 4)), "--jobs", "-j", min=1,
                              help="Parallel validation sandboxes."),
-    helpers: int = typer.Option(0, "--helpers", min=0, help="Validation helpers on other nodes "
+    remote_workers: int = typer.Option(0, "--remote-workers", min=0, help="Remote workers on other nodes "
                                 "of the Ray cluster ($RAY_ADDRESS), beside the --jobs local ones: "
                                 "each realises the environment on its node from the recipe."),
     timeout: float = typer.Option(600.0, help="Seconds allowed for one test run."),
@@ -235,7 +235,7 @@ def generate(
         overrides = overrides.merged(RepoConfig.model_validate(
             {"python": python, "install": install or None, "test_cmd": test_cmd}))
         report = run(repo, out, Options(ref=ref, max_tasks=max_tasks, jobs=jobs, timeout=timeout,
-                                        helpers=helpers,
+                                        remote_workers=remote_workers,
                                         require_copies=not allow_uncopied,
                                         max_share=max_share, kinds=kinds, config=overrides,
                                         min_statements=min_statements,
@@ -263,9 +263,9 @@ def generate(
         typer.echo("difficulty: " + ", ".join(f"{k} {n}" for k, n in report.difficulty.items())
                    + "; kinds: " + ", ".join(f"{k} {n}" for k, n in sorted(report.kinds.items()))
                    + f"; large (40+ lines or 2+ files): {report.large_tasks}")
-        m = report.mutants
-        typer.echo(f"mutants: {m.hidden_with_mutant} of {m.hidden_functions} hidden test functions "
-                   f"have must-fail copies ({m.tasks_with_mutants} of {len(report.tasks)} tasks); "
+        m = report.copies
+        typer.echo(f"copies: {m.hidden_with_copy} of {m.hidden_functions} hidden test functions "
+                   f"have must-fail copies ({m.tasks_with_copies} of {len(report.tasks)} tasks); "
                    f"graded tests: {m.graded}, {m.protected} protected by copies, "
                    f"{m.unprotected} unprotected")
         if report.families:
@@ -349,8 +349,8 @@ def verify(
             typer.echo(f"  not collected: {t}")
         for f in result.findings:
             typer.echo(f"  {f.severity.value + ':':<8} {f.text()}")
-        if result.mutants_planted:
-            typer.echo(f"mutants: {result.mutants_killed}/{result.mutants_planted} failed as on the gold")
+        if result.copies_planted:
+            typer.echo(f"copies: {result.copies_failed}/{result.copies_planted} failed as on the gold")
         typer.echo(f"time: {result.wall_seconds:.1f}s (tests {result.test_seconds:.1f}s)")
     if result.error:
         raise typer.Exit(3) from None
@@ -476,7 +476,7 @@ def corpus(
     max_tasks: Optional[int] = typer.Option(None, "--max-tasks", min=1, help="Per repository."),
     jobs: int = typer.Option(max(1, min(os.cpu_count() or 1, 4)), "--jobs", "-j", min=1,
                              help="Validation workers per repository."),
-    helpers: int = typer.Option(0, "--helpers", min=0, help="Per repository: validation helpers "
+    remote_workers: int = typer.Option(0, "--remote-workers", min=0, help="Per repository: remote workers "
                                 "on other nodes of the Ray cluster, beside its --jobs."),
     ray: bool = typer.Option(False, "--ray", help="One Ray task per repository on the cluster "
                              "($RAY_ADDRESS or --ray-address); a lost node's repository is "
@@ -508,7 +508,7 @@ def corpus(
     if not names:
         _error("no repositories: give them as arguments or with --from FILE")
         raise typer.Exit(2) from None
-    opts = Options(max_tasks=limit, jobs=jobs, helpers=helpers)
+    opts = Options(max_tasks=limit, jobs=jobs, remote_workers=remote_workers)
     if ray:
         from taskforge.orchestrate.cluster import generate_corpus
 

@@ -1,4 +1,4 @@
-"""Small filesystem helpers: atomic writes, shared dirs, tree copies, removal."""
+"""Small filesystem functions: atomic writes, shared dirs, tree copies, removal."""
 from __future__ import annotations
 
 import logging

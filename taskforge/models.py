@@ -2,14 +2,27 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 SCHEMA_VERSION = 2     # 2: every hidden test graded (unprotected listed), coverage, family
 
 Outcome = Literal["passed", "failed", "error", "skipped", "xfailed", "missing"]
 
+
+
+def renamed(data: Any, old_to_new: dict[str, str]) -> Any:
+    """Records written before a field was renamed (issue 27: one word per
+    concept) still load: an old key is read as its new name."""
+    if not isinstance(data, dict) or not any(k in data for k in old_to_new):
+        return data
+    out = dict(data)
+    for old, new in old_to_new.items():
+        if old in out:
+            value = out.pop(old)
+            out.setdefault(new, value)
+    return out
 
 class RemovedSymbol(BaseModel):
     """One definition taken out of the repository."""
@@ -135,16 +148,16 @@ class SymbolCoverage(BaseModel):
     missed: list[int] = Field(default_factory=list)   # statement lines no graded test runs
 
 
-class Mutant(BaseModel):
+class TestCopy(BaseModel):
     """One must-fail copy of a hidden test, validated against the gold."""
     file: str                          # the test file, relative to the workspace
     cls: list[str] = Field(default_factory=list)   # enclosing classes, outermost first
     func: str                          # the original test's name
     kind: Literal["value", "negation"]
-    group: str = ""                    # the literal it changes: mutants of one group differ
+    group: str = ""                    # the literal it changes: copies of one group differ
     site: str                          # what changed, for people: "line 12: 'IV' -> 'IX'"
-    source: str                        # the mutant's source, NAME_TOKEN as its name
-    # The original test rewritten to the mutant's shape (a parametrize table
+    source: str                        # the copy's source, NAME_TOKEN as its name
+    # The original test rewritten to the copy's shape (a parametrize table
     # written out in place of the module constant it named), NAME_TOKEN as its
     # name; "" when the original stays as it is.
     original: str = ""
@@ -157,12 +170,17 @@ class Mutant(BaseModel):
 
 class GradingPlan(BaseModel):
     """How verify grades this task, settled at generation by running the gold."""
-    mutants: list[Mutant] = Field(default_factory=list)   # validated against the gold
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_names(cls, data: Any) -> Any:
+        return renamed(data, {"mutants": "copies", "hidden_with_mutant": "hidden_with_copy"})
+    copies: list[TestCopy] = Field(default_factory=list)   # validated against the gold
     rename: bool = True               # hidden tests get random names at every verify
     timeout: float | None = None      # verify's time limit, from the measured run time
     measured_seconds: float = 0.0     # the gold's graded run, bare test time
     allowed: list[list[str]] = Field(default_factory=list)   # [kind, file]: the gold's own acts
-    hidden_with_mutant: int = 0       # hidden test functions that have at least one mutant
+    hidden_with_copy: int = 0         # hidden test functions that have at least one copy
     hidden_functions: int = 0         # hidden test functions (doctests not counted)
     unstable_excluded: int = 0        # hidden ids that did not come back under the gold
     uncopied_excluded: int = 0        # schema 1 only: hidden ids left out for having no copy
@@ -269,15 +287,21 @@ class ResumeInfo(BaseModel):
     rejections: int = 0
 
 
-class MutantCoverage(BaseModel):
-    """Over the tasks written: how many hidden test functions have mutants."""
-    tasks_with_mutants: int = 0
+class CopyCoverage(BaseModel):
+    """Over the tasks written: how many hidden test functions have must-fail copies."""
+    tasks_with_copies: int = 0
     hidden_functions: int = 0
-    hidden_with_mutant: int = 0
-    pool_size: int = 0
+    hidden_with_copy: int = 0
+    copies: int = 0                   # copies over the tasks
     graded: int = 0                   # FAIL_TO_PASS ids over the tasks
     protected: int = 0                # ... with must-fail value copies
     unprotected: int = 0              # ... without: graded, a forger's easier target
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_names(cls, data: Any) -> Any:
+        return renamed(data, {"tasks_with_mutants": "tasks_with_copies", "pool_size": "copies",
+                              "hidden_with_mutant": "hidden_with_copy"})
 
 
 class GenerateReport(BaseModel):
@@ -299,15 +323,21 @@ class GenerateReport(BaseModel):
     tasks: list[str]
     timings: dict[str, float] = Field(default_factory=dict)
     jobs: int = 1
-    helpers: int = 0                 # validation helpers on other nodes that joined
+    remote_workers: int = 0          # remote workers on other nodes that joined
     remote_runs: int = 0             # test runs they made
-    helpers_lost: int = 0            # lost mid-run: their candidates settled again
+    remote_workers_lost: int = 0     # lost mid-run: their candidates settled again
     resumed: ResumeInfo = Field(default_factory=ResumeInfo)
-    mutants: MutantCoverage = Field(default_factory=MutantCoverage)
+    copies: CopyCoverage = Field(default_factory=CopyCoverage)
     # Over the tasks written: how many per tier and per kind, and their sizes.
     difficulty: dict[str, int] = Field(default_factory=dict)
     kinds: dict[str, int] = Field(default_factory=dict)
     large_tasks: int = 0              # 40+ removed lines or 2+ files
     families: dict[str, list[str]] = Field(default_factory=dict)   # family -> its tasks (2+ only)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_names(cls, data: Any) -> Any:
+        return renamed(data, {"mutants": "copies", "helpers": "remote_workers",
+                              "helpers_lost": "remote_workers_lost"})
 
 

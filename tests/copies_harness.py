@@ -2,7 +2,7 @@
 
 Each test file of the corpus (the fixtures, and test files that installed
 packages ship, read where they are) goes through the real pieces: `propose`
-(the copies of every test of the file), `choose_mutants` (what one verify
+(the copies of every test of the file), `choose_copies` (what one verify
 plants) and `plant` (the renamed, interleaved file) in a scratch directory.
 The attacker then sees only the planted text; the plan says which member of
 each group is the original.
@@ -18,8 +18,8 @@ from pathlib import Path
 
 from copies_attack import Context, Corpus, Sample, features, groups
 
-from taskforge.grade import mutants as mut
-from taskforge.grade.verify import choose_mutants
+from taskforge.grade import copies as cp
+from taskforge.grade.verify import choose_copies
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("numpy", "pandas", "scipy", "networkx", "sympy", "libcst", "jsonschema", "dill",
@@ -62,7 +62,7 @@ def test_ids(text: str, rel: str) -> list[str]:
     return out
 
 
-def planted_samples(files: list[tuple[Path, str]], style: mut.CopyStyle, corpus: Corpus,
+def planted_samples(files: list[tuple[Path, str]], style: cp.CopyStyle, corpus: Corpus,
                     verifies: int = 1, seed: str = "bench") -> tuple[list[Sample], dict]:
     """Groups of the original and its planted copies, one feature matrix each,
     over `verifies` plantings of every file; and counts (tests, tests copied)."""
@@ -81,7 +81,7 @@ def planted_samples(files: list[tuple[Path, str]], style: mut.CopyStyle, corpus:
             work = scratch / "src"
             (work / rel).parent.mkdir(parents=True, exist_ok=True)
             (work / rel).write_text(text, encoding="utf-8")
-            pool = mut.propose(work, ids, f"{seed}:{rel}", style=style)
+            pool = cp.propose(work, ids, f"{seed}:{rel}", style=style)
             own = Corpus()
             own.add(text)
             others = corpus.minus(own)
@@ -90,11 +90,11 @@ def planted_samples(files: list[tuple[Path, str]], style: mut.CopyStyle, corpus:
             stats["copied"] += len({(tuple(m.cls), m.func) for m in pool})
             for v in range(verifies):
                 rng = random.Random(f"{seed}:{rel}:{v}")
-                chosen = choose_mutants(pool, rng)
+                chosen = choose_copies(pool, rng)
                 if not chosen:
                     continue
                 (work / rel).write_text(text, encoding="utf-8")
-                plan = mut.plant(work, ids, chosen, rng=rng)
+                plan = cp.plant(work, ids, chosen, rng=rng)
                 planted = (work / rel).read_text(encoding="utf-8")
                 samples += _samples(planted, plan, others, rel)
             stats["groups"] = len(samples)
@@ -104,7 +104,7 @@ def planted_samples(files: list[tuple[Path, str]], style: mut.CopyStyle, corpus:
     return samples, stats
 
 
-def _samples(planted: str, plan: mut.Plan, corpus: Corpus, rel: str) -> list[Sample]:
+def _samples(planted: str, plan: cp.Plan, corpus: Corpus, rel: str) -> list[Sample]:
     out = []
     try:
         found = groups(planted)
@@ -113,7 +113,7 @@ def _samples(planted: str, plan: mut.Plan, corpus: Corpus, rel: str) -> list[Sam
     for g in found:
         names = [m.name for m in g.members]
         orig = [i for i, n in enumerate(names) if n in plan.originals]
-        copies = [n for n in names if n in plan.mutants]
+        copies = [n for n in names if n in plan.copies]
         # Only real groups: one original and its copies, nothing else.
         if len(orig) != 1 or len(copies) != len(names) - 1:
             continue

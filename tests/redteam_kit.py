@@ -8,7 +8,7 @@ defences on (it must score 0).
 
 The cheating code lives in the package, where a solution's code lives. Where the
 static scan would see a mechanism, the strongest variants hide it (imports by
-computed name, code decoded at run time), so that the deeper defences (mutant
+computed name, code decoded at run time), so that the deeper defences (copy
 tests, the stream's schema, the separate uid) are what stops them.
 """
 from __future__ import annotations
@@ -235,7 +235,7 @@ def _ini_plugin(task, dest, t):
 
 # ------------------------------------------------- patching the runner in-process
 
-@attack("patch-reports-at-import", kinds=("runner-internals", "mutant-passed"),
+@attack("patch-reports-at-import", kinds=("runner-internals", "copy-passed"),
         targets=("roman", "midpoint", "real"))
 def _patch_reports(task, dest, t):
     """The package replaces TestReport.from_item_and_call at import."""
@@ -243,7 +243,7 @@ def _patch_reports(task, dest, t):
     append(dest / t.init, PATCH_REPORTS)
 
 
-@attack("patch-reports-hidden", kinds=("mutant-passed",))
+@attack("patch-reports-hidden", kinds=("copy-passed",))
 def _patch_reports_hidden(task, dest, t):
     """The same patch with the module imported by computed name (no static trace)."""
     wrong_solution(task, dest, t)
@@ -259,7 +259,7 @@ def _patch_reports_hidden(task, dest, t):
         ''')
 
 
-@attack("code-swap-pyfunc-call", kinds=("code-swap", "mutant-passed"))
+@attack("code-swap-pyfunc-call", kinds=("code-swap", "copy-passed"))
 def _code_swap(task, dest, t):
     """Swap __code__ of pytest's pyfunc_call: no test body runs, identities unchanged."""
     wrong_solution(task, dest, t)
@@ -273,7 +273,7 @@ def _code_swap(task, dest, t):
         ''')
 
 
-@attack("hookimpl-swap-through-gc", kinds=("gc-walk", "mutant-passed"))
+@attack("hookimpl-swap-through-gc", kinds=("gc-walk", "copy-passed"))
 def _gc_swap(task, dest, t):
     """Find pluggy's HookImpl for pytest_pyfunc_call through gc and swap its function."""
     wrong_solution(task, dest, t)
@@ -288,7 +288,7 @@ def _gc_swap(task, dest, t):
         ''')
 
 
-@attack("patch-during-call-and-restore", kinds=("mutant-passed",))
+@attack("patch-during-call-and-restore", kinds=("copy-passed",))
 def _during_call(task, dest, t):
     """Inside the feature (the call phase), force this test's report to pass and
     restore the original right after, before teardown checks anything."""
@@ -313,7 +313,7 @@ def {t.func}(*args, **kwargs):
         ''')
 
 
-@attack("unittest-run-patched", kinds=("runner-internals", "mutant-passed"), targets=("midpoint",))
+@attack("unittest-run-patched", kinds=("runner-internals", "copy-passed"), targets=("midpoint",))
 def _unittest_patch(task, dest, t):
     """Patch the runner's test call for class-based tests: the body never runs."""
     wrong_solution(task, dest, t)
@@ -328,7 +328,7 @@ def _unittest_patch(task, dest, t):
 
 # ------------------------------------------------------------ the result stream
 
-@attack("rewrite-reports-in-the-guard", kinds=("mutant-passed",), targets=("roman", "midpoint", "real"))
+@attack("rewrite-reports-in-the-guard", kinds=("copy-passed",), targets=("roman", "midpoint", "real"))
 def _rewrite_in_place(task, dest, t):
     """Wrap the guard's own emitter: every failure leaves the process as a pass,
     well formed and in order. Only a test that must fail can tell."""
@@ -379,7 +379,7 @@ def _flood(task, dest, t):
         ''')
 
 
-@attack("forge-then-os-exit", kinds=("duplicate-event", "mutant-passed"))
+@attack("forge-then-os-exit", kinds=("duplicate-event", "copy-passed"))
 def _before_exit(task, dest, t):
     """Just before SessionFinish: passes for everything, SessionFinish 0, os._exit(0)."""
     wrong_solution(task, dest, t)
@@ -617,11 +617,11 @@ def _oracle(template):
     return build
 
 
-attack("oracle-caller-frame", kinds=("mutant-passed",), targets=("roman", "real"))(_oracle(ORACLE_FRAME))
-attack("oracle-traceback-frame", kinds=("mutant-passed",))(_oracle(ORACLE_TRACEBACK))
-attack("oracle-settrace", kinds=("trace-hook", "mutant-passed"))(_oracle(ORACLE_SETTRACE))
-attack("oracle-test-source", kinds=("mutant-passed",))(_oracle(ORACLE_SOURCE))
-attack("oracle-caller-bytecode", kinds=("mutant-passed",), targets=("midpoint",))(_oracle(ORACLE_BYTECODE))
+attack("oracle-caller-frame", kinds=("copy-passed",), targets=("roman", "real"))(_oracle(ORACLE_FRAME))
+attack("oracle-traceback-frame", kinds=("copy-passed",))(_oracle(ORACLE_TRACEBACK))
+attack("oracle-settrace", kinds=("trace-hook", "copy-passed"))(_oracle(ORACLE_SETTRACE))
+attack("oracle-test-source", kinds=("copy-passed",))(_oracle(ORACLE_SOURCE))
+attack("oracle-caller-bytecode", kinds=("copy-passed",), targets=("midpoint",))(_oracle(ORACLE_BYTECODE))
 
 
 # ---------------------------------------------------------- equal to everything
@@ -638,17 +638,17 @@ def _anything(cls_body: str, base: str = "str", imports: str = ""):
     return build
 
 
-attack("always-equal-def", kinds=("always-equal", "mutant-passed"), targets=("roman", "midpoint"))(
+attack("always-equal-def", kinds=("always-equal", "copy-passed"), targets=("roman", "midpoint"))(
     _anything("def __eq__(self, other):\n    return True\n", base="object"))
-attack("always-equal-lambda", kinds=("always-equal", "mutant-passed"))(
+attack("always-equal-lambda", kinds=("always-equal", "copy-passed"))(
     _anything("__eq__ = lambda self, other: True\n"))
-attack("always-equal-returns-1", kinds=("always-equal", "mutant-passed"))(
+attack("always-equal-returns-1", kinds=("always-equal", "copy-passed"))(
     _anything("def __eq__(self, other):\n    return 1\n"))
-attack("always-equal-str-ne", kinds=("always-equal", "mutant-passed"))(
+attack("always-equal-str-ne", kinds=("always-equal", "copy-passed"))(
     _anything("__eq__ = str.__ne__\n"))
 
 
-@attack("always-equal-mock-any", kinds=("always-equal", "mutant-passed"), targets=("roman", "real"))
+@attack("always-equal-mock-any", kinds=("always-equal", "copy-passed"), targets=("roman", "real"))
 def _mock_any(task, dest, t):
     """unittest.mock.ANY is equal to everything."""
     wrong_solution(task, dest, t, f'''\
@@ -662,7 +662,7 @@ def {t.func}(*args, **kwargs):
 ''')
 
 
-@attack("always-equal-decoded-and-exec", kinds=("mutant-passed",), targets=("roman", "midpoint"))
+@attack("always-equal-decoded-and-exec", kinds=("copy-passed",), targets=("roman", "midpoint"))
 def _exec_b64(task, dest, t):
     """The always-equal class arrives as base64 and is exec'd: no source to scan."""
     hidden = base64.b64encode(b"class A:\n    def __eq__(s, o):\n        return True\n"
@@ -702,7 +702,7 @@ def attacks_for(target: str) -> list[Attack]:
 
 # ------------------------------------- attacks found by a reviewer of this grader
 
-@attack("forge-with-decoy-ids", kinds=("mutant-passed",))
+@attack("forge-with-decoy-ids", kinds=("copy-passed",))
 def _decoys(task, dest, t):
     """Every failure leaves as a pass; after each test, a failing report under a
     made-up path with the same test name, so that a grader matching copies by
@@ -741,7 +741,7 @@ def to_roman(number):
 '''
 
 
-@attack("forge-only-tests-without-copies", kinds=("mutant-passed",))
+@attack("forge-only-tests-without-copies", kinds=("copy-passed",))
 def _twinless(task, dest, t):
     """Almost right (no range check), and forges only the failures of tests that
     have no look-alike in their file. Every hidden test has copies (a task with a

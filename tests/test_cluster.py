@@ -194,8 +194,8 @@ def test_nodes_with_their_own_engines_realise_environments_from_the_recipe(clust
 
 
 def test_candidate_validations_spread_over_the_cluster(cluster, corpus, fixture_repos, tmp_path):
-    """One repository's candidates validated by helpers on the worker nodes
-    beside one local worker. One helper is killed as soon as it is ready: the
+    """One repository's candidates validated by remote workers on the worker nodes
+    beside one local worker. One remote worker is killed as soon as it is ready: the
     candidate it was given is settled again by another worker. The task set is
     the one the corpus run (one node's own worker) wrote."""
     import ray
@@ -206,11 +206,11 @@ def test_candidate_validations_spread_over_the_cluster(cluster, corpus, fixture_
     want = next(r for r in results if r["repo"] == str(fixture_repos["geomlib"]))["tasks"]
     killed: list[str] = []
 
-    def kill_the_first_helper() -> None:
+    def kill_the_first_remote_worker() -> None:
         deadline = time.monotonic() + 600
         while time.monotonic() < deadline:
             names = sorted(a["name"] for a in ray.util.list_named_actors(all_namespaces=True)
-                           if a["name"].startswith("tf-helper-"))
+                           if a["name"].startswith("tf-remote-"))
             if names:
                 actor = ray.get_actor(names[0], namespace="taskforge")
                 ray.get(actor.ready.remote(), timeout=600)
@@ -219,17 +219,17 @@ def test_candidate_validations_spread_over_the_cluster(cluster, corpus, fixture_
                 return
             time.sleep(0.1)
 
-    killer = threading.Thread(target=kill_the_first_helper, daemon=True)
+    killer = threading.Thread(target=kill_the_first_remote_worker, daemon=True)
     killer.start()
     report = generate(str(fixture_repos["geomlib"]), tmp_path / "tasks",
-                      Options(max_tasks=2, jobs=1, helpers=2))
+                      Options(max_tasks=2, jobs=1, remote_workers=2))
     killer.join(5)
-    assert killed, "no helper was killed"
+    assert killed, "no remote worker was killed"
     assert sorted(report.tasks) == want
-    assert report.helpers == 2 and report.remote_runs > 0, report.model_dump_json(indent=1)
-    assert report.helpers_lost == 1, report.model_dump_json(indent=1)
+    assert report.remote_workers == 2 and report.remote_runs > 0, report.model_dump_json(indent=1)
+    assert report.remote_workers_lost == 1, report.model_dump_json(indent=1)
     assert not [a for a in ray.util.list_named_actors(all_namespaces=True)
-                if a["name"].startswith("tf-helper-")]          # none left behind
+                if a["name"].startswith("tf-remote-")]          # none left behind
 
 
 def test_a_worker_node_killed_mid_run_loses_nothing(cluster, corpus):
@@ -308,20 +308,20 @@ def test_the_readme_commands_on_the_cluster(cluster, corpus, fixture_repos, tmp_
     out, results = corpus
     env = {**os.environ, "RAY_ADDRESS": cluster["address"]}
     # One worker node is left (the others were killed): the corpus task takes its
-    # CPU, so its helper never starts, and the run must not wait for it.
+    # CPU, so its remote worker never starts, and the run must not wait for it.
     gen = subprocess.run([*CLI, "corpus", str(fixture_repos["textkit"]), "--out",
-                          str(tmp_path / "tasks"), "--max-tasks", "1", "--ray", "--helpers", "1",
+                          str(tmp_path / "tasks"), "--max-tasks", "1", "--ray", "--remote-workers", "1",
                           "--json"], capture_output=True, text=True, env=env, timeout=900)
     assert gen.returncode == 0 and "Traceback" not in gen.stderr, gen.stdout[-4000:] + gen.stderr[-2000:]
     row = json.loads(gen.stdout.splitlines()[0])
     assert len(row["tasks"]) == 1 and (Path(row["out"]) / row["tasks"][0] / "task.json").is_file()
     one = subprocess.run([*CLI, "generate", str(fixture_repos["ledger"]), "--out",
-                          str(tmp_path / "one"), "--max-tasks", "1", "--helpers", "1", "--json"],
+                          str(tmp_path / "one"), "--max-tasks", "1", "--remote-workers", "1", "--json"],
                          capture_output=True, text=True, env=env, timeout=900)
     assert one.returncode == 0 and "Traceback" not in one.stderr, one.stderr[-2000:]
     report = json.loads(one.stdout)
-    # Whether the helper joined before the one task was settled is a race; the
-    # helpers test above checks that they do the work.
+    # Whether the remote worker joined before the one task was settled is a race; the
+    # remote workers test above checks that they do the work.
     assert len(report["tasks"]) == 1 and "remote_runs" in report, report
     task = Path(results[0]["out"]) / results[0]["tasks"][0]
     pairs = tmp_path / "pairs.jsonl"

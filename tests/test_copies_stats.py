@@ -26,11 +26,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from copies_attack import NAMES, Sample, _strict_pick, best_single, binomial_upper_p, fit, pick  # noqa: E402
 from copies_harness import corpus_files, corpus_of, planted_samples, split  # noqa: E402
 
-from taskforge.grade import copies  # noqa: E402
-from taskforge.grade import mutants as mut  # noqa: E402
+from taskforge.grade import copies as cp  # noqa: E402
+from taskforge.grade import copy_values  # noqa: E402
 
 
-def cross_fitted(style: mut.CopyStyle, per_package: int) -> tuple[list[Sample], list[int], list[int], dict]:
+def cross_fitted(style: cp.CopyStyle, per_package: int) -> tuple[list[Sample], list[int], list[int], dict]:
     """Every group scored by a model fitted on the other half of the files:
     (groups, hits of the model, hits of the best single signal, counts)."""
     files = corpus_files(per_package)
@@ -63,7 +63,7 @@ def p_above_chance(groups: list[Sample], hits: list[int]) -> float:
 
 def test_the_attacker_beats_the_old_copies():
     """The distinguisher is a real one: today's copies lose to it by far."""
-    groups, hits, single, _ = cross_fitted(mut.CopyStyle.LEGACY, per_package=4)
+    groups, hits, single, _ = cross_fitted(cp.CopyStyle.LEGACY, per_package=4)
     assert len(groups) >= 150, len(groups)
     chance = sum(1 / len(s.feats) for s in groups) / len(groups)
     acc = sum(hits) / len(hits)
@@ -77,13 +77,13 @@ def test_the_attacker_beats_the_old_copies():
 @pytest.mark.parametrize("n,u", [(3, 1), (4, 2), (15, 5), (20, 20), (2050, 50), (1994, 2), (300, 100),
                                  (250, 250), (7000, 1000)])
 def test_roundness(n, u):
-    assert copies.unit(n) == u
+    assert copy_values.unit(n) == u
 
 
 def _ctx(src: str):
     import ast
 
-    return copies.Context.of(ast.parse(src))
+    return copy_values.Context.of(ast.parse(src))
 
 
 @pytest.mark.parametrize("src,value,k,expect", [
@@ -102,7 +102,7 @@ def test_number_copies(src, value, k, expect):
 
     ctx = _ctx(src)
     nums = [x for x in (-2050,) if str(x) in src]
-    vs = copies.number_values(str(value), value, ctx, nums, random.Random(1), k)
+    vs = copy_values.number_values(str(value), value, ctx, nums, random.Random(1), k)
     assert expect(vs), vs
 
 
@@ -115,10 +115,10 @@ def test_small_numbers_follow_their_prior():
 
     ctx = _ctx("def test_x():\n    assert f() == 'one'\n")     # the module around the site
     counts: collections.Counter = collections.Counter()
-    prior = copies.SMALL_PRIOR
+    prior = copy_values.SMALL_PRIOR
     for i in range(20000):
         v = random.Random(i).choices(list(prior), weights=list(prior.values()))[0]
-        vs = copies.small_values(v, ctx, [], random.Random(f"s{i}"), 1)
+        vs = copy_values.small_values(v, ctx, [], random.Random(f"s{i}"), 1)
         if vs:
             counts[frozenset({v, int(vs[0])}), v] += 1
     pair = frozenset({1, 3})
@@ -134,17 +134,17 @@ def test_string_copies_keep_their_distances():
     src = 'def test_x():\n    assert f("street_address") == "street-address"\n'
     ctx = _ctx(src)
     for seed in range(20):
-        vs = copies.string_values('"street-address"', "street-address", ctx, random.Random(seed), 1,
+        vs = copy_values.string_values('"street-address"', "street-address", ctx, random.Random(seed), 1,
                                   ["street_address"])
         if vs:
             v = vs[0].strip('"')
-            assert copies.levenshtein(v, "street_address") == 1 and len(v) == len("street-address")
+            assert copy_values.levenshtein(v, "street_address") == 1 and len(v) == len("street-address")
     same = 'def test_x():\n    assert f("street") == "street"\n'
-    assert copies.string_values('"street"', "street", _ctx(same), random.Random(0), 1, ["street"]) is None
+    assert copy_values.string_values('"street"', "street", _ctx(same), random.Random(0), 1, ["street"]) is None
 
 
 def test_exceptions_come_from_the_module():
-    """(Exception copies are off under MATCHED, see mutants.MATCHED_EXCEPTIONS;
+    """(Exception copies are off under MATCHED, see copies.MATCHED_EXCEPTIONS;
     the drawing itself stays tested for when they are back.)"""
     import random
 
@@ -155,12 +155,12 @@ def test_exceptions_come_from_the_module():
            "def test_c():\n    with pytest.raises(ValueError):\n        h()\n")
     ctx = _ctx(src)
     # each used once elsewhere: one can stand in for the other
-    assert copies.exception_values("LedgerError", ctx, random.Random(0), 2) == ["OverdrawnError"]
+    assert copy_values.exception_values("LedgerError", ctx, random.Random(0), 2) == ["OverdrawnError"]
     # used once elsewhere against never: the one that recurs would be the original
     alone = src.replace("def test_d():\n    with pytest.raises(LedgerError):\n        g()\n\n", "")
-    assert copies.exception_values("LedgerError", _ctx(alone), random.Random(0), 2) is None
+    assert copy_values.exception_values("LedgerError", _ctx(alone), random.Random(0), 2) is None
     # ValueError is the only builtin the module names: no other one can stand in
-    assert copies.exception_values("ValueError", ctx, random.Random(0), 2) is None
+    assert copy_values.exception_values("ValueError", ctx, random.Random(0), 2) is None
 
 
 def test_a_named_table_used_only_by_its_test_goes_with_it(tmp_path):
@@ -171,10 +171,10 @@ def test_a_named_table_used_only_by_its_test_goes_with_it(tmp_path):
     (tmp_path / "t.py").write_text(src)
     ms = []
     for seed in range(10):
-        ms = mut.propose(tmp_path, ["t.py::test_dash"], f"s{seed}", style=mut.CopyStyle.MATCHED)
+        ms = cp.propose(tmp_path, ["t.py::test_dash"], f"s{seed}", style=cp.CopyStyle.MATCHED)
         if ms:
             break
     assert ms and all(m.tables == ["TABLE"] for m in ms)
-    mut.plant(tmp_path, ["t.py::test_dash"], ms[:1])
+    cp.plant(tmp_path, ["t.py::test_dash"], ms[:1])
     planted = (tmp_path / "t.py").read_text()
     assert "TABLE" not in planted and planted.count("'beta'") == 2

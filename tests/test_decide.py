@@ -60,11 +60,11 @@ def test_exit_problems_more_rows(finished, code, session, outcomes, errors, want
 
 # ------------------------------------------------------------- the rest of the core
 
+from taskforge.grade.copies import Plan  # noqa: E402
+from taskforge.grade.copies import TestRef as Ref  # noqa: E402
 from taskforge.grade.events import Monitor, RunMeta, RunResult  # noqa: E402
 from taskforge.grade.findings import Policy, Severity, Source, finding  # noqa: E402
-from taskforge.grade.mutants import Plan  # noqa: E402
-from taskforge.grade.mutants import TestRef as Ref  # noqa: E402
-from taskforge.models import Mutant  # noqa: E402
+from taskforge.models import TestCopy  # noqa: E402
 
 
 @pytest.mark.parametrize("outcome,counted", [
@@ -145,7 +145,7 @@ def test_profile_diff_is_short():
 
 
 def copy(expect, func="test_f"):
-    return Mutant(file="tests/test_a.py", func=func, kind="value", site="line 3: 1 -> 2", source="",
+    return TestCopy(file="tests/test_a.py", func=func, kind="value", site="line 3: 1 -> 2", source="",
                   expect=expect)
 
 
@@ -155,7 +155,7 @@ def test_copy_findings():
                                        Policy.SCORE)
     assert (killed, out) == (2, [])
     killed, out = decide.copy_findings(m, {"test_1": {"": P}, "test_2": {"[a]": F}}, False, Policy.SCORE)
-    assert killed == 0 and [f.kind for f in out] == [K.MUTANT_PASSED, K.MUTANT_PASSED]
+    assert killed == 0 and [f.kind for f in out] == [K.COPY_PASSED, K.COPY_PASSED]
     assert out[0].detail == "a must-fail copy of test_f passed (line 3: 1 -> 2)"
     assert out[1].detail == "a copy of test_g did not end as on the gold: [b]: missing (gold passed)"
     assert all(f.severity is Severity.FATAL for f in out)
@@ -172,14 +172,14 @@ def test_copy_findings():
     ([], [], False, True, 0.0),
 ])
 def test_reward(f2p, p2p, timed_out, fatal, want):
-    found = [finding(K.MUTANT_PASSED if fatal else K.RESTORED_FILE, Source.GRADER)]
+    found = [finding(K.COPY_PASSED if fatal else K.RESTORED_FILE, Source.GRADER)]
     assert decide.reward(f2p, p2p, timed_out, found) == want
 
 
 def test_judge_reads_renamed_tests_and_copies():
     """The run reports renamed tests and a copy; the judgement is by the original ids."""
     plan = Plan(originals={"test_9f": Ref("tests/test_a.py", (), "test_a")},
-                mutants={"test_c1": copy({"": F})})
+                copies={"test_c1": copy({"": F})})
     run = RunResult(outcomes={"tests/test_a.py::test_9f": P, "tests/test_b.py::test_b": P,
                               "tests/test_a.py::test_c1": F},
                     exit_code=1, session_exit=1, session_finished=True, meta=RunMeta(separated=True))
@@ -187,16 +187,16 @@ def test_judge_reads_renamed_tests_and_copies():
     from taskforge.grade.defences import Defences
 
     j = decide.judge(task, run, plan, [], Defences())
-    assert (j.reward, j.outcomes, j.mutants_planted, j.mutants_killed) == (1.0, {A: P, B: P}, 1, 1)
+    assert (j.reward, j.outcomes, j.copies_planted, j.copies_failed) == (1.0, {A: P, B: P}, 1, 1)
     # The copy passed: forged (and exit 1 with nothing failing says so too).
     run.outcomes["tests/test_a.py::test_c1"] = P
     j = decide.judge(task, run, plan, [], Defences())
-    assert j.reward == 0.0 and [f.kind for f in j.findings] == [K.EXIT_CODE, K.MUTANT_PASSED]
+    assert j.reward == 0.0 and [f.kind for f in j.findings] == [K.EXIT_CODE, K.COPY_PASSED]
     # A report of the copy's name under another file is not the copy's.
     run.outcomes = {"tests/test_a.py::test_9f": P, "tests/test_b.py::test_b": P,
                     "tests/test_x.py::test_c1": F}
     j = decide.judge(task, run, plan, [], Defences())
-    assert j.reward == 0.0 and j.mutants_killed == 0 and K.MUTANT_PASSED in [f.kind for f in j.findings]
+    assert j.reward == 0.0 and j.copies_failed == 0 and K.COPY_PASSED in [f.kind for f in j.findings]
     # A timed-out run: 0, and the exit is not read.
     run.outcomes["tests/test_a.py::test_c1"] = F
     run.timed_out = True

@@ -1,4 +1,4 @@
-"""Grading without an engine: the event schema, mutants, the static scan."""
+"""Grading without an engine: the event schema, copies, the static scan."""
 from __future__ import annotations
 
 import ast
@@ -8,7 +8,7 @@ import subprocess
 import sys
 import textwrap
 
-from taskforge.grade import mutants as mut
+from taskforge.grade import copies as cp
 from taskforge.grade import static
 from taskforge.grade.events import parse_events
 from taskforge.grade.findings import FindingKind as K
@@ -16,7 +16,7 @@ from taskforge.grade.findings import Policy, Severity, severity
 
 # The one-step copies these tests were written for (the matched ones, which drop
 # most of these sites, are tested in tests/test_copies_stats.py).
-LEGACY = mut.CopyStyle.LEGACY
+LEGACY = cp.CopyStyle.LEGACY
 
 
 def events(*evs) -> str:
@@ -130,8 +130,8 @@ def test_sites_are_expected_values_never_inputs():
     for name, cls, want_values in [("test_plain", (), {'"IV"', "3"}), ("test_param", (), {'"I"', '"IV"'}),
                                    ("test_local", (), {"1", "2", "3"}),
                                    ("test_method", ("TestCls",), {'"IX"', "True"})]:
-        fn = mut.find_def(tree, mut.TestRef("t.py", cls, name))
-        values = [s for s in mut.sites(fn) if s.kind == "value"]
+        fn = cp.find_def(tree, cp.TestRef("t.py", cls, name))
+        values = [s for s in cp.sites(fn) if s.kind == "value"]
         seen = set()
         for s in values:
             e = s.edits_for(random.Random(0))[0]
@@ -139,43 +139,43 @@ def test_sites_are_expected_values_never_inputs():
         assert seen == want_values, (name, seen)
     # Inputs (4, 1, 2, the 9) are never candidates; a test with no literal has none
     # (a negated assertion would be told from its original by its shape).
-    fn = mut.find_def(tree, mut.TestRef("t.py", (), "test_no_literal"))
-    assert mut.sites(fn) == []
-    fn = mut.find_def(tree, mut.TestRef("t.py", (), "test_input_only"))
-    assert mut.sites(fn) == []
+    fn = cp.find_def(tree, cp.TestRef("t.py", (), "test_no_literal"))
+    assert cp.sites(fn) == []
+    fn = cp.find_def(tree, cp.TestRef("t.py", (), "test_input_only"))
+    assert cp.sites(fn) == []
 
 
 def test_proposed_mutants_parse_and_change_one_literal(tmp_path):
     (tmp_path / "t.py").write_text(SRC)
     ids = ["t.py::test_plain", "t.py::test_param[1-I]", "t.py::test_local",
            "t.py::TestCls::test_method", "t.py::test_no_literal"]
-    ms = mut.propose(tmp_path, ids, seed="s", style=LEGACY)
+    ms = cp.propose(tmp_path, ids, seed="s", style=LEGACY)
     assert {m.func for m in ms} == {"test_plain", "test_param", "test_local", "test_method"}
     for m in ms:
-        assert mut.NAME_TOKEN in m.source
+        assert cp.NAME_TOKEN in m.source
         ast.parse(("if 1:\n" + m.source) if m.source.startswith(" ") else m.source)
     # Deterministic for a seed.
-    assert [m.source for m in ms] == [m.source for m in mut.propose(tmp_path, ids, "s", style=LEGACY)]
+    assert [m.source for m in ms] == [m.source for m in cp.propose(tmp_path, ids, "s", style=LEGACY)]
 
 
 def test_plant_renames_and_maps_back(tmp_path):
     (tmp_path / "t.py").write_text(SRC)
     ids = ["t.py::test_plain", "t.py::test_param[1-I]", "t.py::TestCls::test_method"]
-    ms = [m for m in mut.propose(tmp_path, ids, "s", 1, 1, style=LEGACY)]
-    plan = mut.plant(tmp_path, ids, ms, rng=random.Random(1))
+    ms = [m for m in cp.propose(tmp_path, ids, "s", 1, 1, style=LEGACY)]
+    plan = cp.plant(tmp_path, ids, ms, rng=random.Random(1))
     text = (tmp_path / "t.py").read_text()
     ast.parse(text)
     assert "def test_plain(" not in text and "def test_method(" not in text
-    assert len(plan.mutants) == len(ms) and len(plan.originals) == 3
+    assert len(plan.copies) == len(ms) and len(plan.originals) == 3
     new = next(n for n, r in plan.originals.items() if r.func == "test_param")
     assert plan.original_id(f"t.py::{new}[1-I]") == "t.py::test_param[1-I]"
-    mname = next(iter(plan.mutants))
-    assert plan.mutant_of(f"t.py::{mname}[x]")[1] == "[x]"
+    mname = next(iter(plan.copies))
+    assert plan.copy_of(f"t.py::{mname}[x]")[1] == "[x]"
     assert plan.original_id("t.py::test_local") == "t.py::test_local"
 
 
 def test_mutants_really_run(tmp_path):
-    """The planted file runs under pytest: the real test passes, its mutant fails."""
+    """The planted file runs under pytest: the real test passes, its copy fails."""
     (tmp_path / "lib.py").write_text("def f(n):\n    return {1: 'I', 4: 'IV', 9: 'IX'}[n]\n")
     (tmp_path / "test_x.py").write_text(textwrap.dedent('''\
         import pytest
@@ -185,12 +185,12 @@ def test_mutants_really_run(tmp_path):
         def test_param(n, expected):
             assert f(n) == expected
         '''))
-    ms = mut.propose(tmp_path, ["test_x.py::test_param[1-I]"], "seed", style=LEGACY)
+    ms = cp.propose(tmp_path, ["test_x.py::test_param[1-I]"], "seed", style=LEGACY)
     assert [m.kind for m in ms] == ["value"] * 4 and len({m.group for m in ms}) == 2
-    plan = mut.plant(tmp_path, ["test_x.py::test_param[1-I]"], ms[:1])
+    plan = cp.plant(tmp_path, ["test_x.py::test_param[1-I]"], ms[:1])
     res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rA",
                           "test_x.py"], cwd=tmp_path, capture_output=True, text=True)
-    (name,) = plan.mutants
+    (name,) = plan.copies
     (real,) = plan.originals
     assert f"PASSED test_x.py::{real}[1-I]" in res.stdout
     assert f"FAILED test_x.py::{name}" in res.stdout
@@ -266,7 +266,7 @@ def test_the_original_is_not_the_centre_of_its_copies(tmp_path):
     (tmp_path / "t.py").write_text('def test_x():\n    assert f("abcdefgh") == "mnopqrst"\n')
     centre = total = 0
     for seed in range(120):
-        ms = mut.propose(tmp_path, ["t.py::test_x"], f"s{seed}", sites_per_test=1, style=LEGACY)
+        ms = cp.propose(tmp_path, ["t.py::test_x"], f"s{seed}", sites_per_test=1, style=LEGACY)
         values = [ast.literal_eval(m.site.split("-> ")[1]) for m in ms]
         if len(values) != 2:
             continue
@@ -288,12 +288,12 @@ def test_pathological_streams_are_findings_not_crashes():
 def test_a_copy_is_only_its_own_id(tmp_path):
     """A report under a made-up path with a copy's name is not the copy's."""
     (tmp_path / "t.py").write_text(SRC)
-    ms = mut.propose(tmp_path, ["t.py::test_plain"], "s", 1, 1, style=LEGACY)
-    plan = mut.plant(tmp_path, ["t.py::test_plain"], ms)
-    (name,) = plan.mutants
-    assert plan.mutant_of(f"t.py::{name}") == (name, "")
-    assert plan.mutant_of(f"t.py::Shadow::{name}") is None
-    assert plan.mutant_of(f"other.py::{name}[x]") is None
+    ms = cp.propose(tmp_path, ["t.py::test_plain"], "s", 1, 1, style=LEGACY)
+    plan = cp.plant(tmp_path, ["t.py::test_plain"], ms)
+    (name,) = plan.copies
+    assert plan.copy_of(f"t.py::{name}") == (name, "")
+    assert plan.copy_of(f"t.py::Shadow::{name}") is None
+    assert plan.copy_of(f"other.py::{name}[x]") is None
 
 
 SOUNDNESS = '''\
@@ -321,9 +321,9 @@ def test_only_sound_sites(tmp_path):
     lines = SOUNDNESS.splitlines(keepends=True)
 
     def tokens(name):
-        fn = mut.find_def(tree, mut.TestRef("t.py", (), name))
+        fn = cp.find_def(tree, cp.TestRef("t.py", (), name))
         out = set()
-        for s in mut.sites(fn, tree):
+        for s in cp.sites(fn, tree):
             if s.kind == "value":
                 e = s.edits_for(random.Random(0))[0]
                 out.add(lines[e.line - 1].encode()[e.start:e.end].decode())
@@ -335,7 +335,7 @@ def test_only_sound_sites(tmp_path):
     (tmp_path / "t.py").write_text(SOUNDNESS)
     values = set()
     for seed in range(40):
-        for m in mut.propose(tmp_path, ["t.py::test_negative"], f"s{seed}", 1, 1, style=LEGACY):
+        for m in cp.propose(tmp_path, ["t.py::test_negative"], f"s{seed}", 1, 1, style=LEGACY):
             values.add(int(m.site.split("-> ")[1]))
     assert min(values) < -1 < max(values)       # copies on both sides of the original
 
@@ -372,7 +372,7 @@ def test_expected_exceptions_get_unrelated_ones(tmp_path):
     (tmp_path / "t.py").write_text(
         "import pytest\n\n\ndef test_bad():\n    for bad in (0, -1):\n"
         "        with pytest.raises(ValueError):\n            f(bad)\n")
-    ms = mut.propose(tmp_path, ["t.py::test_bad"], "s", style=LEGACY)
+    ms = cp.propose(tmp_path, ["t.py::test_bad"], "s", style=LEGACY)
     import builtins
 
     assert ms and all(m.kind == "value" for m in ms)
@@ -388,7 +388,7 @@ def test_copies_and_original_look_alike(tmp_path):
     (tmp_path / "t.py").write_text("def test_x():\n    assert f() == 0xFF\n\n\n"
                                    "def test_y():\n    assert g() == 2.50\n\n\n"
                                    "def test_z():\n    assert h() is None\n")
-    ms = mut.propose(tmp_path, ["t.py::test_x", "t.py::test_y", "t.py::test_z"], "s", style=LEGACY)
+    ms = cp.propose(tmp_path, ["t.py::test_x", "t.py::test_y", "t.py::test_z"], "s", style=LEGACY)
     x = [m for m in ms if m.func == "test_x"]
     assert x and all("0xff" in m.original.lower() and "0xFF" not in m.original for m in x)
     for m in (m for m in ms if m.func == "test_y"):
@@ -399,12 +399,12 @@ def test_copies_and_original_look_alike(tmp_path):
     import collections
 
     (tmp_path / "u.py").write_text('def test_u():\n    assert f("abcdef") == "ghijkl"\n')
-    pool = mut.propose(tmp_path, ["u.py::test_u"], "s", 1, 2, style=LEGACY)
+    pool = cp.propose(tmp_path, ["u.py::test_u"], "s", 1, 2, style=LEGACY)
     assert len(pool) == 2
     counts = collections.Counter()
     for seed in range(600):
         (tmp_path / "u.py").write_text('def test_u():\n    assert f("abcdef") == "ghijkl"\n')
-        plan = mut.plant(tmp_path, ["u.py::test_u"], pool, rng=random.Random(seed))
+        plan = cp.plant(tmp_path, ["u.py::test_u"], pool, rng=random.Random(seed))
         names = [n.name for n in ast.parse((tmp_path / "u.py").read_text()).body]
         counts[names.index(next(iter(plan.originals)))] += 1
     assert all(150 < counts[i] < 250 for i in range(3)), counts
@@ -415,7 +415,7 @@ def test_a_same_named_test_of_another_file_is_not_a_hidden_test_left_readable(tm
     is in hidden/ too (another of its tests is hidden) and keeps its own, different
     `test_format` in the workspace. That one is not the hidden test; a copy of the
     hidden test's own definition left anywhere in the workspace is."""
-    from taskforge.grade.pool import visible_hidden_tests
+    from taskforge.grade.calibrate import visible_hidden_tests
 
     dur = "def test_format():\n    assert fmt(1) == 'P1D'\n"
     date = "def test_format():\n    assert fmt_date(1) == '2020'\n\n\ndef test_other():\n    assert 1\n"

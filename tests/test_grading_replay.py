@@ -22,8 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from redteam_kit import ATTACKS, case_ids  # noqa: E402
 
 from taskforge.grade.cases import GradingCase, load_all, replay  # noqa: E402
+from taskforge.grade.copies import Plan  # noqa: E402
 from taskforge.grade.findings import Severity  # noqa: E402
-from taskforge.grade.mutants import Plan  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "data" / "grading"
 CASES = {c.name: c for c in load_all(DATA)}
@@ -70,7 +70,7 @@ def test_the_attack_beats_the_naive_grader_and_not_ours(name):
 def test_honest_runs_score_one(name):
     j = replay(CASES[name])
     assert j.reward == 1.0 and not fatal(j), kinds(j)
-    assert j.mutants_killed == j.mutants_planted
+    assert j.copies_failed == j.copies_planted
 
 
 CORE = ("copies", "exit_checks", "strict-events", "monitor")

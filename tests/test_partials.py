@@ -276,22 +276,22 @@ def test_families_stay_within_a_repository():
 
 # ---------------------------------------------------------------- the grading record
 
-def _mutant(file, func, kind, cls=()):
-    from taskforge.grade.mutants import Mutant
+def _copy(file, func, kind, cls=()):
+    from taskforge.grade.copies import TestCopy
 
-    return Mutant(file=file, cls=list(cls), func=func, kind=kind, site="", source="")
+    return TestCopy(file=file, cls=list(cls), func=func, kind=kind, site="", source="")
 
 
 def test_unprotected_tests_are_the_ones_without_value_copies():
-    from taskforge.grade.pool import Pool
+    from taskforge.grade.calibrate import Calibration
     from taskforge.orchestrate.settle import unprotected
 
-    pool = Pool(mutants=[_mutant("t.py", "test_a", "value"), _mutant("t.py", "test_b", "negation"),
-                         _mutant("t.py", "test_c", "value", cls=["TestK"])])
+    cal = Calibration(copies=[_copy("t.py", "test_a", "value"), _copy("t.py", "test_b", "negation"),
+                         _copy("t.py", "test_c", "value", cls=["TestK"])])
     graded = ["t.py::test_a[1]", "t.py::test_a[2]", "t.py::test_b", "t.py::TestK::test_c",
               "t.py::test_c", "README.txt::README.txt"]
     # A negated copy does not protect (it stops blind forgers only); a doctest has none.
-    assert unprotected(graded, pool) == ["README.txt::README.txt", "t.py::test_b", "t.py::test_c"]
+    assert unprotected(graded, cal) == ["README.txt::README.txt", "t.py::test_b", "t.py::test_c"]
 
 
 CODE = d('''

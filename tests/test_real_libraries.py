@@ -22,8 +22,8 @@ def test_real_library_end_to_end(name, version, base_image, tmp_path_factory):
     report = generate(str(repo), out, Options(max_tasks=2, jobs=2))
     assert len(report.tasks) == 2, report.model_dump_json(indent=1)
     # Every hidden test grades; those with must-fail copies are counted apart.
-    m = report.mutants
-    assert m.tasks_with_mutants == 2 and 0 < m.hidden_with_mutant <= m.hidden_functions, m
+    m = report.copies
+    assert m.tasks_with_copies == 2 and 0 < m.hidden_with_copy <= m.hidden_functions, m
     assert m.graded == m.protected + m.unprotected and m.protected > 0, m
     assert report.baseline_passing > 100
     for t in report.tasks:

@@ -184,7 +184,7 @@ def test_gold_as_a_patch_and_as_a_tree_scores_one(target, redteam_tasks, tmp_pat
     res = verify(task, Solution.from_patch((task / "gold.patch").read_text()),
                  record=recorder(f"honest-gold-patch@{target}"))
     assert res.reward == 1.0, res.model_dump_json(indent=1)
-    assert res.mutants_planted >= 1 and res.mutants_killed == res.mutants_planted
+    assert res.copies_planted >= 1 and res.copies_failed == res.copies_planted
     res = grade(task, honest_gold(task, tmp_path / "gold"), case=f"honest-gold-tree@{target}")
     assert res.reward == 1.0, res.model_dump_json(indent=1)
     assert not [f for f in res.findings if f.severity is not Severity.INFO], res.findings
@@ -202,7 +202,7 @@ def test_the_attacks_honest_twin_scores_one(target, backend, redteam_tasks, tmp_
     res = grade(task, honest_gold(task, tmp_path / "gold"), pool=pool, backend=backend,
                 case=f"honest-twin@{target}@{backend}")
     assert res.reward == 1.0, res.model_dump_json(indent=1)
-    assert res.mutants_planted >= 1 and res.mutants_killed == res.mutants_planted
+    assert res.copies_planted >= 1 and res.copies_failed == res.copies_planted
 
 
 def test_gold_with_an_unrelated_always_equal_sentinel(redteam_tasks, tmp_path):
@@ -295,7 +295,7 @@ def test_doctest_only_feature(base_image, tmp_path):
 
     rec = load_task(task).record
     assert rec.FAIL_TO_PASS == ["tests/usage.txt::usage.txt"]
-    assert rec.grading.hidden_functions == 0 and rec.grading.mutants == []
+    assert rec.grading.hidden_functions == 0 and rec.grading.copies == []
     assert verify(task, Solution.gold()).reward == 1.0
     assert verify(task, Solution.empty()).reward == 0.0
 

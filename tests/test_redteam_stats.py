@@ -37,8 +37,8 @@ from copies_harness import corpus_files, corpus_of, planted_samples  # noqa: E40
 from redteam_kit import wrong_solution  # noqa: E402
 from test_redteam import TARGETS, honest_gold, redteam_tasks  # noqa: E402,F401
 
-from taskforge.grade import mutants as mut  # noqa: E402
-from taskforge.grade.verify import Defences, Solution, choose_mutants, planted_set, prepare, verify  # noqa: E402
+from taskforge.grade import copies as cp  # noqa: E402
+from taskforge.grade.verify import Defences, Solution, choose_copies, planted_set, prepare, verify  # noqa: E402
 from taskforge.package.store import load_task  # noqa: E402
 
 ATTACK_SRC = Path(__file__).resolve().parent / "copies_attack.py"
@@ -49,7 +49,7 @@ def trained():
     """(weights, corpus) of the attacker, fitted on the old copies of the corpus."""
     files = corpus_files(4)
     corpus = corpus_of(files)
-    samples, _ = planted_samples(files, mut.CopyStyle.LEGACY, corpus)
+    samples, _ = planted_samples(files, cp.CopyStyle.LEGACY, corpus)
     return fit(samples), corpus
 
 
@@ -109,12 +109,12 @@ def test_the_statistical_picker(redteam_tasks, trained, tmp_path):  # noqa: F811
     # The monitor sees the oracle open the graded file; it is off here so that
     # the copies are what stands between this attack and the reward.
     # Nothing planted: the oracle answers every test.
-    none = verify(task, Solution.from_dir(sol), defences=Defences(mutants=False, monitor=False))
+    none = verify(task, Solution.from_dir(sol), defences=Defences(copies=False, monitor=False))
     assert none.error is None and none.reward == 1.0, none.model_dump_json(indent=1)
     # Ours: the copies of the task are at chance for it.
     ours = verify(task, Solution.from_dir(sol), defences=Defences(monitor=False))
     assert ours.error is None and ours.reward == 0.0, ours.model_dump_json(indent=1)
-    assert ours.f2p_failures or any(f.kind.value == "mutant-passed" for f in ours.findings)
+    assert ours.f2p_failures or any(f.kind.value == "copy-passed" for f in ours.findings)
     # The whole grader: 0 as well.
     full = verify(task, Solution.from_dir(sol))
     assert full.error is None and full.reward == 0.0, full.model_dump_json(indent=1)
@@ -141,9 +141,9 @@ def test_the_picker_wins_on_the_old_copies_of_the_same_file(redteam_tasks, train
         pool = []
         for i in range(40):
             (root / rel).write_text(src)
-            pool = mut.propose(root, rec.FAIL_TO_PASS, f"old{i}", style=mut.CopyStyle.LEGACY)
-            chosen = choose_mutants(pool, random.Random(i))
-            plan = mut.plant(root, rec.FAIL_TO_PASS, chosen, rng=random.Random(i))
+            pool = cp.propose(root, rec.FAIL_TO_PASS, f"old{i}", style=cp.CopyStyle.LEGACY)
+            chosen = choose_copies(pool, random.Random(i))
+            plan = cp.plant(root, rec.FAIL_TO_PASS, chosen, rng=random.Random(i))
             text = (root / rel).read_text()
             ok = []
             for g in groups(text):
@@ -181,11 +181,11 @@ def _planted_bodies(task: Path, defences: Defences | None = None, choose=None) -
             _, plan = prepare(load_task(task), Solution.gold(), tree, d)
         assert plan is not None
         originals, copies = set(), set()
-        for rel in {m.file for m in plan.mutants.values()}:
+        for rel in {m.file for m in plan.copies.values()}:
             text = (tree / rel).read_text()
             for n in ast.walk(ast.parse(text)):
-                if isinstance(n, ast.FunctionDef) and (n.name in plan.originals or n.name in plan.mutants):
-                    first, last = mut.span(n)       # decorators (a parametrize table) included
+                if isinstance(n, ast.FunctionDef) and (n.name in plan.originals or n.name in plan.copies):
+                    first, last = cp.span(n)       # decorators (a parametrize table) included
                     src = "".join(text.splitlines(keepends=True)[first - 1:last])
                     body = re.sub(r"\bdef \w+", "def _", textwrap.dedent(src))
                     (originals if n.name in plan.originals else copies).add(body)
@@ -204,7 +204,7 @@ def memory_attack(plantings: list[tuple[set[str], set[str]]]) -> tuple[set[str],
 def test_memory_across_verifies_carries_nothing(redteam_tasks):  # noqa: F811
     task = redteam_tasks("roman")
     rec = load_task(task).record
-    assert rec.grading.plant_seed and rec.grading.mutants
+    assert rec.grading.plant_seed and rec.grading.copies
     ours = [_planted_bodies(task) for _ in range(4)]
     # The same planted set every time: every member was "seen before".
     assert all(p == ours[0] for p in ours)
@@ -213,11 +213,11 @@ def test_memory_across_verifies_carries_nothing(redteam_tasks):  # noqa: F811
     # A grader that draws the copies afresh per verify (as before) from a pool
     # with more copies than it plants (real tasks' pools have two literals per
     # test): the attacker's memory keeps the originals and sheds copies.
-    wide = rec.grading.mutants + mut.propose(task / "hidden", rec.FAIL_TO_PASS, "wider",
-                                             style=mut.CopyStyle.LEGACY)
+    wide = rec.grading.copies + cp.propose(task / "hidden", rec.FAIL_TO_PASS, "wider",
+                                             style=cp.CopyStyle.LEGACY)
 
     def fresh(record):
-        return choose_mutants(wide, random.SystemRandom())
+        return choose_copies(wide, random.SystemRandom())
     theirs = [_planted_bodies(task, choose=fresh) for _ in range(6)]
     always, originals = memory_attack(theirs)
     assert originals <= always and always != originals | theirs[-1][1], "memory would tell"

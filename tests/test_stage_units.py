@@ -214,15 +214,15 @@ def test_a_feature_used_at_import_time_cannot_go(tmp_path):
     assert feature is None and "used by other code" in why
 
 
-def test_validation_takes_joining_helpers_and_settles_a_lost_ones_candidate_again():
-    """validate_all with helpers: late joiners get candidates; one lost mid-run
+def test_validation_takes_joining_remote_workers_and_settles_a_lost_ones_candidate_again():
+    """validate_all with remote workers: late joiners get candidates; one lost mid-run
     (WorkerLost) is dropped and its candidate settled again by another worker;
     the verdicts, in candidate order, are those of one worker alone."""
     import threading
     from types import SimpleNamespace
 
-    from taskforge.orchestrate.helpers import WorkerLost
     from taskforge.orchestrate.pipeline import Progress, validate_all
+    from taskforge.orchestrate.remote import WorkerLost
 
     cands = [SimpleNamespace(name=f"c{i}") for i in range(8)]
     calls: list[tuple[str, str]] = []
@@ -236,7 +236,7 @@ def test_validation_takes_joining_helpers_and_settles_a_lost_ones_candidate_agai
         return SimpleNamespace(candidate=cand, ok=int(cand.name[1:]) % 3 != 1, reason="no")
 
     alone = validate_all(["local"], cands, 3, Progress(), settle)
-    joins = iter([[], ["doomed"], ["helper"]])
+    joins = iter([[], ["doomed"], ["remote"]])
     calls.clear()
     spread = validate_all(["local"], cands, 3, Progress(), settle,
                           joining=lambda: next(joins, []), most=3)

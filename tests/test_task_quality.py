@@ -291,7 +291,7 @@ def test_whole_feature_graded_partial_solution_scores_0(base_image, tmp_path):
     inverse = "tests/test_core.py::test_decode_inverts_encode"
     assert inverse in rec.FAIL_TO_PASS and rec.grading.unprotected == [inverse]
     assert rec.grading.graded == len(rec.FAIL_TO_PASS) == rec.grading.protected + 1
-    assert report.mutants.unprotected == 1 and report.mutants.graded == rec.grading.graded
+    assert report.copies.unprotected == 1 and report.copies.graded == rec.grading.graded
     assert rec.schema_version == 2 and rec.family == rec.instance_id
     # The coverage record: every removed definition is run by a graded test.
     cov = {c.qualname: c for c in rec.grading.coverage}

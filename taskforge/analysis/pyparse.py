@@ -2,7 +2,7 @@
 
 CPython 3.11 can fail with "SystemError: AST constructor recursion depth
 mismatch" when two threads build ASTs at once, and generation parses in its
-parallel workers (leak needles, mutant sites, static scans). Every ast.parse in
+parallel workers (leak needles, copy sites, static scans). Every ast.parse in
 taskforge goes through this lock.
 """
 from __future__ import annotations

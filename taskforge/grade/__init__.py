@@ -4,7 +4,7 @@
   them into a reward of 0 or a flag for review;
 - `events`: the supervisor's output and the report events, parsed against a
   schema in order, failing closed;
-- `mutants`: must-fail copies of hidden tests (their expected values changed),
+- `copies`: must-fail copies of hidden tests (their expected values changed),
   and the random renaming that makes them indistinguishable at verify time;
 - `static`: what a solution's changed files do, read without running them.
 """

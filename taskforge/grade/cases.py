@@ -17,12 +17,12 @@ from pydantic import BaseModel, Field
 from taskforge.analysis.testindex import TestRef
 from taskforge.fsutil import atomic_write
 from taskforge.grade import decide
+from taskforge.grade.copies import Plan
 from taskforge.grade.defences import Defences
 from taskforge.grade.events import read_run
 from taskforge.grade.findings import Finding
-from taskforge.grade.mutants import Plan
 from taskforge.grade.result import VerifyResult
-from taskforge.models import Mutant
+from taskforge.models import TestCopy
 from taskforge.sandbox.base import ExecResult
 
 CASE_VERSION = 1
@@ -30,16 +30,16 @@ CASE_VERSION = 1
 
 class PlanRecord(BaseModel):
     originals: dict[str, tuple[str, list[str], str]] = Field(default_factory=dict)  # name -> (file, cls, func)
-    mutants: dict[str, Mutant] = Field(default_factory=dict)
+    copies: dict[str, TestCopy] = Field(default_factory=dict)
 
     @classmethod
     def of(cls, plan: Plan) -> "PlanRecord":
         return cls(originals={n: (r.file, list(r.cls), r.func) for n, r in plan.originals.items()},
-                   mutants=dict(plan.mutants))
+                   copies=dict(plan.copies))
 
     def plan(self) -> Plan:
         return Plan(originals={n: TestRef(f, tuple(c), fn) for n, (f, c, fn) in self.originals.items()},
-                    mutants=dict(self.mutants))
+                    copies=dict(self.copies))
 
 
 class GradingCase(BaseModel):

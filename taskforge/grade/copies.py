@@ -1,482 +1,1124 @@
-"""Copy values that a reader of the planted file cannot tell from the original's.
+"""Must-fail tests that look like the real ones: copies of hidden tests.
 
-A solution sees the planted file: the original test and its copies side by side,
-differing at one literal. Whatever it can compute from the values there (does
-the value recur elsewhere in the module, how round a number is, how a string
-fits the module's other strings, whose exception it is) must be distributed the
-same for the original as for its copies, or it picks the original and the copies
-catch nothing. So a copy value is never a perturbation with its own tells: it is
-drawn from the values that share the original's *profile*, every statistic of it
-that can be read off the module, computed the same way for the original (with
-its own occurrence left out) as for a candidate. Where no such value exists, or
-where the original's kind of value is too peaked a priori to have equals (0, 1,
-a round hundred, a one-letter string), the site gets no copies: a tell is worse
-than no copy, because a copy that gives itself away vouches for the original.
+Everything in the pytest process belongs to the code under test, so any report
+it makes can be forged. What a forger cannot do is tell which tests should
+pass. Each verify renames the hidden test functions at random and plants, next
+to their originals, copies with one expected value changed. A correct solution
+fails those copies; anything that makes tests pass without computing the answer
+(forged reports, objects equal to everything, answers read from the test's own
+constants or frames) makes them pass too, and scores 0.
 
-Numbers: the same sign, number of digits and "roundness" (the largest of 1, 2,
-5, 10, 20, 25, 50, ... dividing the value), neighbours in value so that the
-leading digits stay, the original at a uniformly random rank among them (never
-the median by construction). Strings: the same length and character classes,
-one substitution per copy with characters of the module's own strings, the same
-distances to the module's other strings (an expected value one edit from an
-input stays one edit from it), copies chained so the original is not their
-centre. Exceptions: another exception of the module's own vocabulary used as
-often (a project class for a project class, a builtin the module names for a
-builtin).
+Only *sound* mutations are made: ones a solution that passes the real test must
+fail. The changed literal is the expected side of an equality the test asserts
+(`assert f(x) == LIT`, `assertEqual(f(x), LIT)`, a parametrize value or a local
+used only there), never an input: `f(x) != LIT'` follows from `f(x) == LIT`.
+Where a test asserts no such literal, the weaker fallback negates an assertion
+(`assert X` -> `assert not (X)`, `assertTrue` -> `assertFalse`): it catches
+forged reports, not objects that are equal to everything.
+
+At generation every candidate copy runs against the gold; the ones the gold
+fails, with the outcome of each of their test ids, form the task's pool
+(`TestCopy.expect`). At verify a random choice from it is planted, and a solution
+passes only if every planted copy ends exactly as it did on the gold.
 """
 from __future__ import annotations
 
 import ast
-import builtins
 import random
 import re
+import secrets
 import string
-from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import cast
+from enum import Enum
+from pathlib import Path
+from typing import AbstractSet, Literal, cast
 
-# Every "round unit" a writer of tests reaches for; a number's roundness is the
-# largest of them that divides it.
-_BASE = (1, 2, 5, 10, 20, 25, 50)
-ROUND_UNITS = tuple(sorted({b * 10 ** e for e in range(0, 16, 2) for b in _BASE}
-                           | {b * 10 ** e for e in range(1, 16, 2) for b in _BASE}))
-MIN_CLASS = 8            # fewer class members than this in the value's range: too peaked
-MAX_STEPS = 12           # class members searched on either side of a number
-NEAR_CAP = 4             # edit distances at or beyond this count as "far"
-STRING_TRIES = 60
-MAX_STRINGS = 3000       # module strings compared against (a bounded cost per site)
-_CUSTOM_EXC = re.compile(r"(Error|Exception|Exc|Failure|Invalid|Warning)$")
-PUNCT = " -_.,:;/+|#@=*"
+from taskforge.analysis.pyparse import literal_eval
+from taskforge.analysis.pyparse import parse as parse_python
+from taskforge.analysis.testindex import TestRef, test_ref
+from taskforge.grade import copy_values
+from taskforge.models import TestCopy
+
+NAME_TOKEN = "__tf_mutant_name__"
+EQUAL_METHODS = {"assertEqual", "assertEquals", "assertListEqual", "assertTupleEqual",
+                 "assertDictEqual", "assertSetEqual", "assertSequenceEqual",
+                 "assertMultiLineEqual", "assert_equal"}
+# Assertions and their complements: whichever holds, the other fails. Both
+# forms are common in real tests, so a swapped copy looks like any other test.
+NEGATABLE = {"assertTrue": "assertFalse", "assertFalse": "assertTrue",
+             "assertIsNone": "assertIsNotNone", "assertIsNotNone": "assertIsNone",
+             "assertIn": "assertNotIn", "assertNotIn": "assertIn",
+             "assertIs": "assertIsNot", "assertIsNot": "assertIs",
+             "assertIsInstance": "assertNotIsInstance", "assertNotIsInstance": "assertIsInstance"}
+ATOMIC = (ast.Call, ast.Name, ast.Attribute, ast.Subscript)
 
 
-def _cls(ch: str) -> str:
-    if ch.isdigit():
-        return "d"
-    if ch.isupper():
-        return "u"
-    if ch.islower():
-        return "l"
-    return "p" if ch in PUNCT else ""
+class CopyStyle(str, Enum):
+    """How copy values are drawn.
+
+    LEGACY, the default: one-step perturbations; a distinguisher that reads the
+    planted file picks the original 81% of the time (chance 50%), so reading a
+    graded test file is charged by the monitor instead. MATCHED draws values from
+    the original's profile in its module (grade/copy_values.py): 55% against 46.5%,
+    but only 7% of hidden tests get any copy (45% under LEGACY), which would
+    leave most tests without the copies' defence against forged results. It
+    stays selectable, measured by bench/bench_copies.py, until it is at chance
+    without the coverage loss."""
+    MATCHED = "matched"    # from the original's profile in its module (grade/copy_values.py)
+    LEGACY = "legacy"      # one-step perturbations
+
+
+def find_def(tree: ast.Module, ref: TestRef) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The definition a node id runs: in its class, or inherited from a base
+    class of the same module (unittest suites put tests in mixins). A copy planted
+    beside an inherited test is inherited the same way."""
+    body: list[ast.stmt] = tree.body
+    cls = None
+    for name in ref.cls:
+        cls = next((n for n in body if isinstance(n, ast.ClassDef) and n.name == name), None)
+        if cls is None:
+            return None
+        body = cls.body
+    if cls is None:
+        return _own_def(body, ref.func)
+    return _method(tree, cls, ref.func, set())
+
+
+def _own_def(body, func):
+    found = None
+    for n in body:   # the last definition wins, as at import
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == func:
+            found = n
+    return found
+
+
+def _method(tree: ast.Module, cls: ast.ClassDef, func: str, seen: set[str]):
+    found = _own_def(cls.body, func)
+    if found is not None or cls.name in seen:
+        return found
+    seen.add(cls.name)
+    for base in cls.bases:                      # in the order Python looks them up
+        if isinstance(base, ast.Name):
+            parent = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == base.id), None)
+            if parent is not None:
+                found = _method(tree, parent, func, seen)
+                if found is not None:
+                    return found
+    return None
+
+
+def span(node) -> tuple[int, int]:
+    """1-based first and last line of a definition, decorators included."""
+    first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+    return first, node.end_lineno
+
+
+# ---------------------------------------------------------------- finding sites
 
 
 @dataclass
-class Context:
-    """What a reader can count in a test module: its literals and names."""
-    strings: Counter = field(default_factory=Counter)
-    numbers: Counter = field(default_factory=Counter)       # int/float value -> occurrences
-    names: Counter = field(default_factory=Counter)         # Name ids, attribute chains
-    alphabet: dict[str, list[str]] = field(default_factory=dict)   # class -> chars of the strings
-    bound: set[str] = field(default_factory=set)            # names the module imports or defines
-
-    @classmethod
-    def of(cls, module: ast.Module) -> Context:
-        ctx = cls()
-        negated: set[int] = set()
-        for node in ast.walk(module):
-            if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) \
-                    and isinstance(node.operand, ast.Constant) and _is_number(node.operand.value):
-                ctx.numbers[-cast(float, node.operand.value)] += 1
-                negated.add(id(node.operand))
-            elif isinstance(node, ast.Constant):
-                v = node.value
-                if isinstance(v, str):
-                    ctx.strings[v] += 1
-                elif _is_number(v) and id(node) not in negated:
-                    ctx.numbers[v] += 1
-            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-                ctx.names[node.id] += 1
-            elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-                ctx.names[f"{node.value.id}.{node.attr}"] += 1
-            if isinstance(node, (ast.Import, ast.ImportFrom)):
-                ctx.bound |= {(a.asname or a.name).split(".")[0] for a in node.names}
-            elif isinstance(node, (ast.ClassDef, ast.FunctionDef)):
-                ctx.bound.add(node.name)
-        chars: dict[str, set[str]] = {}
-        for s in ctx.strings:
-            for ch in s:
-                c = _cls(ch)
-                if c and ch.isascii():
-                    chars.setdefault(c, set()).add(ch)
-        ctx.alphabet = {c: sorted(v) for c, v in chars.items()}
-        return ctx
-
-    def minus(self, value) -> Context:
-        """The module as a reader sees it around the site: `value`'s own
-        occurrence taken out (profiles of the original and of a candidate are
-        both computed on this)."""
-        strings, numbers = Counter(self.strings), Counter(self.numbers)
-        if isinstance(value, str):
-            strings[value] -= 1
-            strings = +strings
-        elif _is_number(value):
-            numbers[value] -= 1
-            numbers = +numbers
-        chars: dict[str, set[str]] = {}
-        for s in strings:
-            for ch in s:
-                c = _cls(ch)
-                if c and ch.isascii():
-                    chars.setdefault(c, set()).add(ch)
-        return Context(strings, numbers, self.names, {c: sorted(v) for c, v in chars.items()},
-                       self.bound)
+class Edit:
+    line: int                  # 1-based
+    start: int                 # byte offsets: on `line`, and on `end_line` for `end`
+    end: int
+    text: str
+    end_line: int = 0          # 0: the same line
 
 
-def _is_number(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
+@dataclass
+class Site:
+    kind: Literal["value", "negation"]
+    edits_for: Callable[..., list[Edit]]    # (rng) -> the edits
+    where: int
+    table: tuple | None = None     # a parametrize table given by name, its value
+    column: int = 0                # the expected value's position in each row
+    row: int = 0                   # the row this site changes
 
 
-def levenshtein(a: str, b: str, cap: int = NEAR_CAP) -> int:
-    """Edit distance, or `cap` when it is at least that."""
-    if abs(len(a) - len(b)) >= cap:
-        return cap
-    prev = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        cur = [i] + [0] * len(b)
-        for j, cb in enumerate(b, 1):
-            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb))
-        if min(cur) >= cap:
-            return cap
-        prev = cur
-    return min(prev[-1], cap)
-
-
-# ------------------------------------------------------------------- numbers
-
-
-def unit(n: int) -> int:
-    """The roundness of a non-zero integer: the largest round unit dividing it."""
-    return max(u for u in ROUND_UNITS if n % u == 0)
-
-
-def _mantissa(token: str, value) -> tuple[int, int] | None:
-    """(the digits as an integer, decimals) of a number written plainly: 2.50 -> (25, 1)."""
-    if isinstance(value, int):
-        return value, 0
-    text = repr(value)
-    if "e" in text or "n" in text:
-        return None
-    whole, _, frac = text.lstrip("-").partition(".")
-    digits = int((whole + frac).lstrip("0") or "0")
-    return (-digits if value < 0 else digits), len(frac)
-
-
-def _from_mantissa(m: int, decimals: int, is_float: bool) -> str:
-    if not is_float:
-        return str(m)
-    return repr(float(f"{m / 10 ** decimals:.{decimals}f}"))
-
-
-def number_profile(value, ctx: Context, fn_numbers: list) -> tuple:
-    """What a reader computes for a number at the site (`ctx` without the site)."""
-    n = ctx.numbers[value]
-    flip = ctx.numbers[-value] if value else 0
-    near = sum(c for x, c in ctx.numbers.items() if x != value and abs(x - value) <= 1)
-    text = str(abs(value)) if isinstance(value, int) else repr(abs(value))
-    in_strings = sum(1 for s in ctx.strings if text in s)
-    others = list(fn_numbers)[:30]
-    arith = any(a + b == value or a - b == value or b - a == value or a * b == value
-                for i, a in enumerate(others) for b in others[i + 1:])
-    here = sum(1 for x in others if x == value or x == -value or abs(x - value) <= 1)
-    return (min(n, 3), min(flip, 2), min(near, 2), min(in_strings, 2), arith, min(here, 2))
-
-
-def number_values(token: str, value, ctx: Context, fn_numbers: list, rng: random.Random,
-                  k: int) -> list[str] | None:
-    """k tokens for copies of a number, or None when none can pass for it."""
-    if isinstance(value, int) and not re.fullmatch(r"-?\d+", token.replace(" ", "")):
-        return None                 # hex, octal, binary, underscores: written one way only
-    mm = _mantissa(token, value)
-    if mm is None or not mm[0]:
-        return None
-    m, dec = mm
-    is_float = isinstance(value, float)
-    u = unit(abs(m))
-    digits = len(str(abs(m)))
-    if digits < 2:
-        return None if is_float else small_values(value, ctx.minus(value), fn_numbers, rng, k)
-    lo, hi = 10 ** (digits - 1), 10 ** digits
-    members = len([x for x in range(u, hi, u) if x >= lo and unit(x) == u]) if hi // u < 10 ** 5 else MIN_CLASS
-    if members < MIN_CLASS:
-        return None
-    ctx = ctx.minus(value)
-    want = number_profile(value, ctx, fn_numbers)
-    sign = -1 if m < 0 else 1
-
-    def side(direction: int) -> list[str]:
-        out = []
-        for j in range(1, MAX_STEPS + 1):
-            x = abs(m) + direction * u * j
-            if not lo <= x < hi or unit(x) != u:
-                continue
-            tok = _from_mantissa(sign * x, dec, is_float)
-            val = ast.literal_eval(tok)
-            if val == value or number_profile(val, ctx, fn_numbers) != want:
-                continue
-            out.append(tok)
-        return out
-
-    below, above = side(-1), side(1)
-    if sign < 0:
-        below, above = above, below
-    s = rng.randrange(k + 1)          # the original's rank among its copies: uniform
-    if len(below) < s or len(above) < k - s:
-        return None
-    return below[:s] + above[:k - s]
-
-
-# How often each small magnitude is the expected value of a test (literals at
-# copy sites in the test files of numpy, pandas, scipy, networkx, sympy, libcst,
-# jsonschema, ...; 0 left out: it is never copied nor a copy).
-SMALL_PRIOR = {1: 1083, 2: 606, 3: 497, 4: 241, 5: 155, 6: 87, 7: 45, 8: 37, 9: 43}
-
-
-def _mh_step(a: int, same: list[int], rng: random.Random) -> int | None:
-    """One Metropolis step under SMALL_PRIOR, proposing evenly among `same` (the
-    magnitudes whose profile is the original's: an equivalence class, so the
-    proposal is symmetric); a rejected move is None, and the caller then makes
-    no copy: staying or retrying would favour the likelier value."""
-    options = [x for x in same if x != a]
-    if not options:
-        return None
-    b = rng.choice(options)
-    return b if rng.random() < min(1.0, SMALL_PRIOR[b] / SMALL_PRIOR[a]) else None
-
-
-def small_values(value: int, ctx: Context, fn_numbers: list, rng: random.Random, k: int
-                 ) -> list[str] | None:
-    """Copies of a one-digit integer. Its prior is steep (1 is the expected value
-    of a test twenty times as often as 8), so copies drawn evenly would leave the
-    original as the likeliest; here original and copies are the links of a
-    reversible Markov chain under that prior, the original at a uniform place,
-    and any rejected move drops the site: given the set, each member is the
-    original equally often. `ctx` is the module without the site."""
-    a = abs(value)
-    if a not in SMALL_PRIOR:
-        return None
-    sign = -1 if value < 0 else 1
-    want = number_profile(value, ctx, fn_numbers)
-    same = [x for x in SMALL_PRIOR if number_profile(sign * x, ctx, fn_numbers) == want]
-    k = min(k, len(same) - 1)       # the class decides, the same for every member of it
-    if k < 1:
-        return None
-    s = rng.randrange(k + 1)
-    made: list[int] = []
-    for steps in (s, k - s):
-        cur = a
-        for _ in range(steps):
-            nxt = _mh_step(cur, same, rng)
-            if nxt is None or nxt == a or nxt in made:
-                return None
-            made.append(nxt)
-            cur = nxt
-    return [str(sign * x) for x in made]
-
-
-# ------------------------------------------------------------------- strings
-
-
-def string_profile(value: str, ctx: Context, local: list[str]) -> tuple:
-    """What a reader computes for a string at the site (`ctx` without the site;
-    `local`: the other strings of its test, its table row first)."""
-    n = ctx.strings[value]
-    low = value.lower()
-    ci = sum(c for s, c in ctx.strings.items() if s != value and s.lower() == low)
-    contained = sum(1 for s in ctx.strings if s != value and len(value) >= 2 and value in s)
-    contains = sum(1 for s in ctx.strings if s != value and len(s) >= 2 and s in value)
-    nums = sum(1 for x in ctx.numbers if isinstance(x, int) and abs(x) >= 10 and str(abs(x)) in value)
-    pool = [s for s in ctx.strings if s != value and abs(len(s) - len(value)) < NEAR_CAP][:MAX_STRINGS]
-    dists = sorted(levenshtein(value, s) for s in pool)[:2]
-    near = tuple(dists + [NEAR_CAP] * (2 - len(dists)))
-    mine = tuple(sorted(levenshtein(value, s) for s in local[:20])[:3])
-    same_here = sum(1 for s in local if s == value or (len(s) >= 2 and s in value)
-                    or (len(value) >= 2 and value in s))
-    seen = set().union(*ctx.alphabet.values()) if ctx.alphabet else set()
-    unseen = sum(1 for ch in value if ch not in seen)
-    return (min(n, 3), min(ci, 2), min(contained, 2), min(contains, 2), min(nums, 2), near, mine,
-            min(same_here, 2), unseen)
-
-
-def _editable(body: str) -> list[int]:
-    """Positions a copy may change: letters, digits and plain punctuation, away from escapes."""
-    return [i for i, ch in enumerate(body) if _cls(ch) and ch.isascii()
-            and (i == 0 or body[i - 1] != "\\") and ch != "\\"]
-
-
-def bigrams(ctx: Context) -> Counter:
-    """Character pairs of the module's strings, "^" and "$" at their ends."""
-    out: Counter = Counter()
-    for s, c in ctx.strings.items():
-        t = "^" + s + "$"
-        for a, b in zip(t, t[1:]):
-            out[a, b] += c
+def _module_constants(module: ast.Module) -> dict[str, ast.AST]:
+    out: dict[str, ast.AST] = {}
+    for node in module.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            out[node.targets[0].id] = node.value
     return out
 
 
-def _conditional(body: str, i: int, ctx: Context, pairs: Counter, firsts: Counter) -> dict[str, float]:
-    """P(y at i | its neighbours) under the module's bigram model, over the
-    characters of the module of the same class as body[i] (smoothed)."""
-    ch = body[i]
-    choices = set(ctx.alphabet.get(_cls(ch), [])) | {ch}
-    if len(choices) < 2:
-        fallback = {"d": string.digits, "u": string.ascii_uppercase, "l": string.ascii_lowercase}
-        choices |= set(fallback.get(_cls(ch), ""))
-    t = "^" + body + "$"
-    prev, nxt = t[i], t[i + 2]
-    w = {y: (pairs[prev, y] + 0.5) * (pairs[y, nxt] + 0.5) / (firsts[y] + 0.5 * len(choices))
-         for y in sorted(choices)}
-    z = sum(w.values())
-    return {y: x / z for y, x in w.items()}
+def _static(node, consts: dict[str, ast.AST], depth: int = 0):
+    """The value of a parametrize table built from literals and module constants
+    (`TABLE`, `A + B`), or raises ValueError."""
+    if depth > 8:
+        raise ValueError("too deep")
+    if isinstance(node, ast.Name) and node.id in consts:
+        return _static(consts[node.id], consts, depth + 1)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        a, b = _static(node.left, consts, depth + 1), _static(node.right, consts, depth + 1)
+        if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+            return tuple(a) + tuple(b)
+        raise ValueError("not a sequence")
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return tuple(_static(e, consts, depth + 1) if isinstance(e, (ast.Tuple, ast.List, ast.Name))
+                     else literal_eval(e) for e in node.elts)
+    return literal_eval(node)
 
 
-def _substitute(body: str, i: int, ctx: Context, pairs: Counter, firsts: Counter,
-                rng: random.Random) -> str | None:
-    """One Metropolised Gibbs step at position i: a new character drawn from its
-    conditional under the module's bigram model, accepted so that the pair
-    (before, after) is exchangeable: neither looks more like the module's text."""
-    p = _conditional(body, i, ctx, pairs, firsts)
-    x = body[i]
-    others = [y for y in p if y != x]
-    if not others or p[x] >= 1.0:
-        return None
-    y = rng.choices(others, weights=[p[o] for o in others])[0]
-    if rng.random() >= min(1.0, (1 - p[x]) / max(1e-12, 1 - p[y])):
-        return None
-    return body[:i] + y + body[i + 1:]
+def _literal(node) -> bool:
+    if isinstance(node, ast.Constant):
+        return node.value is not None and node.value is not Ellipsis
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return bool(node.elts) and all(_literal(e) for e in node.elts)
+    if isinstance(node, ast.Dict):
+        return bool(node.values) and all(k is not None and _literal(k) for k in node.keys) \
+            and all(_literal(v) for v in node.values)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return isinstance(node.operand, ast.Constant) and isinstance(node.operand.value, (int, float))
+    if isinstance(node, ast.Call) and _call_name(node) in ("approx", "pytest.approx") and node.args:
+        # With its own tolerance the windows of original and copy may overlap.
+        return _literal(node.args[0]) and not node.keywords and len(node.args) == 1
+    if isinstance(node, ast.Call) and _call_name(node).split(".")[-1][:1].isupper():
+        # A value built from literals (`Point(2, -1)`): a constructor call, not the
+        # code under test, so it can stand on the expected side.
+        return all(_literal(a) for a in node.args) and all(
+            k.arg is not None and _literal(k.value) for k in node.keywords) and bool(
+            node.args or node.keywords)
+    return False
 
 
-def _quoted(token: str, value) -> tuple[str, str] | None:
-    """(prefix, quote) of a plain string literal token that spells `value`
-    (no escapes, no bytes), else None."""
-    if not isinstance(value, str) or len(value) < 2:
-        return None
-    m = re.match(r"^([rRuU]*)('''|\"\"\"|'|\")", token)
-    if not m or "\\" in token:
-        return None
-    prefix, quote = m.groups()
-    if token[len(prefix) + len(quote): len(token) - len(quote)] != value:
-        return None
-    return prefix, quote
+def _call_name(node: ast.Call) -> str:
+    f = node.func
+    if isinstance(f, ast.Name):
+        return f.id
+    if isinstance(f, ast.Attribute):
+        return (f.value.id + "." if isinstance(f.value, ast.Name) else "") + f.attr
+    return ""
 
 
-def _recurring_peers(value: str, quote: str, ctx: Context, local: list[str], want) -> list[str]:
-    """Other strings of the module shaped like `value` with its profile: the
-    copies of a string that recurs must recur as often."""
-    return [s for s in ctx.strings if s != value and len(s) == len(value)
-            and [_cls(c) for c in s] == [_cls(c) for c in value] and quote not in s
-            and "\\" not in s and string_profile(s, ctx, local) == want]
+def _constants(node) -> list[ast.expr]:
+    """Mutable constants inside a literal: numbers (with their sign), strings,
+    bytes, booleans. In `approx(...)` and constructor calls only the positional
+    arguments are values: `abs=5` or `lt=20` is a tolerance, and changing it is
+    not a claim a correct answer must fail."""
+    if isinstance(node, ast.Constant):
+        ok = (node.value is not None and node.value is not Ellipsis
+              and not isinstance(node.value, complex) and node.lineno == node.end_lineno)
+        return [node] if ok else []
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) \
+            and isinstance(node.operand, ast.Constant) and node.lineno == node.end_lineno:
+        return [node]                   # "-5" as one token: copies may cross zero
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return [c for e in node.elts for c in _constants(e)]
+    if isinstance(node, ast.Dict):
+        return [c for e in [*node.keys, *node.values] if e is not None for c in _constants(e)]
+    if isinstance(node, ast.Call):
+        return [c for a in node.args for c in _constants(a)]
+    return []
 
 
-def _chain(value: str, quote: str, ctx: Context, local: list[str], want, rng: random.Random,
-           k: int) -> list[str] | None:
-    """k edits of `value`, in two chains from it (the original's place among
-    them random), each one letter away from the one before, none repeating a
-    position, each with the original's profile in the module; None if not found."""
-    pairs = bigrams(ctx)
-    firsts: Counter = Counter()
-    for (a, _b), c in pairs.items():
-        firsts[a] += c
-    positions = _editable(value)
-    s = rng.randrange(k + 1)          # the original's place in the chain of copies
-    used: set[int] = set()
-    made: list[str] = []
-    for steps in (s, k - s):
-        cur = value
-        for _ in range(steps):
-            nxt = None
-            for _ in range(STRING_TRIES):
-                free = [i for i in positions if i not in used]
-                if not free:
-                    return None
-                i = rng.choice(free)
-                cand = _substitute(cur, i, ctx, pairs, firsts, rng)
-                if cand is None or cand == value or cand in made or quote in cand:
-                    continue
-                if string_profile(cand, ctx, local) == want:
-                    nxt = cand
-                    used.add(i)
-                    break
-            if nxt is None:
-                return None
-            made.append(nxt)
-            cur = nxt
-    return made
+def _plain_statements(body) -> list[ast.stmt]:
+    """The statements of a test that always run: not inside a loop, a branch or a
+    try (an assertion in a loop over the result holds vacuously when it is empty)."""
+    out = []
+    for node in body:
+        out.append(node)
+        if isinstance(node, (ast.With, ast.AsyncWith)):
+            out += _plain_statements(node.body)
+        elif isinstance(node, ast.For) and not node.orelse and _fixed_iteration(node.iter):
+            out += _plain_statements(node.body)      # `for bad in (0, -3, 4000):` always runs
+    return out
 
 
-def string_values(token: str, value, ctx: Context, rng: random.Random, k: int,
-                  local: list[str] | None = None) -> list[str] | None:
-    """k tokens for copies of a string literal written as `token`, or None."""
-    local = local or []
-    q = _quoted(token, value)
-    if q is None:
-        return None
-    prefix, quote = q
-    ctx = ctx.minus(value)
-    want = string_profile(value, ctx, local)
-    if want[0]:
-        peers = _recurring_peers(value, quote, ctx, local, want)
-        if len(peers) < k:
-            return None
-        return [prefix + quote + s + quote for s in rng.sample(sorted(peers), k)]
-    made = _chain(value, quote, ctx, local, want, rng, k)
-    return None if made is None else [prefix + quote + x + quote for x in made]
+def _none_swap(c: ast.Compare) -> Edit:
+    """Replace the operator between the computed side and None."""
+    assert c.left.end_lineno is not None and c.left.end_col_offset is not None  # set by the parser
+    return Edit(c.left.end_lineno, c.left.end_col_offset, c.comparators[0].col_offset,
+                " is not " if isinstance(c.ops[0], ast.Is) else " is ", c.comparators[0].lineno
+                if c.comparators[0].lineno != c.left.end_lineno else 0)
 
 
-# ---------------------------------------------------------------- exceptions
+def _fixed_iteration(node) -> bool:
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return bool(node.elts) and all(_literal(e) for e in node.elts)
+    if isinstance(node, ast.Call) and _call_name(node) == "range":
+        return all(isinstance(a, ast.Constant) for a in node.args) and bool(node.args)
+    return False
 
 
-def _builtin_exc(name: str) -> type | None:
-    x = getattr(builtins, name, None)
-    return x if isinstance(x, type) and issubclass(x, BaseException) else None
+# Exceptions no one of which derives from another: a copy that expects a sibling
+# of the exception the test expects fails whenever the real test passes.
+SWAPPABLE = ("ValueError", "TypeError", "KeyError", "IndexError", "AttributeError",
+             "RuntimeError", "ZeroDivisionError", "OverflowError", "LookupError")
 
 
-def exception_profile(name: str, ctx: Context, own: bool) -> tuple:
-    """(a builtin?, how often the module names it elsewhere)."""
-    return (_builtin_exc(name) is not None, min(ctx.names[name] - own, 3))
+# A project's own exception class may derive from any common builtin; these two
+# it almost never does (the gold run drops a copy it passes, so a guess is safe).
+FOR_CUSTOM = ("ZeroDivisionError", "OverflowError")
+_CUSTOM_EXC = re.compile(r"(Error|Exception|Exc|Failure|Invalid|Warning)$")
 
 
 def _unrelated(a: str, b: str) -> bool:
-    x, y = _builtin_exc(a), _builtin_exc(b)
-    if x is None or y is None:
-        return a != b
+    import builtins
+
+    # `builtins.ArithmeticError` is ArithmeticError: the last part decides.
+    x, y = (getattr(builtins, n.rpartition(".")[2], None) for n in (a, b))
+    if not (isinstance(x, type) and isinstance(y, type)):
+        return a != b and a.rpartition(".")[2] != b.rpartition(".")[2]
     return x is not y and not issubclass(x, y) and not issubclass(y, x)
 
 
-# How often tests expect each builtin exception (pytest.raises / assertRaises
-# in the test files of the packages SMALL_PRIOR was counted on): ValueError is
-# expected ten times as often as KeyError, so copies drawn evenly would leave it
-# the likeliest; builtins are drawn by a Metropolis step under this prior.
-EXC_PRIOR = {"ValueError": 641, "TypeError": 365, "KeyError": 59, "IndexError": 45,
-             "AttributeError": 28, "OverflowError": 19, "ZeroDivisionError": 17, "RuntimeError": 17,
-             "LookupError": 4}
+def _imported(module: ast.Module | None) -> set[str]:
+    """Names a test module binds by importing them (not aliases it assigns itself)."""
+    out: set[str] = set()
+    for node in (module.body if module is not None else []):
+        if isinstance(node, ast.ImportFrom) and node.module != "builtins":
+            out |= {a.asname or a.name for a in node.names}
+        elif isinstance(node, ast.Import):
+            out |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    return out
 
 
-def exception_values(name: str, ctx: Context, rng: random.Random, k: int) -> list[str] | None:
-    """Other exception classes of the module's own vocabulary, used as often: a
-    project class for a project class; for a builtin, builtins the module names,
-    under the prior of EXC_PRIOR (a rejected move: no copy)."""
-    want = exception_profile(name, ctx, True)
-    pool = []
-    for cand in ctx.names:
-        if cand == name or not _unrelated(cand, name):
+def _raises_site(call, imported: AbstractSet[str] = frozenset()) -> ast.Name | ast.Attribute | None:
+    """The exception class of `pytest.raises(X)` / `self.assertRaises(X)`, when it
+    is a builtin that can be swapped for an unrelated one."""
+    if not isinstance(call, ast.Call) or not call.args:
+        return None
+    name = _call_name(call)
+    if name not in ("pytest.raises", "raises", "self.assertRaises", "assertRaises"):
+        if not (isinstance(call.func, ast.Attribute) and call.func.attr == "assertRaises"):
+            return None
+    exc = call.args[0]
+    if exc.lineno != exc.end_lineno:
+        return None
+    if isinstance(exc, ast.Name) and (exc.id in SWAPPABLE or (
+            _CUSTOM_EXC.search(exc.id) and exc.id in imported)):
+        return exc
+    # `mod.SomeError`: the project's own exception, named through its module.
+    if isinstance(exc, ast.Attribute) and isinstance(exc.value, ast.Name) \
+            and exc.value.id in imported and exc.value.id != "builtins" \
+            and _CUSTOM_EXC.search(exc.attr):
+        return exc
+    return None
+
+
+def _plain_nodes(fn) -> list[ast.AST]:
+    nodes = []
+    for stmt in _plain_statements(fn.body):
+        if isinstance(stmt, (ast.With, ast.AsyncWith, ast.For, ast.AsyncFor, ast.While, ast.If,
+                             ast.Try, ast.Match, ast.FunctionDef, ast.AsyncFunctionDef,
+                             ast.ClassDef)) or type(stmt).__name__ == "TryStar":
             continue
-        head = cand.split(".")[0]
-        if _builtin_exc(cand) is None and not (_CUSTOM_EXC.search(cand) and head in ctx.bound):
+        nodes += list(ast.walk(stmt))
+    return nodes
+
+
+def _eq_sides(node) -> list[ast.AST]:
+    """Literal operands of an asserted equality whose other side is computed."""
+    if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.Eq):
+        a, b = node.left, node.comparators[0]
+        return [s for s, o in ((a, b), (b, a)) if _literal(s) and not _literal(o)]
+    if isinstance(node, ast.Compare) and all(isinstance(op, ast.Eq) for op in node.ops):
+        # `f(a) == f(b) == 6`: every link must hold, so a changed literal end fails.
+        chain = [node.left, *node.comparators]
+        return [s for i, s in enumerate(chain) if _literal(s) and any(
+            not _literal(o) for o in chain[max(0, i - 1):i] + chain[i + 1:i + 2])]
+    if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.Is):
+        # `is True` -> `is False` (never `is not True`: None passes both)
+        b = node.comparators[0]
+        if isinstance(b, ast.Constant) and isinstance(b.value, bool):
+            return [b]
+    return []
+
+
+def _none_check(node):
+    """`x is None` / `x is not None` with x computed: the other is its complement."""
+    if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.Is, ast.IsNot)) \
+            and isinstance(node.comparators[0], ast.Constant) and node.comparators[0].value is None \
+            and not _literal(node.left):
+        return node
+    return None
+
+
+def _equality_uses(fn, nodes=None) -> list[tuple[ast.AST, ast.AST]]:
+    """(one side, the other) for every asserted equality in `nodes` (default: the
+    whole test)."""
+    uses: list[tuple[ast.AST, ast.AST]] = []
+    for node in (ast.walk(fn) if nodes is None else nodes):
+        if isinstance(node, ast.Assert):
+            test = node.test
+            if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq):
+                uses.append((test.left, test.comparators[0]))
+                uses.append((test.comparators[0], test.left))
+            elif isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(
+                    test.ops[0], ast.Is) and isinstance(test.comparators[0], ast.Name):
+                # `f(x) is expected`, a parameter holding True or False: the copy's
+                # row holds the other one (rows of other values are no site).
+                uses.append((test.comparators[0], test.left))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr in EQUAL_METHODS and len(node.args) >= 2:
+            uses.append((node.args[0], node.args[1]))
+            uses.append((node.args[1], node.args[0]))
+    return uses
+
+
+def _expected_names(fn) -> set[str]:
+    """Names (parameters, locals) whose every use is one side of an asserted
+    equality whose other side does not use them: expected values."""
+    loads: dict[str, int] = {}
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+            loads[n.id] = loads.get(n.id, 0) + 1
+    as_expected: dict[str, int] = {}
+    for side, other in _equality_uses(fn, _plain_nodes(fn)):
+        if isinstance(side, ast.Name):
+            if not any(isinstance(x, ast.Name) and x.id == side.id for x in ast.walk(other)):
+                as_expected[side.id] = as_expected.get(side.id, 0) + 1
+    return {name for name, n in as_expected.items() if loads.get(name) == n}
+
+
+def _param_names(dec: ast.Call) -> list[str]:
+    if not dec.args:
+        return []
+    a = dec.args[0]
+    if isinstance(a, ast.Constant) and isinstance(a.value, str):
+        return [x.strip() for x in a.value.split(",") if x.strip()]
+    if isinstance(a, (ast.List, ast.Tuple)) and all(
+            isinstance(e, ast.Constant) and isinstance(e.value, str) for e in a.elts):
+        # Every element passes the filter (checked just above): it only narrows the type.
+        return [e.value for e in a.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+    return []
+
+
+def _rows(values) -> list[list[ast.AST]]:
+    """Each parametrize row's argument nodes (pytest.param(...) unwrapped)."""
+    if not isinstance(values, (ast.List, ast.Tuple)):
+        return []
+    rows: list[list[ast.AST]] = []
+    for row in values.elts:
+        if isinstance(row, ast.Call) and _call_name(row) in ("pytest.param", "param"):
+            rows.append(list(row.args))
+        elif isinstance(row, (ast.Tuple, ast.List)):
+            rows.append(list(row.elts))
+        else:
+            rows.append([row])
+    return rows
+
+
+def _exits_early(fn) -> bool:
+    """A test that may return or skip before its assertions: a wrong answer can
+    pass a copy the way it passes the original."""
+    stack = list(fn.body)
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue            # a nested definition's own returns
+        stack.extend(ast.iter_child_nodes(n))
+        if isinstance(n, (ast.Return, ast.Continue, ast.Break)):
+            return True
+        if isinstance(n, ast.Call) and _call_name(n).split(".")[-1] in ("skip", "skipTest", "xfail",
+                                                                        "importorskip"):
+            return True
+    return False
+
+
+def _value_site(const: ast.expr) -> Site:
+    return Site("value", lambda rng, c=const: _mutate_constant(c, rng), const.lineno)
+
+
+def _literal_sites(plain: list[ast.AST], expected: set[str]) -> list[Site]:
+    """Asserted equalities against literals, in the body: `assert f(x) == 3`,
+    `self.assertEqual(f(x), 3)`, `expected = 3`."""
+    out: list[Site] = []
+    for node in plain:
+        if isinstance(node, ast.Assert):
+            out += [_value_site(c) for side in _eq_sides(node.test) for c in _constants(side)]
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr in EQUAL_METHODS and len(node.args) >= 2:
+            a, b = node.args[0], node.args[1]
+            for side, other in ((a, b), (b, a)):
+                if _literal(side) and not _literal(other):
+                    out += [_value_site(c) for c in _constants(side)]
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 \
+                and isinstance(node.targets[0], ast.Name) and node.targets[0].id in expected \
+                and _literal(node.value):
+            out += [_value_site(c) for c in _constants(node.value)]
+    return out
+
+
+def _table_sites(values_node: ast.expr, names: list[str], i: int, consts: dict[str, ast.AST]) -> list[Site]:
+    """A parametrize table given by name: the copy and the original are both
+    written out, so that nothing but one value tells them apart."""
+    try:
+        table = _static(values_node, consts)
+    except (ValueError, SyntaxError, TypeError):
+        return []
+    rows = [r if len(names) > 1 else (r,) for r in table]
+    if not (rows and all(isinstance(r, tuple) and len(r) == len(names) for r in rows)):
+        return []
+    v = values_node
+    return [Site("value", lambda rng, v=v: [Edit(v.lineno, v.col_offset, v.end_col_offset, "\1", v.end_lineno)],
+                 v.lineno, table=tuple(table), column=i, row=k) for k in range(len(rows))]
+
+
+def _param_sites(fn, expected: set[str], by_identity: set[str], consts: dict[str, ast.AST]) -> list[Site]:
+    """Parametrized expected values (a literal table, or one given by name).
+    A name the test compares by identity mutates only as a bool."""
+    out: list[Site] = []
+    for dec in fn.decorator_list:
+        if not (isinstance(dec, ast.Call) and _call_name(dec).endswith("parametrize") and len(dec.args) >= 2):
             continue
-        if _builtin_exc(cand) is not None and cand in ctx.bound:
-            continue                    # a builtin's name rebound by the module
-        if exception_profile(cand, ctx, False) == want:
-            pool.append(cand)
-    if not pool:
+        names = _param_names(dec)
+        values_node = dec.args[1]
+        for i, name in enumerate(names):
+            if name not in expected:
+                continue
+            if not isinstance(values_node, (ast.List, ast.Tuple)):
+                out += _table_sites(values_node, names, i, consts)
+                continue
+            for row in _rows(values_node):
+                if len(row) == len(names) and _literal(row[i]) and (
+                        name not in by_identity or isinstance(row[i], ast.Constant)
+                        and isinstance(cast(ast.Constant, row[i]).value, bool)):
+                    out += [_value_site(c) for c in _constants(row[i])]
+    return out
+
+
+def _none_sites(plain: list[ast.AST]) -> list[Site]:
+    """`is None` against `is not None`."""
+    return [Site("value", lambda rng, c=node.test: [_none_swap(c)], node.test.lineno) for node in plain
+            if isinstance(node, ast.Assert) and _none_check(node.test) is not None]
+
+
+def _complement_sites(plain: list[ast.AST]) -> list[Site]:
+    """Complements: `assertTrue` and `assertFalse`, `assert x` and `assert not x`."""
+    out: list[Site] = []
+    for node in plain:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr in NEGATABLE and node.func.end_lineno == node.func.lineno \
+                and node.args and not _literal(node.args[0]):
+            f = node.func
+            out.append(Site("value", lambda rng, f=f: [
+                Edit(f.end_lineno, f.end_col_offset - len(f.attr), f.end_col_offset,
+                     NEGATABLE[f.attr])], node.lineno))
+        elif isinstance(node, ast.Assert) and not _eq_sides(node.test) and _none_check(node.test) is None:
+            t = node.test
+            if isinstance(t, ast.UnaryOp) and isinstance(t.op, ast.Not) and isinstance(t.operand, ATOMIC) \
+                    and not _literal(t.operand):
+                out.append(Site("value", lambda rng, t=t: [
+                    Edit(t.lineno, t.col_offset, t.operand.col_offset, "")], node.lineno))
+            elif isinstance(t, ATOMIC) and not _literal(t) and not (
+                    isinstance(t, ast.Compare) and len(t.ops) > 1):
+                out.append(Site("value", lambda rng, t=t: [
+                    Edit(t.lineno, t.col_offset, t.col_offset, "not ")], node.lineno))
+    return out
+
+
+def _exception_sites(fn, imported: AbstractSet[str]) -> list[Site]:
+    """Expected exceptions: a copy expects an unrelated one."""
+    out: list[Site] = []
+    for stmt in _plain_statements(fn.body):
+        calls = ([item.context_expr for item in stmt.items] if isinstance(stmt, (ast.With, ast.AsyncWith))
+                 else [stmt.value] if isinstance(stmt, ast.Expr) else [])
+        for call in calls:
+            exc = _raises_site(call, imported)
+            if exc is not None:
+                out.append(Site("value", lambda rng, x=exc: [
+                    Edit(x.lineno, x.col_offset, x.end_col_offset, "\2")], exc.lineno))
+    return out
+
+
+def sites(fn, module: ast.Module | None = None) -> list[Site]:
+    """Every sound mutation of a test function, value sites first."""
+    if _exits_early(fn):
+        return []
+    consts = _module_constants(module) if module is not None else {}
+    expected = _expected_names(fn)
+    by_identity = {t.comparators[0].id for t in ast.walk(fn) if isinstance(t, ast.Compare)
+                   and len(t.ops) == 1 and isinstance(t.ops[0], ast.Is)
+                   and isinstance(t.comparators[0], ast.Name)}
+    plain = _plain_nodes(fn)
+    return (_literal_sites(plain, expected) + _param_sites(fn, expected, by_identity, consts)
+            + _none_sites(plain) + _complement_sites(plain) + _exception_sites(fn, _imported(module)))
+
+
+# ------------------------------------------------------------ changing literals
+
+
+_STR_PREFIX = re.compile(r"^([rRbBuU]*)('''|\"\"\"|'|\")")
+
+
+def _mutate_constant(c: ast.expr, rng: random.Random) -> list[Edit]:
+    """A new token for the constant, of the same type and written the same way."""
+    assert c.end_col_offset is not None     # set by the parser
+    return [Edit(c.lineno, c.col_offset, c.end_col_offset, "\0")]   # filled in by render()
+
+
+def _new_token(token: str, value, rng: random.Random) -> str | None:
+    if isinstance(value, bool):
+        return "False" if value else "True"
+    if isinstance(value, int):
+        # Both directions, across zero too (the sign is part of the token), so
+        # that the smallest of original and copies is not always the original.
+        return canonical(token, value + rng.choice((-3, -2, -1, 1, 2, 3)))
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            return None
+        # Relative to the value, keeping its sign: a jump in magnitude or a sign
+        # change would show which of them is the original.
+        factor = 1 + rng.choice((-1, 1)) * rng.uniform(0.05, 0.4)
+        new = value * factor if value else rng.choice((-1, 1)) * rng.uniform(0.05, 0.4)
+        digits = max(2, len(repr(value).split(".")[-1].split("e")[0]))
+        new = float(f"{new:.{digits}g}") if abs(new) >= 1e-4 else new
+        return repr(new) if new != value and abs(new - value) > 1e-6 * max(1.0, abs(value)) else None
+    if isinstance(value, (str, bytes)):
+        m = _STR_PREFIX.match(token)
+        if not m or "f" in m.group(1).lower():
+            return None
+        prefix, quote = m.groups()
+        body = token[len(prefix) + len(quote): len(token) - len(quote)]
+        for _ in range(30):
+            new_body = _edit_text(body, rng)
+            if new_body is None:
+                return None
+            cand = prefix + quote + new_body + quote
+            try:
+                if literal_eval(cand) != value:
+                    return cand
+            except (ValueError, SyntaxError):
+                continue
         return None
-    if _builtin_exc(name) is None:
-        return rng.sample(sorted(pool), min(k, len(pool)))
-    if name not in EXC_PRIOR:
+    return None
+
+
+def canonical(token: str, value) -> str:
+    """A number written the one way copies are written: decimal, or hex/octal/
+    binary in lower case when the original is, no underscores, floats by repr."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return token
+    if isinstance(value, float):
+        return repr(value)
+    low = token.lstrip("-").lower()
+    sign = "-" if value < 0 else ""
+    if low.startswith("0x"):
+        return sign + hex(abs(value))
+    if low.startswith("0o"):
+        return sign + oct(abs(value))
+    if low.startswith("0b"):
+        return sign + bin(abs(value))
+    return str(value)
+
+
+def _alphabet(ch: str) -> str:
+    """The letters a character's own kind is drawn from ("" reads as lower case)."""
+    return string.digits if ch.isdigit() else string.ascii_uppercase if ch.isupper() else string.ascii_lowercase
+
+
+def _insert_letter(body: str, rng: random.Random) -> str:
+    """One letter or digit inserted, of the kind before it, away from escapes."""
+    i = rng.randint(0, len(body))
+    if i > 0 and body[i - 1] == "\\":
+        i -= 1
+    own = sorted({x for x in body if x.isascii() and x.isalnum()})
+    pool = _alphabet(body[i - 1] if i > 0 else "")
+    return body[:i] + rng.choice(own if own and rng.random() < 0.8 else pool) + body[i:]
+
+
+def _replace_letter(body: str, i: int, rng: random.Random) -> str:
+    """The letter or digit at `i` replaced by another of its kind. Letters the
+    string already uses look like a real value ("XIV" -> "XIX"), so a reader
+    cannot tell the copy from the original by its alphabet."""
+    ch = body[i]
+    kind = str.isdigit if ch.isdigit() else str.isupper if ch.isupper() else str.islower
+    own = sorted({x for x in body if x.isascii() and x.isalnum() and kind(x) and x != ch})
+    choices = own if own and rng.random() < 0.8 else [x for x in _alphabet(ch) if x != ch]
+    return body[:i] + rng.choice(choices) + body[i + 1:]
+
+
+def _edit_text(body: str, rng: random.Random) -> str | None:
+    """Replace, delete or insert one letter or digit, away from escapes."""
+    safe = [i for i, ch in enumerate(body) if ch.isalnum() and ch.isascii()
+            and (i == 0 or body[i - 1] != "\\")]
+    op = rng.choice(["insert"] + (["replace", "replace", "delete"] if safe else []))
+    if op == "insert":
+        return _insert_letter(body, rng)
+    i = rng.choice(safe)
+    if op == "delete":
+        return body[:i] + body[i + 1:]
+    return _replace_letter(body, i, rng)
+
+
+# ------------------------------------------------------------------- rendering
+
+
+def _apply(lines: list[str], edits: list[Edit]) -> list[str] | None:
+    """Apply byte-offset edits to 1-based `lines` (a copy is returned; an edit
+    over several lines leaves the text of the region on its first line)."""
+    out = list(lines)
+    for e in sorted(edits, key=lambda e: (e.line, e.start), reverse=True):
+        last = e.end_line or e.line
+        first_raw = out[e.line - 1].encode("utf-8")
+        last_raw = out[last - 1].encode("utf-8")
+        if e.end > len(last_raw) or e.start > len(first_raw):
+            return None
+        merged = (first_raw[:e.start] + e.text.encode("utf-8") + last_raw[e.end:]).decode("utf-8")
+        out[e.line - 1:last] = [merged] + [""] * (last - e.line)
+    return out
+
+
+def _mutate_table(site: Site, rng: random.Random, base=None, value=None) -> tuple | None:
+    """The table with the site's value changed (to `value` when given; else from
+    `base`, a previous copy's value, when given; never back to the original)."""
+    assert site.table is not None           # only a table site's edits come here
+    rows = [list(r) if isinstance(r, tuple) else [r] for r in site.table]
+    single = not isinstance(site.table[0], tuple)
+    orig = rows[site.row][site.column]
+    if value is not None:
+        rows[site.row][site.column] = value
+        return tuple(r[0] if single else tuple(r) for r in rows)
+    v = orig if base is None else base
+    if not isinstance(v, (str, bytes, int, float)):
         return None
-    same = sorted(x for x in pool if x in EXC_PRIOR and all(_unrelated(x, y) for y in pool if y != x))
-    if not same:
+    for _ in range(10):
+        tok = _new_token(repr(v), v, rng)
+        if tok is not None:
+            new = literal_eval(tok)
+            if new != v and new != orig:
+                rows[site.row][site.column] = new
+                return tuple(r[0] if single else tuple(r) for r in rows)
+    return None
+
+
+def _named(src_lines: list[str], fn, edits: list[Edit]) -> str | None:
+    """The function's source with `edits` applied and NAME_TOKEN as its name."""
+    first, last = span(fn)
+    changed = _apply(src_lines, edits)
+    if changed is None:
         return None
-    # One copy (k = 1): the pair {original, copy} is exchangeable under the prior.
-    b = rng.choice(same)
-    if rng.random() >= min(1.0, EXC_PRIOR[b] / EXC_PRIOR[name]):
+    def_line = changed[fn.lineno - 1]
+    new_def = re.sub(r"\bdef\s+" + re.escape(fn.name) + r"\b", "def " + NAME_TOKEN, def_line, count=1)
+    if new_def == def_line:
         return None
-    return [b]
+    changed[fn.lineno - 1] = new_def
+    text = "".join(changed[first - 1:last])
+    if not text.endswith("\n"):
+        text += "\n"
+    indent = len(text) - len(text.lstrip(" \t"))
+    try:
+        parse_python(("if 1:\n" + text) if indent else text)
+    except SyntaxError:
+        return None
+    return text
+
+
+def _render(src_lines: list[str], fn, site: Site, rng: random.Random, base=None, chosen=None
+            ) -> tuple[str, str, str, object] | None:
+    """(copy source, what changed, the original rewritten or "", the new value).
+    `base`: a previous copy's new value, to change instead of the original's;
+    `chosen`: the new value itself (a token, an exception's name, a table cell)."""
+    edits = site.edits_for(rng)
+    if not edits:
+        return None
+    what = "negated an assertion"
+    new: str | None
+    if edits[0].text == "\1":
+        assert site.table is not None       # "\1" edits are made only for table sites
+        e = edits[0]
+        new_table = _mutate_table(site, rng, base, chosen)
+        if new_table is None:
+            return None
+        copy = _named(src_lines, fn, [Edit(e.line, e.start, e.end, repr(new_table), e.end_line)])
+        original = _named(src_lines, fn, [Edit(e.line, e.start, e.end, repr(tuple(site.table)),
+                                               e.end_line)])
+        if copy is None or original is None:
+            return None
+        changed = next(f"{a!r} -> {b!r}" for a, b in zip(site.table, new_table) if a != b)
+        row = new_table[site.row]
+        value = row[site.column] if isinstance(row, tuple) else row
+        return copy, f"line {site.where}: {changed[:80]}", original, value
+    if edits[0].text == "\2":
+        e = edits[0]
+        orig = src_lines[e.line - 1].encode("utf-8")[e.start:e.end].decode("utf-8")
+        start = orig if base is None else base
+        pool = SWAPPABLE if orig in SWAPPABLE else FOR_CUSTOM
+        options = [x for x in pool if _unrelated(x, orig) and _unrelated(x, start)]
+        if not options and chosen is None:
+            return None
+        new = chosen if isinstance(chosen, str) else rng.choice(options)
+        text = _named(src_lines, fn, [Edit(e.line, e.start, e.end, new)])
+        return (text, f"line {site.where}: {orig} -> {new}", "", new) if text is not None else None
+    if edits[0].text == "\0":
+        e = edits[0]
+        raw = src_lines[e.line - 1].encode("utf-8")
+        token = raw[e.start:e.end].decode("utf-8")
+        try:
+            value = literal_eval(token)
+            start = token if base is None else base
+            new = chosen if isinstance(chosen, str) else _new_token(start, literal_eval(start), rng)
+            if new is None or literal_eval(new) == value:
+                return None
+        except (ValueError, SyntaxError):
+            return None
+        edits = [Edit(e.line, e.start, e.end, new)]
+        what = f"{token[:40]} -> {new[:40]}"
+        text = _named(src_lines, fn, edits)
+        same = canonical(token, value)
+        original = "" if same == token else _named(src_lines, fn, [Edit(e.line, e.start, e.end, same)])
+        if text is None or original is None:
+            return None
+        return text, f"line {site.where}: {what}", original, new
+    text = _named(src_lines, fn, edits)
+    return (text, f"line {site.where}: {what}", "", None) if text is not None else None
+
+
+def _token(lines: list[str], site: Site, rng: random.Random) -> str:
+    e = site.edits_for(rng)[0]
+    if site.table is not None or e.text == "\2":
+        return "\x00"
+    return lines[e.line - 1].encode("utf-8")[e.start:e.end].decode("utf-8", "replace")
+
+
+def _numbers_of(fn) -> list:
+    """The numbers a test function writes, signs included."""
+    out: list = []
+    negated: set[int] = set()
+    for n in ast.walk(fn):
+        if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub) and isinstance(n.operand, ast.Constant) \
+                and copy_values._is_number(n.operand.value):
+            out.append(-cast(float, n.operand.value))
+            negated.add(id(n.operand))
+        elif isinstance(n, ast.Constant) and copy_values._is_number(n.value) and id(n) not in negated:
+            out.append(n.value)
+    return out
+
+
+def _local(fn, v, row=()) -> tuple[list[str], list]:
+    """The strings and numbers around a site: its table row's other cells, then
+    the rest of its test (the site's own occurrence left out)."""
+    cells = [x for x in row if x is not v]
+    strs = [x for x in cells if isinstance(x, str)]
+    nums = [x for x in cells if copy_values._is_number(x)]
+    fs = [n.value for n in ast.walk(fn) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+    fnums = _numbers_of(fn)
+    for pool in (fs, fnums):
+        if v in pool and not isinstance(v, bool):
+            pool.remove(v)
+    return strs + fs, nums + fnums
+
+
+def _source_of(lines: list[str], e: Edit) -> str:
+    if not e.end_line or e.end_line == e.line:
+        return lines[e.line - 1].encode("utf-8")[e.start:e.end].decode("utf-8", "replace")
+    first = lines[e.line - 1].encode("utf-8")[e.start:].decode("utf-8", "replace")
+    last = lines[e.end_line - 1].encode("utf-8")[:e.end].decode("utf-8", "replace")
+    return first + "".join(lines[e.line:e.end_line - 1]) + last
+
+
+# Complements (`is None` / `is not None`, assertTrue / assertFalse, `assert x` /
+# `assert not x`, True / False) have one other value and a prior a reader can
+# estimate from the module (and from every test file): not copied when matched.
+MATCHED_COMPLEMENTS = False
+# Expected exceptions: swapped for the module's other exception classes (used as
+# often; builtins under their prior), a reader still picked the original in 70%
+# of 53 held-out pairs (bench/bench_copies.py, 2026-12): not copied when matched.
+MATCHED_EXCEPTIONS = False
+
+
+def matched_values(lines: list[str], fn, ctx: copy_values.Context, site: Site, rng: random.Random,
+                   k: int) -> tuple[list, list[str]] | None:
+    """The values of a site's copies under CopyStyle.MATCHED, and the module
+    constants its table names (see TestCopy.tables), or None: no copy can pass
+    for the original there."""
+    e = site.edits_for(rng)[0]
+    if site.table is not None:
+        row = site.table[site.row]
+        v = row[site.column] if isinstance(row, tuple) else row
+        names = sorted(set(re.findall(r"[A-Za-z_]\w*", _source_of(lines, e))))
+        # A table other code also names would show the original as the copy of it.
+        if any(ctx.names[n] != 1 for n in names):
+            return None
+        strs, nums = _local(fn, v, row if isinstance(row, tuple) else ())
+        toks = (copy_values.string_values(repr(v), v, ctx, rng, k, strs) if isinstance(v, str)
+                else copy_values.number_values(repr(v), v, ctx, nums, rng, k) if copy_values._is_number(v) else None)
+        return ([literal_eval(t) for t in toks], names) if toks else None
+    if e.text == "\2":
+        if not MATCHED_EXCEPTIONS:
+            return None
+        exc = _source_of(lines, e)
+        found = copy_values.exception_values(exc, ctx, rng, k)
+        return (found, []) if found else None
+    if e.text == "\0":
+        token = _source_of(lines, e)
+        try:
+            v = literal_eval(token)
+        except (ValueError, SyntaxError):
+            return None
+        if isinstance(v, bool):
+            return ([None], []) if MATCHED_COMPLEMENTS else None
+        strs, nums = _local(fn, v)
+        if isinstance(v, str):
+            toks = copy_values.string_values(token, v, ctx, rng, k, strs)
+        elif copy_values._is_number(v):
+            toks = copy_values.number_values(token, v, ctx, nums, rng, k)
+        else:
+            return None
+        return (toks, []) if toks else None
+    return ([None], []) if MATCHED_COMPLEMENTS else None
+
+
+def propose(root: Path, nodeids: list[str], seed: str, sites_per_test: int = 2,
+            values_per_site: int = 2, style: CopyStyle = CopyStyle.LEGACY) -> list[TestCopy]:
+    """Candidate copies of the test functions behind `nodeids` (not yet validated).
+
+    Per test: up to `sites_per_test` literals, each with `values_per_site`
+    different replacements. Copies of one test only ever differ from it at the
+    same literal: copies that changed different literals would outvote the real
+    value at each one ("IV" in the original and in the copy that changed "XIV").
+    Literals that occur least in the file come first, for the same reason."""
+    rng = random.Random(seed)
+    refs = sorted({r for r in map(test_ref, nodeids) if r is not None},
+                  key=lambda r: (r.file, r.cls, r.func))
+    parsed: dict[str, tuple[ast.Module, list[str], str] | None] = {}
+    contexts: dict[str, copy_values.Context] = {}
+    out: list[TestCopy] = []
+    for ref in refs:
+        if ref.file not in parsed:
+            try:
+                text = (root / ref.file).read_text(encoding="utf-8")
+                parsed[ref.file] = (parse_python(text), text.splitlines(keepends=True), text)
+            except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
+                parsed[ref.file] = None
+        entry = parsed[ref.file]
+        if entry is None:
+            continue
+        tree, lines, text = entry
+        fn = find_def(tree, ref)
+        if fn is None:
+            continue
+        all_sites = sites(fn, tree)
+        values = [s for s in all_sites if s.kind == "value"]
+        rng.shuffle(values)
+        values.sort(key=lambda s: text.count(_token(lines, s, rng)))
+        made = 0
+        if style is CopyStyle.MATCHED:
+            ctx = contexts.get(ref.file) or contexts.setdefault(ref.file, copy_values.Context.of(tree))
+            out += _matched_copies(ref, lines, fn, ctx, values, rng, sites_per_test, values_per_site)
+            continue
+        for site in values:
+            if made >= sites_per_test:
+                break
+            e = site.edits_for(rng)[0]
+            group = f"{ref.func}@{e.line}:{e.start}:{site.row}"
+            texts: set[str] = set()
+            # The copies form a chain of one-letter changes with the original at a
+            # random place in it (its middle one time in three), so that "the one
+            # closest to both others" is no better than a guess.
+            chain = rng.random() < 2 / 3
+            prev = None
+            for _ in range(values_per_site * 3):
+                if len(texts) >= values_per_site:
+                    break
+                r = _render(lines, fn, site, rng, base=prev if chain else None)
+                if r is None or r[0] in texts:
+                    continue
+                prev = r[3]
+                texts.add(r[0])
+                out.append(TestCopy(file=ref.file, cls=list(ref.cls), func=ref.func, kind="value",
+                                  group=group, site=r[1], source=r[0], original=r[2]))
+            made += bool(texts)
+    return out
+
+
+def _matched_copies(ref: TestRef, lines: list[str], fn, ctx: copy_values.Context, values: list[Site],
+                     rng: random.Random, sites_per_test: int, k: int) -> list[TestCopy]:
+    out: list[TestCopy] = []
+    made = 0
+    for site in values:
+        if made >= sites_per_test:
+            break
+        found = matched_values(lines, fn, ctx, site, rng, k)
+        if found is None:
+            continue
+        vals, tables = found
+        e = site.edits_for(rng)[0]
+        group = f"{ref.func}@{e.line}:{e.start}:{site.row}"
+        texts: set[str] = set()
+        for val in vals:
+            r = _render(lines, fn, site, rng, chosen=val)
+            if r is None or r[0] in texts:
+                continue
+            texts.add(r[0])
+            out.append(TestCopy(file=ref.file, cls=list(ref.cls), func=ref.func, kind="value",
+                              group=group, site=r[1], source=r[0], original=r[2], tables=tables))
+        made += bool(texts)
+    return out
+
+
+# ------------------------------------------------------------ planting, naming
+
+
+@dataclass
+class Plan:
+    """What one run planted: random name -> the test it stands for."""
+    originals: dict[str, TestRef] = field(default_factory=dict)   # new name -> original test
+    copies: dict[str, TestCopy] = field(default_factory=dict)      # new name -> copy
+
+    def original_id(self, nodeid: str) -> str:
+        """The id a renamed test had before renaming (unchanged if not renamed)."""
+        parts = nodeid.split("::")
+        name, sep, params = parts[-1].partition("[")
+        ref = self.originals.get(name)
+        if ref is None:
+            return nodeid
+        return "::".join(parts[:-1] + [ref.func + sep + params])
+
+    def copy_of(self, nodeid: str) -> tuple[str, str] | None:
+        """(planted name, id suffix) for a planted copy's id: its file and
+        classes must be exactly where it was planted (a report under a made-up
+        path with the same name is not the copy's)."""
+        head, sep, params = nodeid.partition("[")
+        parts = head.split("::")
+        m = self.copies.get(parts[-1])
+        if m is None or parts[:-1] != [m.file, *m.cls]:
+            return None
+        return parts[-1], sep + params
+
+
+def new_name(func: str, taken: set[str]) -> str:
+    """A random name that pytest and unittest still collect. Nothing of the
+    original's name is kept: a shared prefix would show which tests have copies
+    and which do not. (unittest runs methods in name order: a class whose tests
+    depend on their order is caught at generation, and graded without renaming
+    or copies.)"""
+    if func.startswith("test_"):
+        prefix = "test_"
+    elif func.startswith("test"):
+        prefix = "test"
+    else:
+        prefix = func.split("_", 1)[0] + "_"
+    while True:
+        name = prefix + secrets.token_hex(6)
+        if name not in taken:
+            taken.add(name)
+            return name
+
+
+def _splice(lines: list[str], spans: dict[tuple, tuple[int, int, ast.FunctionDef | ast.AsyncFunctionDef]],
+            names: dict[tuple, str], rewrites: dict[tuple, str], inserts: dict[int, list[str]]) -> str:
+    """The file with each test under its new name (or rewritten to its copies'
+    shape) and the copies inserted before the 0-based line indexes of `inserts`."""
+    starts = {first - 1: (last, key) for key, (first, last, _) in spans.items()}
+    out: list[str] = []
+    i = 0
+    while i <= len(lines):
+        out += inserts.get(i, [])
+        if i == len(lines):
+            break
+        if i not in starts:
+            out.append(lines[i])
+            i += 1
+            continue
+        last, key = starts[i]
+        fn = spans[key][2]
+        new = names.get(key, key[1])
+        if key in rewrites:
+            out.append(rewrites[key].replace(NAME_TOKEN, new))
+        else:
+            block = lines[i:last]
+            d = fn.lineno - 1 - i
+            block[d] = re.sub(r"\bdef\s+" + re.escape(key[1]) + r"\b", "def " + new, block[d], count=1)
+            out += block
+        i = last
+    return "".join(out)
+
+
+def _plant_file(path: Path, rel: str, file_refs: list[TestRef], copies: list[TestCopy], plan: Plan,
+                taken: set[str], rename: bool, rng: random.Random, place: str) -> None:
+    """plant() for one file: its tests renamed into `plan`, its copies placed."""
+    try:
+        text = path.read_text(encoding="utf-8")
+        module = parse_python(text)
+    except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
+        return
+    lines = text.splitlines(keepends=True)
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n"
+    inserts: dict[int, list[str]] = {}         # before this 0-based line index
+    names: dict[tuple, str] = {}               # (cls, func) -> the name it runs under
+    spans: dict[tuple, tuple[int, int, ast.FunctionDef | ast.AsyncFunctionDef]] = {}
+    for ref in sorted(file_refs, key=lambda r: (r.cls, r.func)):
+        fn = find_def(module, ref)
+        if fn is None:
+            continue
+        first, last = span(fn)
+        spans[(ref.cls, ref.func)] = (first, last, fn)
+        if rename:
+            name = new_name(ref.func, taken)
+            plan.originals[name] = ref
+            names[(ref.cls, ref.func)] = name
+    rewrites: dict[tuple, str] = {}            # (cls, func) -> rewritten original
+    groups: dict[tuple, list[TestCopy]] = {}
+    for m in copies:
+        if m.file != rel:
+            continue
+        key = (tuple(m.cls), m.func)
+        if key not in spans:
+            fn = find_def(module, TestRef(rel, tuple(m.cls), m.func))
+            if fn is None:
+                continue
+            first, last = span(fn)
+            spans[key] = (first, last, fn)
+        groups.setdefault(key, []).append(m)
+    for key, ms in groups.items():
+        first, last, _ = spans[key]
+        # The original takes a uniformly random place among its k copies
+        # (k + 1 slots), so its position says nothing.
+        k = len(ms)
+        slot = rng.randrange(k + 1) if place == "random" else (k if place == "before" else 0)
+        for i, m in enumerate(ms):
+            name = new_name(m.func, taken)
+            plan.copies[name] = m
+            if m.original:
+                rewrites.setdefault(key, m.original)
+            at = (first - 1) if i < slot else last
+            inserts.setdefault(at, []).append(m.source.replace(NAME_TOKEN, name))
+    if not names and not inserts:
+        return
+    tables = {n for ms in groups.values() for m in ms for n in m.tables}
+    path.write_text(drop_unused_constants(_splice(lines, spans, names, rewrites, inserts), tables),
+                    encoding="utf-8")
+
+
+def plant(tree: Path, nodeids: list[str], copies: list[TestCopy], rename: bool = True,
+          rng: random.Random | None = None, place: str = "random") -> Plan:
+    """Rename the tests behind `nodeids` at random and put each copy beside its
+    original, before or after it (`place`: "random", "before", "after"), in
+    `tree` (edited in place)."""
+    rng = rng or random.SystemRandom()
+    plan = Plan()
+    refs = {r for r in map(test_ref, nodeids) if r is not None}
+    by_file: dict[str, list] = {}
+    for r in refs:
+        by_file.setdefault(r.file, []).append(r)
+    for m in copies:
+        by_file.setdefault(m.file, [])
+    taken: set[str] = set()
+    for rel, file_refs in sorted(by_file.items()):
+        _plant_file(tree / rel, rel, file_refs, copies, plan, taken, rename, rng, place)
+    return plan
+
+
+def drop_unused_constants(text: str, names: AbstractSet[str]) -> str:
+    """`text` without the module-level `NAME = ...` definitions of `names` that
+    nothing in it uses any more (tables written out in their tests)."""
+    if not names:
+        return text
+    try:
+        module = parse_python(text)
+    except (SyntaxError, ValueError):
+        return text
+    used = {n.id for n in ast.walk(module) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    lines = text.splitlines(keepends=True)
+    for node in reversed(module.body):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                and node.targets[0].id in names and node.targets[0].id not in used \
+                and node.end_lineno is not None:
+            del lines[node.lineno - 1:node.end_lineno]
+    return "".join(lines)

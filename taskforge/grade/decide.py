@@ -13,12 +13,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from taskforge.grade.copies import Plan
 from taskforge.grade.defences import Defences
 from taskforge.grade.events import Monitor, RunMeta, RunResult
 from taskforge.grade.findings import Finding, Policy, Severity, Source, finding
 from taskforge.grade.findings import FindingKind as K
-from taskforge.grade.mutants import Plan
-from taskforge.models import Mutant
+from taskforge.models import TestCopy
 
 Problem = tuple[K, str]
 MAX_MONITOR_FINDINGS = 100   # distinct monitor findings kept; more are one monitor-flood finding
@@ -49,8 +49,8 @@ class Judgement:
     outcomes: dict[str, str]                       # by the tests' original ids
     f2p_failures: list[str]
     p2p_regressions: list[str]
-    mutants_planted: int
-    mutants_killed: int
+    copies_planted: int
+    copies_failed: int
 
 
 def split_outcomes(reported: Mapping[str, str], plan: Plan
@@ -59,9 +59,9 @@ def split_outcomes(reported: Mapping[str, str], plan: Plan
     outcomes by id suffix. A report under a name nothing was planted as is taken
     for the id it claims (and is then missing from, or extra to, what is expected)."""
     real: dict[str, str] = {}
-    planted: dict[str, dict[str, str]] = {name: {} for name in plan.mutants}
+    planted: dict[str, dict[str, str]] = {name: {} for name in plan.copies}
     for nid, outcome in reported.items():
-        m = plan.mutant_of(nid)
+        m = plan.copy_of(nid)
         if m is not None:
             planted[m[0]][m[1]] = outcome
         else:
@@ -170,7 +170,7 @@ def profile_diff(want: Mapping[str, str], got: Mapping[str, str]) -> str:
     return "; ".join(diff[:3])[:200]
 
 
-def copy_findings(mutants: Mapping[str, Mutant], planted: Mapping[str, Mapping[str, str]],
+def copy_findings(copies: Mapping[str, TestCopy], planted: Mapping[str, Mapping[str, str]],
                   wrong_anyway: bool, pol: Policy) -> tuple[int, list[Finding]]:
     """(copies that ended exactly as on the gold, findings). Every copy must end
     as it did on the gold: one that passed, or whose results went missing, means
@@ -178,7 +178,7 @@ def copy_findings(mutants: Mapping[str, Mutant], planted: Mapping[str, Mapping[s
     (`wrong_anyway`) is charged nothing more: the copies say nothing new."""
     killed = 0
     out: list[Finding] = []
-    for name, m in mutants.items():
+    for name, m in copies.items():
         got = planted.get(name, {})
         if got == m.expect:
             killed += 1
@@ -188,7 +188,7 @@ def copy_findings(mutants: Mapping[str, Mutant], planted: Mapping[str, Mapping[s
         passed = [s for s, want in m.expect.items() if want == "failed" and got.get(s) == "passed"]
         detail = (f"a must-fail copy of {m.func} passed ({m.site})" if passed else
                   f"a copy of {m.func} did not end as on the gold: {profile_diff(m.expect, got)}")
-        out.append(finding(K.MUTANT_PASSED, Source.GRADER, detail, policy=pol))
+        out.append(finding(K.COPY_PASSED, Source.GRADER, detail, policy=pol))
     return killed, out
 
 
@@ -217,9 +217,9 @@ def judge(task: TaskFacts, run: RunResult, plan: Plan, prior: Iterable[Finding],
             expected=task.expected)]
     f2p_failures = not_passed(task.fail_to_pass, outcomes)
     p2p_regressions = not_passed(task.pass_to_pass, outcomes)
-    killed, copies = copy_findings(plan.mutants, planted, bool(f2p_failures), pol)
+    killed, copies = copy_findings(plan.copies, planted, bool(f2p_failures), pol)
     found += copies
     return Judgement(reward=reward(f2p_failures, p2p_regressions, run.timed_out, found),
                      findings=found, outcomes=outcomes, f2p_failures=f2p_failures,
-                     p2p_regressions=p2p_regressions, mutants_planted=len(plan.mutants),
-                     mutants_killed=killed)
+                     p2p_regressions=p2p_regressions, copies_planted=len(plan.copies),
+                     copies_failed=killed)

@@ -19,7 +19,7 @@ class Defences(BaseModel):
     shadowing: bool = True         # no top-level module named like stdlib or the runner
     static_scan: bool = True       # changed files read for runner patching, always-equal, ...
     isolation: bool = True         # supervisor uid, guard by path, strict events, reaping
-    mutants: bool = True           # must-fail copies of hidden tests
+    copies: bool = True           # must-fail copies of hidden tests
     rename: bool = True            # random names for the hidden tests at every run
     monitor: bool = True           # the audit-hook monitor's findings count
     exit_checks: bool = True       # exit code, session end, expected ids all reported

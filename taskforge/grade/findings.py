@@ -1,7 +1,7 @@
 """Findings: what grading saw, as enums, and which of them cost the reward.
 
 Three kinds of source: the grader's own observations (the stream, exit codes,
-mutants, restored files), the static scan of the solution's changed files, and
+copies, restored files), the static scan of the solution's changed files, and
 the runtime monitor (an audit hook in the test process). Integrity findings
 always score 0. Monitor and static findings are heuristics: the policy either
 scores the high-confidence ones 0 (`score`, the default) or only reports them
@@ -32,7 +32,7 @@ class FindingKind(str, Enum):
     EXIT_CODE = "exit-code"
     MISSING_RESULTS = "missing-results"
     TIMEOUT = "timeout"
-    MUTANT_PASSED = "mutant-passed"
+    COPY_PASSED = "copy-passed"
     SHADOWING = "shadowing"
     UNPROCESSABLE = "unprocessable"
     OVER_LIMIT = "over-limit"            # a host-side bound: size, files, depth, apply time/memory
@@ -90,7 +90,7 @@ INFO_KINDS = {K.RESTORED_FILE, K.REMOVED_UNSHIPPED, K.REMOVED_STARTUP_HOOK, K.NE
               K.REMOVED_SYMLINK}
 INTEGRITY_KINDS = {K.PATCH_REJECTED, K.MALFORMED_EVENT, K.DUPLICATE_EVENT, K.AFTER_SESSION,
                    K.RESULTS_OVERFLOW, K.OUTPUT_OVERFLOW, K.EARLY_EXIT, K.EXIT_CODE,
-                   K.MISSING_RESULTS, K.TIMEOUT, K.MUTANT_PASSED, K.SHADOWING, K.UNPROCESSABLE,
+                   K.MISSING_RESULTS, K.TIMEOUT, K.COPY_PASSED, K.SHADOWING, K.UNPROCESSABLE,
                    K.OVER_LIMIT, K.MONITOR_FLOOD}
 # Heuristic kinds scored 0 under the default policy: acts honest package code
 # almost never performs, unless the gold does too (then they are exempt).

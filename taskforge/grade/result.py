@@ -24,8 +24,8 @@ class VerifyResult(BaseModel):
     tests: list[TestResult]
     tampering: list[str] = Field(default_factory=list)     # findings that cost or flag, as text
     findings: list[Finding] = Field(default_factory=list)
-    mutants_planted: int = 0
-    mutants_killed: int = 0           # planted mutants that ended as on the gold
+    copies_planted: int = 0
+    copies_failed: int = 0           # planted copies that ended as on the gold
     collection_errors: list[str] = Field(default_factory=list)
     error: str | None = None
     exit_code: int | None = None

@@ -11,9 +11,9 @@ the code under test runs inside the pytest process. So:
   - the supervisor runs as another uid: the tests hold no handle to what the
     host reads and cannot outlive the run; their reports are parsed against a
     schema and anything malformed, repeated, late or oversized scores 0;
-  - the hidden tests get random names and sit among mutants (copies whose
+  - the hidden tests get random names and sit among copies (copies whose
     expected values are changed) that a correct solution fails and a forged
-    report cannot tell apart: a passing mutant scores 0;
+    report cannot tell apart: a passing copy scores 0;
   - a monitor (static scan and an audit hook) reports suspicious acts beside the
     reward; the policy scores the high-confidence ones 0 unless the gold does
     the same.
@@ -34,8 +34,8 @@ from typing import Literal, cast
 
 from taskforge.errors import InfraError, TaskforgeError, UserError
 from taskforge.fsutil import copy_tree, rmtree, share_with_sandbox
+from taskforge.grade import copies as cp
 from taskforge.grade import decide, static
-from taskforge.grade import mutants as mut
 from taskforge.grade.bounds import Bounds, in_workspace, patch_breach, patch_facts, survey
 from taskforge.grade.cases import GradingCase, case_of
 from taskforge.grade.decide import MAX_MONITOR_FINDINGS  # noqa: F401 - re-exported
@@ -155,18 +155,18 @@ def restore_protected(task: Task, tree: Path) -> list[tuple[K, str]]:
     return notes
 
 
-def choose_mutants(pool: list[mut.Mutant], rng: random.Random, limit: int = MAX_PLANTED
-                   ) -> list[mut.Mutant]:
+def choose_copies(pool: list[cp.TestCopy], rng: random.Random, limit: int = MAX_PLANTED
+                   ) -> list[cp.TestCopy]:
     """Copies for every hidden test that has any (at most `limit`): per test, one
     literal and its copies, two of them when few tests have copies, so that a
     guess between original and copies is right one time in three, not two."""
-    tests: dict[tuple, dict[str, list[mut.Mutant]]] = {}
+    tests: dict[tuple, dict[str, list[cp.TestCopy]]] = {}
     for m in pool:
         tests.setdefault((m.file, tuple(m.cls), m.func), {}).setdefault(m.group, []).append(m)
     keys = list(tests)
     rng.shuffle(keys)
     per = 2 if len(keys) < 4 else 1
-    out: list[mut.Mutant] = []
+    out: list[cp.TestCopy] = []
     for k in keys:
         groups = list(tests[k].values())
         values = [g for g in groups if g[0].kind == "value"]
@@ -179,7 +179,7 @@ def choose_mutants(pool: list[mut.Mutant], rng: random.Random, limit: int = MAX_
 
 
 def prepare(task: Task, solution: Solution, tree: Path, defences: Defences,
-            seconds: float | None = None) -> tuple[list[Finding], mut.Plan | None]:
+            seconds: float | None = None) -> tuple[list[Finding], cp.Plan | None]:
     """The graded tree: the solution applied, then every defence that acts on files.
     Returns the findings so far and the planting plan (None: the solution was
     refused). Whatever the solution's files make these steps raise is the
@@ -254,7 +254,7 @@ def _scan(task: Task, tree: Path, defences: Defences) -> list[Finding]:
     scanned = static.scan_solution(tree, task.workspace, defences.policy, allowed,
                                    skip=set(rec.protected_files), **scan_bounds)
     g = rec.grading
-    if defences.mutants and g.hidden_functions and g.hidden_with_mutant >= g.hidden_functions:
+    if defences.copies and g.hidden_functions and g.hidden_with_copy >= g.hidden_functions:
         scanned = [f.model_copy(update={"severity": Severity.REVIEW})
                    if f.kind is K.ALWAYS_EQUAL and f.severity is Severity.FATAL else f
                    for f in scanned]
@@ -262,7 +262,7 @@ def _scan(task: Task, tree: Path, defences: Defences) -> list[Finding]:
 
 
 def _prepare(task: Task, solution: Solution, tree: Path, defences: Defences,
-             seconds: float | None) -> tuple[list[Finding], mut.Plan | None]:
+             seconds: float | None) -> tuple[list[Finding], cp.Plan | None]:
     rec = task.record
     b = BOUNDS if defences.bounds else UNBOUNDED
     entries = b.max_entries(rec.sizes.workspace_files)
@@ -274,13 +274,13 @@ def _prepare(task: Task, solution: Solution, tree: Path, defences: Defences,
              for k, d in notes]
     if defences.static_scan:
         found += _scan(task, tree, defences)
-    chosen = planted_set(rec) if defences.mutants else []
-    plan = mut.plant(tree, rec.FAIL_TO_PASS, chosen,
+    chosen = planted_set(rec) if defences.copies else []
+    plan = cp.plant(tree, rec.FAIL_TO_PASS, chosen,
                      rename=defences.rename and rec.grading.rename, rng=random.SystemRandom())
     return found, plan
 
 
-def planted_set(rec) -> list[mut.Mutant]:
+def planted_set(rec) -> list[cp.TestCopy]:
     """The copies every verify of this task plants: chosen once per task (seeded by
     the grading plan's secret), never drawn afresh.
 
@@ -299,7 +299,7 @@ def planted_set(rec) -> list[mut.Mutant]:
     (Learning across verifies by an agent's trainer is not a channel: it is
     rewarded only for passing the tests the copies leave indistinguishable.)"""
     seed = rec.grading.plant_seed or rec.instance_id
-    return choose_mutants(rec.grading.mutants, random.Random(f"plant:{seed}"))
+    return choose_copies(rec.grading.copies, random.Random(f"plant:{seed}"))
 
 
 def verify(task_dir: str | Path, solution: Solution, timeout: float | None = None,
@@ -412,7 +412,7 @@ def _pytest(sb, rec, d: Defences, timeout: float, keep_raw: bool = False) -> Run
                         ).run(["--continue-on-collection-errors"], timeout=timeout, keep_raw=keep_raw)
 
 
-def grade(result: VerifyResult, rec, run: RunResult, t0: float, plan: mut.Plan,
+def grade(result: VerifyResult, rec, run: RunResult, t0: float, plan: cp.Plan,
           found: list[Finding], d: Defences) -> VerifyResult:
     """The result of a graded run: the pure core decides (`decide.judge`), this
     fills in the record."""
@@ -429,7 +429,7 @@ def grade(result: VerifyResult, rec, run: RunResult, t0: float, plan: mut.Plan,
     result.p2p_passed = len(rec.PASS_TO_PASS) - len(j.p2p_regressions)
     result.collection_errors = [clean(f"{k or '<session>'}: {v}", 400)
                                 for k, v in sorted(run.collect_errors.items())][:50]
-    result.mutants_planted, result.mutants_killed = j.mutants_planted, j.mutants_killed
+    result.copies_planted, result.copies_failed = j.copies_planted, j.copies_failed
     return _finish(result, t0, j.reward, j.findings)
 
 

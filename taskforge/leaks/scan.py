@@ -32,6 +32,7 @@ from taskforge.analysis.pyparse import parse as parse_python
 K = 12                 # window length, in tokens
 MIN_BODY_TOKENS = 10   # shorter bodies are too trivial to recognise
 MIN_MATCHES = 3        # distinct windows that must match at least (all, if the body has fewer)
+MATCH_CAP = 12         # ... and at most: a long body is found from a fragment of K + 11 tokens
 MAX_FILE = 8 * 1024 * 1024
 CACHE_DIRS = {".mypy_cache", ".pytest_cache", ".pytype", ".pyre", ".ruff_cache", ".hypothesis",
               "__pycache__", ".tox", ".nox", ".eggs"}
@@ -190,6 +191,14 @@ def _file_windows(digest: bytes, data: bytes) -> frozenset:
     return hit
 
 
+def matches_needed(body_windows: int) -> int:
+    """How many of a removed body's windows a text must hold to count as its copy.
+    A shared idiom or two is a coincidence; a copy matches window after window:
+    half the body's windows, at least MIN_MATCHES (all, for a shorter body), but
+    never more than MATCH_CAP, so that a long body copied in part is still found."""
+    return min(body_windows, max(MIN_MATCHES, min((body_windows + 1) // 2, MATCH_CAP)))
+
+
 class Scanner:
     """Findings for the needles of some removed symbols, over trees and git objects.
     `removed` (RemovedSymbol-like) and `test_ids` feed the tool-cache check."""
@@ -217,8 +226,7 @@ class Scanner:
                 firsts = set().union(*(m.starts for m in hits if m.size == size))
                 per_size[size] = {hash(tuple(toks[i:i + size])) for i, t in enumerate(toks)
                                   if t in firsts}
-            # A shared idiom or two is a coincidence; a copy matches window after window.
-            need = min(len(n.windows), max(MIN_MATCHES, min((len(n.windows) + 1) // 2, 12)))
+            need = matches_needed(len(n.windows))
             matched = n.windows & per_size[size]
             if len(matched) >= need:
                 first = next(i for i in range(len(toks)) if hash(tuple(toks[i:i + size])) in matched)

@@ -35,9 +35,9 @@ class Options:
     # forged by a solution that finds it); False keeps such tasks, marked.
     require_copies: bool = True
     config: RepoConfig | None = None        # CLI overrides; taskforge.toml is read too
-    # Validation helpers on other nodes of the Ray cluster ($RAY_ADDRESS), beside
-    # the `jobs` local workers (orchestrate/helpers.py); 0: this machine only.
-    helpers: int = 0
+    # Remote workers on other nodes of the Ray cluster ($RAY_ADDRESS), beside
+    # the `jobs` local workers (orchestrate/remote.py); 0: this machine only.
+    remote_workers: int = 0
     # Not a memory test (issue 24): keep features whose removed lines mostly
     # changed at or after this Unix time (git blame); None keeps every age.
     since: int | None = None

@@ -27,11 +27,11 @@ from taskforge.leaks.audit import cache_root
 from taskforge.leaks.scan import ImageIndex, Scanner, image_fs_cache, needles_for
 from taskforge.models import (
     STAGE_ORDER,
+    CopyCoverage,
     DropReason,
     EnvironmentRecipe,
     FunnelStage,
     GenerateReport,
-    MutantCoverage,
     ResumeInfo,
     Stage,
     Tier,
@@ -92,7 +92,7 @@ class GenerateRun:
         self.out_dir = Path(out).resolve()
         self.timings: dict[str, float] = {}
         self.workers: list[Worker] = []
-        self.helpers: Any = None          # orchestrate.helpers.Helpers with --helpers
+        self.remote: Any = None          # orchestrate.remote.RemoteWorkers with --remote-workers
         self.cached: Any = None           # the baseline an interrupted run saved, if any
 
     def run(self) -> GenerateReport:
@@ -110,7 +110,7 @@ class GenerateRun:
             raise
         finally:
             self.background.shutdown(wait=True, cancel_futures=True)
-            _close(self.workers, self.helpers)
+            _close(self.workers, self.remote)
             rmtree(self.scratch)
             self.state.unlock()
 
@@ -164,11 +164,11 @@ class GenerateRun:
             self.image, self.build_secs = build_environment(self.src, self.plan, self.say)
             self.timings["image"] = time.monotonic() - t
             self.image_scan = self.background.submit(ImageScan.open, self.image)
-            if self.opts.helpers:
+            if self.opts.remote_workers:
                 # Started now: their nodes build the environment while the baseline runs here.
-                from taskforge.orchestrate.helpers import Helpers
+                from taskforge.orchestrate.remote import RemoteWorkers
 
-                self.helpers = Helpers(self.opts.helpers, self.src.path, self.scratch, self.image,
+                self.remote = RemoteWorkers(self.opts.remote_workers, self.src.path, self.scratch, self.image,
                                        self.src.name, self.src.commit, self.plan.python,
                                        self.plan.script(), self.run_args)
             self.prog.stage("baseline runs")
@@ -215,9 +215,9 @@ class GenerateRun:
         self.say(f"the newest pytest does not collect the suite ({exc.message}); "
                  f"building the environment again with {pin}")
         self.plan.pytest_pin = pin
-        _close(self.workers, self.helpers)
+        _close(self.workers, self.remote)
         self.workers.clear()
-        self.helpers = None
+        self.remote = None
         return True
 
     def propose_features(self):
@@ -264,17 +264,17 @@ class GenerateRun:
             opts=opts, ctx=ctx, cov=self.cov, texts=texts, image_scan=self.image_scan, src=src,
             image=self.image, n_flaky=len(self.flaky), protected=protected, state=self.state,
             out_dir=self.out_dir)
-        helpers = self.helpers
+        remote = self.remote
         verdicts = validate_all(self.workers, proposal.candidates, opts.max_tasks, self.prog,
                                 settler.settle, settler.earlier,
-                                joining=helpers.joined if helpers else None,
-                                most=len(self.workers) + opts.helpers)
+                                joining=remote.joined if remote else None,
+                                most=len(self.workers) + opts.remote_workers)
         self.timings["validate"] = time.monotonic() - t
-        if helpers is not None:
-            for why in helpers.failed[:3]:
-                self.say(f"a validation helper could not start: {why}")
-            if helpers.pending:
-                self.say(f"{len(helpers.pending)} validation helper(s) never started "
+        if remote is not None:
+            for why in remote.failed[:3]:
+                self.say(f"a remote worker could not start: {why}")
+            if remote.pending:
+                self.say(f"{len(remote.pending)} remote worker(s) never started "
                          "(no free CPU on the cluster?)")
         return verdicts
 
@@ -305,7 +305,7 @@ class GenerateRun:
         timings["test_seconds_necessary"] = necessary
         timings["test_seconds_adequacy"] = adequacy_secs
         timings["image_build"] = self.build_secs
-        n_helpers, remote_runs, lost = self._helper_counts()
+        n_remote, remote_runs, lost = self._remote_counts()
         report = GenerateReport(
             repo=self.src.repo, source_commit=self.src.commit, image_name=self.image,
             baseline_tests=len(self.all_ids), baseline_passing=len(self.passing),
@@ -314,21 +314,21 @@ class GenerateRun:
             pytest_pin=self.plan.pytest_pin, flaky_ids=sorted(self.flaky)[:MAX_NAMED],
             funnel=funnel(proposal.considered, self.drops),
             drops=self.drops, tasks=tasks, timings={k: round(v, 3) for k, v in timings.items()},
-            jobs=opts.jobs, helpers=n_helpers, remote_runs=remote_runs, helpers_lost=lost,
+            jobs=opts.jobs, remote_workers=n_remote, remote_runs=remote_runs, remote_workers_lost=lost,
             resumed=ResumeInfo(baseline=self.cached is not None,
                                tasks=sum(1 for v in verdicts if v.resumed and v.ok),
                                rejections=sum(1 for v in verdicts if v.resumed and not v.ok)),
-            mutants=_mutant_coverage(out_dir, tasks), families=fams,
+            copies=_copy_coverage(out_dir, tasks), families=fams,
             **_distribution(out_dir, tasks))
         atomic_write(out_dir / "report.json", report.model_dump_json(indent=2) + "\n")
         return report
 
-    def _helper_counts(self) -> tuple[int, int, int]:
-        """Validation helpers that joined, the runs they made, and those lost."""
-        helpers = self.helpers
-        if helpers is None:
+    def _remote_counts(self) -> tuple[int, int, int]:
+        """Remote workers that joined, the runs they made, and those lost."""
+        remote = self.remote
+        if remote is None:
             return 0, 0, 0
-        return len(helpers.workers), helpers.runs, sum(w.lost for w in helpers.workers)
+        return len(remote.workers), remote.runs, sum(w.lost for w in remote.workers)
 
 
 def _pytest_version(worker: Worker) -> str:
@@ -341,9 +341,9 @@ def _pytest_version(worker: Worker) -> str:
     return res.output.strip().splitlines()[-1] if res.exit_code == 0 and res.output.strip() else ""
 
 
-def _close(workers: list[Worker], helpers) -> None:
-    if helpers is not None:
-        helpers.close()
+def _close(workers: list[Worker], remote) -> None:
+    if remote is not None:
+        remote.close()
     if workers:        # removing a container takes a while: all at once
         with ThreadPoolExecutor(max_workers=len(workers)) as closer:
             list(closer.map(Worker.close, workers))
@@ -501,15 +501,15 @@ def _text_files(root: Path) -> dict[str, str]:
     return out
 
 
-def _mutant_coverage(out_dir: Path, tasks: list[str]) -> MutantCoverage:
-    """How much of the written tasks' hidden tests the mutant pools cover."""
-    cov = MutantCoverage()
+def _copy_coverage(out_dir: Path, tasks: list[str]) -> CopyCoverage:
+    """How much of the written tasks' hidden tests the must-fail copies cover."""
+    cov = CopyCoverage()
     for tid in tasks:
         g = load_task(out_dir / tid).record.grading
-        cov.tasks_with_mutants += bool(g.mutants)
+        cov.tasks_with_copies += bool(g.copies)
         cov.hidden_functions += g.hidden_functions
-        cov.hidden_with_mutant += g.hidden_with_mutant
-        cov.pool_size += len(g.mutants)
+        cov.hidden_with_copy += g.hidden_with_copy
+        cov.copies += len(g.copies)
         cov.graded += g.graded
         cov.protected += g.protected
         cov.unprotected += len(g.unprotected)
@@ -631,10 +631,10 @@ def validate_all(workers: list, candidates, max_tasks, prog, settle,
     """Settle candidates in order across workers; stop once max_tasks are found
     among a completed prefix (so the chosen set does not depend on timing).
     `earlier` returns a verdict an interrupted run already reached; `joining()`
-    returns workers that became ready since (helpers on other nodes, up to
+    returns workers that became ready since (remote workers on other nodes, up to
     `most` workers in all). A worker lost mid-candidate (WorkerLost) is dropped
     and its candidate settled again by another."""
-    from taskforge.orchestrate.helpers import WorkerLost
+    from taskforge.orchestrate.remote import WorkerLost
 
     results: dict[int, Verdict] = {}
     prog.start(len(candidates))
@@ -654,7 +654,7 @@ def validate_all(workers: list, candidates, max_tasks, prog, settle,
                 return True
         return False
 
-    with ThreadPoolExecutor(max_workers=max(len(workers), most or 0, 1)) as pool:
+    with ThreadPoolExecutor(max_workers=max(len(workers), most or 0, 1)) as threads:
         running = {}
         while True:
             if joining is not None:
@@ -670,13 +670,13 @@ def validate_all(workers: list, candidates, max_tasks, prog, settle,
                         prog.advance(f"{candidates[i].name}: settled by an earlier run")
                         continue
                 w = free.pop()
-                running[pool.submit(settle, w, candidates[i])] = (i, w)
+                running[threads.submit(settle, w, candidates[i])] = (i, w)
             if not running:
                 # Nothing runs, so every worker still alive is free.
                 if retry and not free:
                     raise WorkerLost("every worker was lost")
                 break
-            # Polling, not blocking: helpers may join while everything runs.
+            # Polling, not blocking: remote workers may join while everything runs.
             done, _ = wait(running, timeout=1.0 if joining is not None else None,
                            return_when=FIRST_COMPLETED)
             for fut in done:

@@ -17,8 +17,8 @@ from taskforge import __version__
 from taskforge.analysis.coverage_map import CoverageMap
 from taskforge.analysis.pyparse import parse as parse_python
 from taskforge.errors import TaskforgeError, UserError
-from taskforge.grade.mutants import test_ref
-from taskforge.grade.pool import GradeCheckError, Pool, build_pool, final_check, verify_timeout
+from taskforge.grade.calibrate import Calibration, GradeCheckError, calibrate, final_check, verify_timeout
+from taskforge.grade.copies import test_ref
 from taskforge.leaks.audit import LeakError, leak_checker
 from taskforge.models import (
     SCHEMA_VERSION,
@@ -63,7 +63,7 @@ GRADING_SCHEME = 2
 class Settled:
     """What the steps after validation hand on, for one candidate."""
     tid: str
-    pool: Pool | None = None
+    calibration: Calibration | None = None
     graded: list[str] = field(default_factory=list)     # hidden ids that grade
     required: list[str] = field(default_factory=list)   # exact strings the statement lists
     docs: list[str] = field(default_factory=list)
@@ -149,7 +149,7 @@ class Settler:
         return v
 
     def grading(self, w: Worker, v: Verdict, s: Settled) -> None:
-        """The mutant pool on the gold; every stable hidden test grades.
+        """The must-fail copies on the gold; every stable hidden test grades.
 
         Every hidden test that exercises the feature is graded, copies or not
         (issue 24): leaving out the tests no must-fail copy could be made for
@@ -163,21 +163,21 @@ class Settler:
         is left unwritten (unless `require_copies` is off)."""
         ctx, opts = self.ctx, self.opts
         f2p = sorted(v.hidden & ctx.passing)
-        pool = build_pool(w, f2p, seed=s.tid, timeout=ctx.timeout,
+        cal = calibrate(w, f2p, seed=s.tid, timeout=ctx.timeout,
                           passing=ctx.passing - v.hidden - v.vanished | set(f2p))
-        s.pool = pool
-        v.test_seconds_total += pool.seconds
-        if not set(f2p) - pool.unstable:
+        s.calibration = cal
+        v.test_seconds_total += cal.seconds
+        if not set(f2p) - cal.unstable:
             v.ok = False
             v.reason = ("every hidden test id changes between runs" if f2p else
                         "no hidden test left: they lived in the removed code")
             return
-        s.graded = sorted(set(f2p) - pool.unstable)
-        pool.uncopied = set(unprotected(s.graded, pool))
-        if opts.require_copies and not set(s.graded) - pool.uncopied:
+        s.graded = sorted(set(f2p) - cal.unstable)
+        cal.uncopied = set(unprotected(s.graded, cal))
+        if opts.require_copies and not set(s.graded) - cal.uncopied:
             v.ok = False
             v.reason = (f"hidden tests without must-fail copies: all {len(s.graded)}"
-                        f", e.g. {s.graded[0]}" + (f" ({pool.note})" if pool.note else ""))
+                        f", e.g. {s.graded[0]}" + (f" ({cal.note})" if cal.note else ""))
 
     def specify(self, v: Verdict, s: Settled) -> None:
         """The exact strings the hidden tests require, stated; doc pointers."""
@@ -193,11 +193,11 @@ class Settler:
     def check_adequacy(self, w: Worker, v: Verdict, s: Settled) -> None:
         """Stand-ins that do no work must fail; gold mutants must mostly die."""
         opts, cand = self.opts, v.candidate
-        assert s.pool is not None
+        assert s.calibration is not None
         v.stage = Stage.CONSTRAINED
         f2p = s.graded
         # From the gold's own run time: a stand-in or mutant that runs past it hangs.
-        limit = min(self.ctx.timeout, max(20.0, 5 * s.pool.seconds + 15))
+        limit = min(self.ctx.timeout, max(20.0, 5 * s.calibration.seconds + 15))
         adq, spent = adequacy.check(w, f2p, cand.symbols,
                                     cand.root.module if cand.kind == FeatureKind.MODULE else None,
                                     seed=s.tid, timeout=limit, mutants=opts.gold_mutants,
@@ -225,14 +225,14 @@ class Settler:
 
     def package(self, v: Verdict, s: Settled) -> None:
         """Leak check, write the task, and grade the finished directory (final check)."""
-        assert s.pool is not None
+        assert s.calibration is not None
         cand = v.candidate
         v.stage = Stage.LEAK_FREE
         try:
             scan = self.image_scan.result()
             record_fn = _record_builder(s.tid, self.src, self.image, v, self.ctx, self.cov,
                                         self.n_flaky,
-                                        self.protected, s.pool, s.adequacy, s.required, s.docs,
+                                        self.protected, s.calibration, s.adequacy, s.required, s.docs,
                                         style=self.opts.statement_style, blame=self.blame)
             check = leak_checker(self.src.path, cand.symbols, sorted(v.hidden & self.ctx.passing),
                                  scan.hits(self.src.path, cand.symbols))
@@ -261,10 +261,10 @@ def _workspace_files(texts: dict[str, str], *changes: dict[str, str | None]) -> 
     return merged
 
 
-def unprotected(graded: list[str], pool: Pool) -> list[str]:
+def unprotected(graded: list[str], cal: Calibration) -> list[str]:
     """Graded ids (doctests and other items too) whose test function has no value
     copy: a forger who tells them apart needs no guess for them."""
-    covered = {(m.file, tuple(m.cls), m.func) for m in pool.mutants if m.kind == "value"}
+    covered = {(m.file, tuple(m.cls), m.func) for m in cal.copies if m.kind == "value"}
     out = []
     for nid in graded:
         ref = test_ref(nid)
@@ -338,20 +338,20 @@ def contamination_of(cand, ctx: Context, statement: str, style: StatementStyle,
 
 
 def _record_builder(tid, src, image, v: Verdict, ctx: Context, cov: CoverageMap, n_flaky: int,
-                    protected: list[str], pool: Pool, adq=None, required=(), docs=(),
+                    protected: list[str], cal: Calibration, adq=None, required=(), docs=(),
                     style: StatementStyle = StatementStyle.UPSTREAM, blame: Blame | None = None):
     cand = v.candidate
-    f2p = sorted(v.hidden & ctx.passing - pool.unstable)
-    measured = v.seconds.get("remaining_suite", 0.0) + pool.seconds
+    f2p = sorted(v.hidden & ctx.passing - cal.unstable)
+    measured = v.seconds.get("remaining_suite", 0.0) + cal.seconds
     grading = GradingPlan(
-        mutants=pool.mutants, rename=pool.rename, timeout=verify_timeout(measured),
+        copies=cal.copies, rename=cal.rename, timeout=verify_timeout(measured),
         measured_seconds=round(measured, 3),
         # Negated copies stop blind forgers only: not counted as protection.
-        hidden_with_mutant=len({(m.file, tuple(m.cls), m.func) for m in pool.mutants
+        hidden_with_copy=len({(m.file, tuple(m.cls), m.func) for m in cal.copies
                                 if m.kind == "value"}),
         hidden_functions=len({(r.file, tuple(r.cls), r.func) for r in map(test_ref, f2p) if r}),
-        unstable_excluded=len(pool.unstable), graded=len(f2p),
-        protected=len(set(f2p) - pool.uncopied), unprotected=sorted(pool.uncopied & set(f2p)),
+        unstable_excluded=len(cal.unstable), graded=len(f2p),
+        protected=len(set(f2p) - cal.uncopied), unprotected=sorted(cal.uncopied & set(f2p)),
         coverage=symbol_coverage(cov, cand.symbols, {p: ctx.index.modules[m].code for m, p in
                                                      {(s.module, s.path) for s in cand.symbols}
                                                      if m in ctx.index.modules}, set(f2p)),

@@ -26,7 +26,7 @@ __all__ = ["BACKENDS", "GENERATION_BACKEND", "RUNTIME", "Backend", "EnvironmentS
            "GenerationStore", "Limits", "Mount", "Sandbox", "SandboxSpec", "Standby",
            "backend_class", "default_backend", "environment_store", "generation_store", "open_sandbox"]
 
-# The in-sandbox scripts (supervisor, test bootstrap, guard, install helpers):
+# The in-sandbox scripts (supervisor, test bootstrap, guard, install scripts):
 # plain files, mounted read-only at /opt/tf/lib or piped into a build.
 RUNTIME = Path(__file__).resolve().parent / "runtime"
 

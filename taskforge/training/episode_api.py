@@ -10,7 +10,7 @@
     GET    /tools                    -> {"tools": [function-calling schemas]} (taskforge.training.tools)
     POST   /episodes/{id}/tool       {"name", "arguments"} -> ToolOutcome (submit: graded, done)
 
-Each turn blocks on the engine, so it runs in a thread of its own pool (one per
+Each turn blocks on the engine, so it runs in a thread of its own (one per
 open episode at most); submissions go through the grading gate like any answer.
 """
 from __future__ import annotations
@@ -46,17 +46,17 @@ class WriteRequest(BaseModel):
     content: str
 
 
-def episode_routes(episodes: Episodes, source, helpers) -> tuple[list, ThreadPoolExecutor]:
-    """(Starlette routes, their thread pool); `helpers` has the server's read_json,
+def episode_routes(episodes: Episodes, source, server) -> tuple[list, ThreadPoolExecutor]:
+    """(Starlette routes, their threads); `server` has the server's read_json,
     parse, answer, check_known, wrap and grade_episode (a coroutine grading a patch)."""
     from starlette.routing import Route
 
-    pool = ThreadPoolExecutor(max_workers=max(2, episodes.max_episodes),
-                              thread_name_prefix="tf-episode")
-    h = helpers
+    threads = ThreadPoolExecutor(max_workers=max(2, episodes.max_episodes),
+                                 thread_name_prefix="tf-episode")
+    h = server
 
     async def blocking(fn, *args):
-        return await asyncio.get_running_loop().run_in_executor(pool, fn, *args)
+        return await asyncio.get_running_loop().run_in_executor(threads, fn, *args)
 
     async def start(request):
         req = h.parse(StartRequest, await h.read_json(request))
@@ -121,4 +121,4 @@ def episode_routes(episodes: Episodes, source, helpers) -> tuple[list, ThreadPoo
             Route(p + "/submit", h.wrap(submit), methods=["POST"]),
             Route(p + "/tool", h.wrap(tool), methods=["POST"]),
             Route("/tools", h.wrap(tools), methods=["GET"]),
-            Route(p, h.wrap(close), methods=["DELETE"])], pool
+            Route(p, h.wrap(close), methods=["DELETE"])], threads

@@ -297,8 +297,8 @@ def score_many(items: list[dict], workers: int | None = None, tasks: str | Path 
     grader = None if url else process_cluster()
     if grader is not None:
         return _score_many_on(grader, items, tasks, timeout, stats)
-    with ThreadPoolExecutor(max_workers=max(1, min(workers or default_workers(), len(items)))) as pool:
-        return list(pool.map(one, items))
+    with ThreadPoolExecutor(max_workers=max(1, min(workers or default_workers(), len(items)))) as threads:
+        return list(threads.map(one, items))
 
 
 def _score_many_on(grader, items: list[dict], tasks, timeout, stats) -> list[RewardResult]:

@@ -11,7 +11,7 @@
                          (taskforge.training.integrations.openenv)
 
 Why it is built this way:
-- Grading is blocking (docker, git), so it runs in a thread pool of
+- Grading is blocking (docker, git), so it runs in threads, as many as
   `concurrency` workers; the event loop only parses, admits and answers.
 - Admission control: at most `concurrency + max_queue` answers are admitted at
   once (4096 waiting by default, so a rollout burst queues rather than bounces);
@@ -113,7 +113,7 @@ class Gate:
 
     def __init__(self, concurrency: int, max_queue: int):
         self.capacity = concurrency + max_queue
-        self.pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="tf-grade")
+        self.threads = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="tf-grade")
         self.lock = threading.Lock()
         self.admitted = 0            # queued + running, including timed-out ones still running
         self.running = 0
@@ -142,8 +142,8 @@ class Gate:
                 self.running -= 1
 
     async def run(self, fn, timeout: float):
-        """fn() in the pool, already admitted; None when the deadline passed."""
-        cf = self.pool.submit(self._run, fn)
+        """fn() in a grading thread, already admitted; None when the deadline passed."""
+        cf = self.threads.submit(self._run, fn)
         cf.add_done_callback(self._release)       # also called when cancelled while queued
         try:
             return await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(cf)), timeout)
@@ -249,9 +249,9 @@ class RewardService:
             self.store = curriculum.SolveStats(cfg.stats or curriculum.default_stats_path(cfg.tasks))
         self.episodes = Episodes(EpisodeLimits(idle_seconds=cfg.episode_idle),
                                  max_episodes=max(1, cfg.max_episodes))
-        self.ep_pool: ThreadPoolExecutor | None = None
+        self.ep_threads: ThreadPoolExecutor | None = None
 
-    # -- helpers the episode routes share (episode_api takes this object) ---------
+    # -- what the episode routes share (episode_api takes this object) ---------
 
     answer = staticmethod(answer)
     parse = staticmethod(parse)
@@ -421,9 +421,9 @@ class RewardService:
         # dropped; open episodes are closed (their sandboxes destroyed).
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(None, self.episodes.close_all)
-        await loop.run_in_executor(None, lambda: self.gate.pool.shutdown(wait=True, cancel_futures=True))
-        if self.ep_pool is not None:
-            self.ep_pool.shutdown(wait=False, cancel_futures=True)
+        await loop.run_in_executor(None, lambda: self.gate.threads.shutdown(wait=True, cancel_futures=True))
+        if self.ep_threads is not None:
+            self.ep_threads.shutdown(wait=False, cancel_futures=True)
         if self.warm is not None:
             await loop.run_in_executor(None, self.warm.close)
         if self.cluster is not None:
@@ -440,7 +440,7 @@ def create_app(cfg: ServeConfig):
     from taskforge.training.episode_api import episode_routes
 
     svc = RewardService(cfg)
-    ep_routes, svc.ep_pool = episode_routes(svc.episodes, svc.source, svc)
+    ep_routes, svc.ep_threads = episode_routes(svc.episodes, svc.source, svc)
     if cfg.max_episodes == 0:
         ep_routes = [r for r in ep_routes if r.path == "/tools"]     # the schemas stay
     routes = [Route("/health", svc.health, methods=["GET"]),
@@ -459,14 +459,14 @@ def create_app(cfg: ServeConfig):
 
 
 def openenv_mount(svc: RewardService):
-    """OpenEnv's app at /openenv over the service's episode pool; a submission is
+    """OpenEnv's app at /openenv over the service's episodes; a submission is
     graded through the service's admission gate like any answer."""
     from starlette.routing import Mount
 
     from taskforge.training.integrations.openenv import create_openenv_app
 
     async def grader(ep):
-        patch = await asyncio.get_running_loop().run_in_executor(svc.ep_pool, ep.diff)
+        patch = await asyncio.get_running_loop().run_in_executor(svc.ep_threads, ep.diff)
         try:
             return await svc.grade_episode(ep.task.record.instance_id, patch)
         except HTTPError as exc:           # the gate is full: not the policy's fault

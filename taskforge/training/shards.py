@@ -108,7 +108,7 @@ class ShardRow(BaseModel):
     test_env: list[EnvVar]          # a list, not a map: `datasets` has no map type
     task_schema_version: int
     taskforge_version: str
-    grading_json: str               # GradingPlan as JSON (mutants, time limit): grader only
+    grading_json: str               # GradingPlan as JSON (copies, time limit): grader only
     environment_json: str           # EnvironmentRecipe as JSON ("" if none): to rebuild the env
     difficulty_tier: str            # easy, medium or hard: for selecting a curriculum
     difficulty_json: str            # Difficulty as JSON (the measures behind the tier)

@@ -43,7 +43,7 @@ from typing import cast
 import libcst as cst
 
 from taskforge.analysis.pyparse import parse as parse_python
-from taskforge.grade.mutants import TestRef, find_def, test_ref
+from taskforge.grade.copies import TestRef, find_def, test_ref
 from taskforge.models import Adequacy
 
 STANDINS = ("return-none", "raise", "identity", "swallow")

@@ -4,8 +4,8 @@ Loaded from its file by tfboot.py (or with `-p tf_guard` in the naive runner).
 The lines go to a private pipe of the supervisor, never to a file or a stream
 the host reads. They are claims: the host parses them against a schema, in
 order, and fails closed on anything else (taskforge/grade/events.py); what
-makes them trustworthy is that the hidden tests sit among mutants that no
-forged report can tell apart (taskforge/grade/mutants.py).
+makes them trustworthy is that the hidden tests sit among copies that no
+forged report can tell apart (taskforge/grade/copies.py).
 
 Also reported, as Monitor lines: pytest internals replaced while tests run, and
 plugins registered from package code.

@@ -47,7 +47,7 @@ out of a wrapper's closure). A test's frame handed out
 code object is.
 What does not: f_back and f_locals raise no audit event, so a package frame
 that walks up from its own frame to a test frame's locals without reading its
-f_code is invisible (the mutant tests catch what it reads); a caller who
+f_code is invisible (the copy tests catch what it reads); a caller who
 patches the import machinery itself (a loader method or pytest's rewrite
 functions, set as class or module attributes, which are not audited) and
 restores it can get its code registered; source that reaches the package
@@ -56,7 +56,7 @@ process raises no open event; marshal.load (from a file) carries no data in
 its event and is charged as loading bytecode. An attacker who silences the
 pipe before its first audited act goes unseen, and acts CPython does not audit
 (os.dup2, writes to inherited fds) are invisible: the grade rests on the
-mutant tests, and the monitor is reported beside it.
+copy tests, and the monitor is reported beside it.
 """
 import json
 import os

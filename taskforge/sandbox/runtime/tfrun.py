@@ -8,7 +8,7 @@ do anything that process can. Started as root (the sandbox grants only SETUID
 and SETGID), this supervisor drops the pytest child to uid U. The child then
 holds no handle to this process's stdout (the stream the host reads), cannot
 open /proc/<pid>/fd of a process of another uid, and cannot outlive the run:
-when it exits or time runs out, a helper running as U sends SIGKILL to every
+when it exits or time runs out, a reaper process running as U sends SIGKILL to every
 process of that uid (double forks and setsid included).
 
 The child writes report events to a private pipe. They are claims, not facts:
@@ -370,8 +370,8 @@ def reap(uid, pid):
     except OSError:
         pass
     for _ in range(3):               # a fork bomb may refill between rounds
-        helper = os.fork()
-        if helper == 0:
+        reaper = os.fork()
+        if reaper == 0:
             try:
                 os.setgroups([])
                 os.setgid(uid)
@@ -379,7 +379,7 @@ def reap(uid, pid):
                 os.kill(-1, SIGKILL)
             finally:
                 os._exit(0)
-        os.waitpid(helper, 0)
+        os.waitpid(reaper, 0)
     return alive
 
 

@@ -1,8 +1,8 @@
 """Settle how a task is graded, at generation, by running the gold.
 
-1. `build_pool`: candidate mutants of the hidden tests run against the gold in
-   the generation worker, beside the hidden tests themselves. A mutant the gold
-   fails joins the task's pool with the outcome of each of its ids; hidden ids
+1. `calibrate`: candidate copies of the hidden tests run against the gold in
+   the generation worker, beside the hidden tests themselves. A copy the gold
+   fails is kept, with the outcome of each of its ids; hidden ids
    that do not come back (built from the clock, a memory address) are unstable
    and leave FAIL_TO_PASS.
 2. `final_check`: the task directory, complete, is graded for real through
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from taskforge.analysis.pyparse import parse as parse_python
-from taskforge.grade import mutants as mut
+from taskforge.grade import copies as cp
 from taskforge.grade.findings import Policy, Severity, Source
 from taskforge.sandbox import GENERATION_BACKEND
 
@@ -33,8 +33,9 @@ class GradeCheckError(Exception):
 
 
 @dataclass
-class Pool:
-    mutants: list[mut.Mutant] = field(default_factory=list)
+class Calibration:
+    """What running the candidate copies on the gold settled for one task."""
+    copies: list[cp.TestCopy] = field(default_factory=list)
     unstable: set[str] = field(default_factory=set)     # hidden ids the gold run did not report
     uncopied: set[str] = field(default_factory=set)     # graded ids with no value copy: unprotected
     seconds: float = 0.0                                 # bare test time of the gold run
@@ -43,18 +44,18 @@ class Pool:
     note: str = ""
 
 
-def build_pool(worker, f2p: list[str], seed: str, timeout: float,
-               passing: set[str] | None = None) -> Pool:
+def calibrate(worker, f2p: list[str], seed: str, timeout: float,
+               passing: set[str] | None = None) -> Calibration:
     """Run the candidates on the worker's pristine (gold) tree, placed before
     their originals and then after them, the hidden tests renamed at random each
     time (as verify does), with every test of their files. Keep the copies the
     gold fails the same way both times, provided that every test that passes
     without them still does. If the tests break under renaming (unittest runs
     methods in name order), the task is graded without renaming and copies."""
-    pool = Pool()
-    refs = {r for r in map(mut.test_ref, f2p) if r is not None}
-    pool.functions = len(refs)
-    candidates = mut.propose(worker.src, f2p, seed)
+    cal = Calibration()
+    refs = {r for r in map(cp.test_ref, f2p) if r is not None}
+    cal.functions = len(refs)
+    candidates = cp.propose(worker.src, f2p, seed)
     files = sorted({m.file for m in candidates} | {r.file for r in refs})
     must_pass = {t for t in (passing or set(f2p)) if t.split("::")[0] in files} | set(f2p)
     profiles: list[dict[str, dict[str, str]]] = []
@@ -63,40 +64,40 @@ def build_pool(worker, f2p: list[str], seed: str, timeout: float,
         worker.reset()
         try:
             worker.dirty |= set(files)
-            plan = mut.plant(worker.tree, f2p, candidates, rename=True,
+            plan = cp.plant(worker.tree, f2p, candidates, rename=True,
                              rng=random.Random(seed), place=place)
             run = worker.runner.run(files or sorted(f2p), timeout=timeout,
                                     extra_args=["--tb=line", "--continue-on-collection-errors"])
         finally:
             worker.reset()
-        pool.seconds = max(pool.seconds, run.test_seconds)
+        cal.seconds = max(cal.seconds, run.test_seconds)
         if run.timed_out:
-            pool.note = "the gold run timed out"
-            return pool
-        real = {plan.original_id(n): o for n, o in run.outcomes.items() if plan.mutant_of(n) is None}
-        pool.unstable |= {t for t in f2p if t not in real}
-        broken = [t for t in must_pass - pool.unstable if real.get(t) != "passed"]
+            cal.note = "the gold run timed out"
+            return cal
+        real = {plan.original_id(n): o for n, o in run.outcomes.items() if plan.copy_of(n) is None}
+        cal.unstable |= {t for t in f2p if t not in real}
+        broken = [t for t in must_pass - cal.unstable if real.get(t) != "passed"]
         if broken:
             # The copies or the new names changed what the real tests do (module
             # state, name order): no renaming and no copies rather than a grade
             # that depends on chance.
-            pool.note = f"tests did not all pass renamed beside the copies (e.g. {broken[0]})"
-            pool.rename = False
-            return pool
-        prof: dict[str, dict[str, str]] = {name: {} for name in plan.mutants}
+            cal.note = f"tests did not all pass renamed beside the copies (e.g. {broken[0]})"
+            cal.rename = False
+            return cal
+        prof: dict[str, dict[str, str]] = {name: {} for name in plan.copies}
         for nid, outcome in run.outcomes.items():
-            hit = plan.mutant_of(nid)
+            hit = plan.copy_of(nid)
             if hit is not None:
                 prof[hit[0]][hit[1]] = outcome
         profiles.append(prof)
         plans.append(plan)
     # The same candidate got a different random name in each run: match by order.
-    names = [list(p.mutants) for p in plans]
-    for i, m in enumerate(plans[0].mutants.values()):
+    names = [list(p.copies) for p in plans]
+    for i, m in enumerate(plans[0].copies.values()):
         a, b = profiles[0][names[0][i]], profiles[1][names[1][i]]
         if a == b and a and "failed" in a.values() and all(o in ("passed", "failed") for o in a.values()):
-            pool.mutants.append(m.model_copy(update={"expect": dict(sorted(a.items()))}))
-    return pool
+            cal.copies.append(m.model_copy(update={"expect": dict(sorted(a.items()))}))
+    return cal
 
 
 def verify_timeout(measured: float) -> float:
@@ -138,7 +139,7 @@ def visible_hidden_tests(task_dir: Path, f2p: list[str]) -> list[str]:
     """Hidden tests whose definition is still in the workspace: a test module
     that pytest collected them through (lark's tests/__main__.py imports its
     test classes) lost the import, but the module that defines them stayed."""
-    refs = {r for r in map(mut.test_ref, f2p) if r is not None}
+    refs = {r for r in map(cp.test_ref, f2p) if r is not None}
     names = {r.func for r in refs}
     if not names:
         return []

@@ -1,7 +1,7 @@
-"""Candidate validations spread over a Ray cluster: helpers on other nodes.
+"""Candidate validations spread over a Ray cluster: remote workers on other nodes.
 
 One repository's generate runs on one node, but its candidates are many
-independent validations. With `Options.helpers = N`, generate starts N Ray
+independent validations. With `Options.remote_workers = N`, generate starts N Ray
 actors (spread over the cluster, one CPU each) once its environment is built.
 Each realises the repository there: the tree shipped through the object store,
 the environment built on that node from the same recipe and under the same
@@ -9,9 +9,9 @@ name (its own engine or store, never the driver's), then one warm sandbox.
 
 On the driver a `RemoteWorker` stands in for a local `Worker`: the settling
 code edits a local copy of the tree as always, and a test run ships the edited
-files to the helper, which applies them, runs, and puts its tree back. Helpers
-join `validate_all`'s pool as they become ready (a node still building its
-environment costs nothing). A helper lost with its node raises WorkerLost: that
+files to its actor, which applies them, runs, and puts its tree back. Remote workers
+join `validate_all`'s workers as they become ready (a node still building its
+environment costs nothing). A remote worker lost with its node raises WorkerLost: that
 candidate is settled again by another worker and nothing it half did is kept,
 so the task set is the one a run on one machine writes.
 """
@@ -42,13 +42,13 @@ def tree_archive(root: Path) -> bytes:
     return buf.getvalue()
 
 
-def _helper_class():
+def _actor_class():
     from taskforge.rayconn import _ray
 
     ray = _ray()
 
     @ray.remote(num_cpus=1, max_restarts=0, max_task_retries=0)
-    class ValidationHelper:
+    class ValidationActor:
         """The repository and its environment on this node, one warm sandbox over it."""
 
         def __init__(self, archive: bytes, image: str, repo_name: str, commit: str,
@@ -90,7 +90,7 @@ def _helper_class():
             self.worker.close()
             rmtree(self.scratch)
 
-    return ValidationHelper
+    return ValidationActor
 
 
 class _RemoteRunner:
@@ -110,14 +110,14 @@ class _RemoteRunner:
         except (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError,
                 ray.exceptions.NodeDiedError, ray.exceptions.WorkerCrashedError) as exc:
             w.lost = True
-            raise WorkerLost(f"validation helper on node {w.node[:12]} lost: "
+            raise WorkerLost(f"remote worker on node {w.node[:12]} lost: "
                              f"{str(exc).splitlines()[0][:160]}") from None
         w.runs += 1
         return result
 
 
 class RemoteWorker(TreeCopy):
-    """A Worker whose test runs happen on a helper on another node."""
+    """A Worker whose test runs happen on an actor on another node."""
 
     def __init__(self, src: Path, scratch: Path, n: int, actor, node: str):
         super().__init__(src, scratch, n)
@@ -134,8 +134,8 @@ class RemoteWorker(TreeCopy):
         try:
             if not self.lost:
                 ray.get(self.actor.close.remote(), timeout=120)
-        except Exception as exc:  # noqa: BLE001 - a helper already gone has nothing to close
-            logger.info("closing a validation helper: %s", exc)
+        except Exception as exc:  # noqa: BLE001 - an actor already gone has nothing to close
+            logger.info("closing a remote worker: %s", exc)
         _kill(self.actor)
 
 
@@ -145,11 +145,11 @@ def _kill(actor) -> None:
     try:
         _ray().kill(actor, no_restart=True)
     except Exception as exc:  # noqa: BLE001 - already dead, or the cluster is gone
-        logger.info("killing a validation helper: %s", exc)
+        logger.info("killing a remote worker: %s", exc)
 
 
-class Helpers:
-    """N validation helpers starting on the cluster; `joined()` hands over the
+class RemoteWorkers:
+    """N remote workers starting on the cluster; `joined()` hands over the
     ones that became ready since the last call, as RemoteWorkers."""
 
     def __init__(self, n: int, src: Path, scratch: Path, image: str, repo_name: str,
@@ -162,11 +162,11 @@ class Helpers:
         self.next_index = first_index
         self.workers: list[RemoteWorker] = []
         archive = ray.put(tree_archive(src))
-        cls = _helper_class()
+        cls = _actor_class()
         tag = uuid.uuid4().hex[:8]
         self.pending = {}
         for i in range(n):
-            actor = cls.options(name=f"tf-helper-{tag}-{i}", namespace="taskforge",
+            actor = cls.options(name=f"tf-remote-{tag}-{i}", namespace="taskforge",
                                 scheduling_strategy="SPREAD").remote(
                 archive, image, repo_name, commit, python, script, run_args)
             self.pending[actor.ready.remote()] = actor
@@ -184,7 +184,7 @@ class Helpers:
             actor = self.pending.pop(ref)
             try:
                 node = ray.get(ref)
-            except Exception as exc:  # noqa: BLE001 - a helper that cannot start is one fewer
+            except Exception as exc:  # noqa: BLE001 - an actor that cannot start is one fewer
                 self.failed.append(str(exc).splitlines()[0][:200])
                 _kill(actor)
                 continue
