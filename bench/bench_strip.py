@@ -32,6 +32,8 @@ import libcst as cst
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from taskforge.analysis import bigfiles  # noqa: E402
+from taskforge.analysis.pyparse import parse as parse_python  # noqa: E402
+from taskforge.analysis.symbols import resolve_relative  # noqa: E402
 from taskforge.analysis.testmodel import TestModule, is_test_name  # noqa: E402
 from taskforge.remove import transform  # noqa: E402
 from taskforge.remove.transform import strip_module, strip_tests  # noqa: E402
@@ -55,6 +57,67 @@ def reference(tm, tree, code, hidden, exported):
             body = st.body.body if isinstance(st.body, cst.IndentedBlock) else []
             left += sum(1 for s in body if isinstance(s, cst.FunctionDef) and is_test_name(s.name.value))
     return (new.code if left else None), True
+
+
+def _span(node) -> tuple[int, int]:
+    start = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
+    return start, node.end_lineno
+
+
+def old_line_ranges(tm, code: str, hidden: set[tuple[str, ...]],
+                drop_bindings: set[tuple[str, str]]) -> tuple[str | None, bool] | None:
+    """bigfiles.strip_tests before the text cutter (copied): line ranges from ast
+    positions, for files over HUGE; None sent the file to libcst."""
+    tree = parse_python(code)
+    lines = code.splitlines(keepends=True)
+    starts = [st.lineno for st in ast.walk(tree) if isinstance(st, ast.stmt)]
+    if len(starts) != len(set(starts)):
+        return None                       # `a; b` on one line: leave it to libcst
+    cut: list[tuple[int, int, str]] = []  # (first line, last line, replacement)
+    is_pkg = tm.rel.endswith("__init__.py")
+    tests_left = 0
+    for st in tree.body:
+        if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if (st.name,) in hidden:
+                cut.append((*_span(st), ""))
+            elif is_test_name(st.name):
+                tests_left += 1
+        elif isinstance(st, ast.ClassDef):
+            if (st.name,) in hidden:
+                cut.append((*_span(st), ""))
+                continue
+            drop = {p[1] for p in hidden if len(p) == 2 and p[0] == st.name}
+            methods = [m for m in st.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
+            had = sum(1 for m in methods if is_test_name(m.name))
+            gone = [m for m in methods if m.name in drop]
+            left = had - sum(1 for m in gone if is_test_name(m.name))
+            if had and not left and gone:
+                cut.append((*_span(st), ""))
+                continue
+            tests_left += left
+            emptied = bool(gone) and len(gone) == len(st.body)
+            for i, m in enumerate(gone):
+                pad = " " * m.col_offset + "pass\n" if emptied and i == 0 else ""
+                cut.append((*_span(m), pad))
+        elif isinstance(st, ast.ImportFrom) and drop_bindings:
+            src = resolve_relative(tm.module, is_pkg, st.level, st.module)
+            keep = [a for a in st.names if (src, a.name) not in drop_bindings]
+            if len(keep) != len(st.names):
+                indent = " " * st.col_offset
+                text = "" if not keep else indent + ast.unparse(
+                    ast.ImportFrom(module=st.module, names=keep, level=st.level)) + "\n"
+                assert st.end_lineno is not None    # set on every parsed statement
+                cut.append((st.lineno, st.end_lineno, text))
+    if not cut:
+        return code, False
+    # Ranges are distinct statements, so they never overlap: apply from the bottom
+    # so earlier line numbers stay right.
+    for first, last, text in sorted(cut, reverse=True):
+        lines[first - 1:last] = [text] if text else []
+    new = "".join(lines)
+    if tm.rel.endswith(("conftest.py", "__init__.py")):
+        return new, True
+    return (new if tests_left else None), True
 
 
 def requests(tm: TestModule, rng: random.Random):
@@ -140,6 +203,12 @@ def compare(path: str, rng: random.Random, stats: dict, huge: bool) -> None:
                 stats["differing_huge"] += 1
 
 
+def code_only(text: str | None) -> list[str] | None:
+    if text is None:
+        return None
+    return [ln for ln in text.splitlines() if ln.strip() and not ln.strip().startswith("#")]
+
+
 def huge_report(paths: list[str]) -> None:
     """Huge files: new output vs libcst on the whole file, timings, memory."""
     for path in paths:
@@ -152,40 +221,65 @@ def huge_report(paths: list[str]) -> None:
         t_parse = time.perf_counter() - t0
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
-        same = total = 0
+        same = same_old = same_old_code = old_libcst = total = 0
         for hidden, exported in requests(tm, rng):
             total += 1
-            same += reference(tm, tree, code, hidden, exported) == strip_tests(tm, code, hidden, exported)
-        print(f"huge {path}: {len(code)} bytes, libcst parse {t_parse:.1f}s peak {peak / 2**20:.0f} MiB,"
-              f" identical {same}/{total}")
+            new = strip_tests(tm, code, hidden, exported)
+            same += reference(tm, tree, code, hidden, exported) == new
+            drop = {(b.module, b.name) for b in tm.bindings if b.name and (b.module, b.name) in exported}
+            old = old_line_ranges(tm, code, hidden, drop)
+            same_old += old == new
+            old_libcst += old is None
+            same_old_code += old is not None and code_only(old[0]) == code_only(new[0])
+        print(f"huge {path}: {len(code)} bytes, libcst parse {t_parse:.1f}s peak {peak / 2**20:.0f} MiB;"
+              f" new == libcst {same}/{total}; new == old line ranges {same_old}/{total},"
+              f" same but for blank and comment lines {same_old_code}/{total},"
+              f" old sent to libcst ({'a; b' if old_libcst else ''}) {old_libcst}/{total}")
         del tree
 
 
+_ONE_RUN = """
+import resource, sys, time
+sys.path.insert(0, {root!r}); sys.path.insert(0, {bench!r})
+from pathlib import Path
+import libcst as cst
+import bench_strip as b
+code = Path({path!r}).read_text()
+tm = b.bigfiles.index_test_module(code.encode(), b.rel_of({path!r}))
+hidden = {{d.path for d in tm.defs[::7]}}
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+t0 = time.perf_counter()
+if {mode!r} == "new":
+    out = b.strip_tests(tm, code, hidden, set())
+else:
+    out = b.reference(tm, cst.parse_module(code), code, hidden, set())
+t = time.perf_counter() - t0
+rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(len(hidden), round(t, 3), (rss - base) // 1024, hash(out))
+"""
+
+
 def time_multiarray() -> None:
+    """Old (libcst) and new on numpy's test_multiarray.py, each in a fresh process
+    (time, and growth of the peak resident set: libcst's parser allocates outside
+    Python's heap)."""
+    import subprocess
+
+    bench = str(Path(__file__).resolve().parent)
     for sp in site.getsitepackages():
         for sub in ("numpy/_core/tests/test_multiarray.py", "numpy/core/tests/test_multiarray.py"):
             path = os.path.join(sp, sub)
             if not os.path.exists(path):
                 continue
-            code = Path(path).read_text()
-            tm = bigfiles.index_test_module(code.encode(), rel_of(path))
-            hidden = {d.path for d in tm.defs[::7]}
-            transform._parsed.cache_clear()
-            tracemalloc.start()
-            t0 = time.perf_counter()
-            new = strip_tests(tm, code, hidden, set())
-            t_new = time.perf_counter() - t0
-            peak_new = tracemalloc.get_traced_memory()[1]
-            tracemalloc.stop()
-            tracemalloc.start()
-            t0 = time.perf_counter()
-            old = reference(tm, cst.parse_module(code), code, hidden, set())
-            t_old = time.perf_counter() - t0
-            peak_old = tracemalloc.get_traced_memory()[1]
-            tracemalloc.stop()
-            print(f"{sub} ({len(code)} bytes, {len(hidden)} hidden): libcst {t_old:.2f}s"
-                  f" peak {peak_old / 2**20:.0f} MiB; text cuts {t_new:.3f}s peak"
-                  f" {peak_new / 2**20:.0f} MiB; identical: {new == old}")
+            res = {}
+            for mode in ("old", "new"):
+                script = _ONE_RUN.format(root=str(Path(bench).parent), bench=bench, path=path, mode=mode)
+                out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                                     check=True, env={**os.environ, "PYTHONHASHSEED": "0"})
+                res[mode] = out.stdout.split()
+            print(f"{sub} ({os.path.getsize(path)} bytes, {res['new'][0]} hidden): libcst {res['old'][1]}s"
+                  f" +{res['old'][2]} MiB peak RSS; text cuts {res['new'][1]}s +{res['new'][2]} MiB;"
+                  f" identical: {res['old'][3] == res['new'][3]}")
 
 
 def main() -> None:
@@ -193,9 +287,14 @@ def main() -> None:
     ap.add_argument("--max-files", type=int, default=0)
     ap.add_argument("--seed", type=int, default=27)
     ap.add_argument("--huge", action="store_true")
+    ap.add_argument("--huge-only", action="store_true", help="only the huge-file report and timing")
     args = ap.parse_args()
     sys.setrecursionlimit(10000)
     files = test_files()
+    if args.huge_only:
+        huge_report([f for f in files if os.path.getsize(f) > bigfiles.HUGE])
+        time_multiarray()
+        return
     rng = random.Random(args.seed)
     if args.max_files and len(files) > args.max_files:
         files = sorted(rng.sample(files, args.max_files))
