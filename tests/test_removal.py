@@ -105,14 +105,15 @@ def test_strip_tests_drops_hidden_and_imports(tmp_path):
                 assert mul(2, 1) == 2
         """})
     tm = index_test_module(tmp_path, "tests/test_x.py")
-    new, changed = strip_tests(tm, "", {("test_mul",), ("TestMul", "test_one"), ("TestMul", "test_two")},
+    code = (tmp_path / "tests/test_x.py").read_text()
+    new, changed = strip_tests(tm, code, {("test_mul",), ("TestMul", "test_one"), ("TestMul", "test_two")},
                                {("pkg", "mul")})
     assert changed
     assert "from pkg import add\n" in new
     assert "test_mul" not in new and "TestMul" not in new and "test_add" in new
     compile(new, "t", "exec")
     # Nothing left: the file goes.
-    gone, _ = strip_tests(tm, "", {("test_add",), ("test_mul",), ("TestMul",)}, {("pkg", "mul")})
+    gone, _ = strip_tests(tm, code, {("test_add",), ("test_mul",), ("TestMul",)}, {("pkg", "mul")})
     assert gone is None
 
 
@@ -160,13 +161,11 @@ def test_install_plan_drops_installers_that_vendor_the_repo(tmp_path):
 
 
 def test_huge_test_files_index_and_strip_like_libcst(tmp_path):
-    """Generated test-vector files over bigfiles.HUGE skip libcst (a gigabyte of
-    tree): the ast indexer and line stripper must agree with the libcst path."""
-    import ast as pyast
-
+    """Generated test-vector files over bigfiles.HUGE are indexed without libcst (a
+    gigabyte of tree); the ast indexer must agree with the libcst one, and
+    strip_tests must cut them into the very text the libcst stripper makes."""
     from taskforge.analysis import bigfiles
-    from taskforge.analysis.testindex import index_test_module, is_test_name
-    from taskforge.remove.transform import strip_module, strip_tests
+    from taskforge.analysis.testindex import is_test_name
 
     body = ["import unittest", "from pkg.ops import area, perimeter as per, scale", "",
             "VECTORS = [" + ", ".join(str(i) for i in range(200)) + "]", ""]
@@ -177,16 +176,12 @@ def test_huge_test_files_index_and_strip_like_libcst(tmp_path):
              "        assert scale(1, 2) == 2", "", "    def test_s1(self):",
              "        assert per(1, 1) == 4", "", "    def helper(self):", "        return 1", ""]
     body += ["class TestOnlyArea(unittest.TestCase):", "    def test_a(self):",
-             "        assert area(2, 2) == 4", ""]
+             "        assert area(2, 2) == 4", "    # end of vectors", ""]
     code = "\n".join(body) + "\n"
     assert len(code) > bigfiles.HUGE
     (tmp_path / "tests").mkdir()
     (tmp_path / "tests" / "test_big.py").write_text(code)
     light = index_test_module(tmp_path, "tests/test_big.py")
-    assert light.tree is None
-    full_tree = strip_module(code, "tests.test_big", False)[0]      # libcst, for comparison
-    from taskforge.analysis.testindex import TestModule
-
     assert {d.path for d in light.defs} >= {("test_area_0",), ("TestScale", "test_s1"),
                                              ("TestScale",), ("TestOnlyArea", "test_a")}
     s1 = next(d for d in light.defs if d.path == ("TestScale", "test_s1"))
@@ -195,33 +190,334 @@ def test_huge_test_files_index_and_strip_like_libcst(tmp_path):
 
     hidden = {("test_area_3",), ("TestScale", "test_s0"), ("TestOnlyArea", "test_a")}
     exported = {("pkg.ops", "area")}
-    new_light, changed = strip_tests(light, code, hidden, exported)
-    heavy = TestModule(rel="tests/test_big.py", module="tests.test_big", tree=full_tree,
-                       bindings=light.bindings)
-    new_heavy, _ = strip_tests(heavy, code, hidden, exported)
+    new, changed = strip_tests(light, code, hidden, exported)
     assert changed
-
-    def shape(src):
-        tree = pyast.parse(src)
-        out = set()
-        for st in tree.body:
-            if isinstance(st, pyast.FunctionDef):
-                out.add((st.name,))
-            elif isinstance(st, pyast.ClassDef):
-                out.add((st.name,))
-                out |= {(st.name, m.name) for m in st.body if isinstance(m, pyast.FunctionDef)}
-            elif isinstance(st, pyast.ImportFrom):
-                out |= {("import", a.name) for a in st.names}
-        return out
-
-    assert shape(new_light) == shape(new_heavy)
-    assert ("test_area_3",) not in shape(new_light) and ("test_area_4",) in shape(new_light)
-    assert ("TestOnlyArea",) not in shape(new_light)          # every test hidden: class goes
-    assert ("TestScale", "helper") in shape(new_light)
-    assert ("import", "area") not in shape(new_light) and ("import", "perimeter") in shape(new_light)
+    assert (new, changed) == _libcst_strip_tests(light, code, hidden, exported)
+    assert "def test_area_3(" not in new and "def test_area_4(" in new
+    assert "TestOnlyArea" not in new and "# end of vectors" not in new   # every test hidden: class goes
+    assert "def helper(self)" in new
+    assert "from pkg.ops import perimeter as per, scale\n" in new
     # Hiding every test leaves nothing: the file goes.
     every = {d.path for d in light.defs if is_test_name(d.path[-1])}
     assert strip_tests(light, code, every, set())[0] is None
+
+
+def _libcst_strip_tests(tm, code, hidden, exported):
+    """strip_tests as libcst made it before the text cutter: the reference."""
+    import libcst as cst
+
+    from taskforge.analysis.testindex import is_test_name
+    from taskforge.remove.transform import strip_module
+
+    drop_bindings = {(b.module, b.name) for b in tm.bindings if b.name and (b.module, b.name) in exported}
+    new, changed = strip_module(code, tm.module, tm.rel.endswith("__init__.py"),
+                                drop_bindings=drop_bindings, drop_tests=hidden)
+    if not changed:
+        return code, False
+    if tm.rel.endswith(("conftest.py", "__init__.py")):
+        return new.code, True
+    left = 0
+    for st in new.body:
+        if isinstance(st, cst.FunctionDef) and is_test_name(st.name.value):
+            left += 1
+        elif isinstance(st, cst.ClassDef) and isinstance(st.body, cst.IndentedBlock):
+            left += sum(1 for s in st.body.body if isinstance(s, cst.FunctionDef) and is_test_name(s.name.value))
+    return (new.code if left else None), True
+
+
+_TRICKY = [
+    # (name, source, hidden, exported names of pkg, goes to libcst)
+    ("comments above tests", """\
+        # header comment stays with the module
+        import pytest
+
+
+        # about test_a
+        def test_a():
+            pass
+        # between a and b
+
+        # about test_b
+
+        def test_b():
+            pass
+
+
+        # about test_c
+        def test_c():
+            pass
+        """, {("test_b",)}, set(), False),
+    ("first statement hidden", """\
+        # licence
+        # more licence
+
+        def test_first():
+            pass
+
+        def test_second():
+            pass
+        """, {("test_first",)}, set(), False),
+    ("decorators with comments between", """\
+        import pytest
+
+        @pytest.mark.slow
+        # a comment between decorators
+        @pytest.mark.parametrize(
+            "x", [1, 2],  # inline
+        )
+
+        def test_dec(x):
+            assert x
+
+        @pytest.fixture
+        def thing():
+            return 1
+
+        def test_thing(thing):
+            assert thing
+        """, {("test_dec",)}, set(), False),
+    ("classes emptied, every test hidden, helpers only", """\
+        class Base:
+            # helpers
+            def helper(self):
+                return 1
+
+            def other(self):
+                return 2
+            # end of Base
+
+
+        class TestA(Base):
+            x = 1
+
+            def test_one(self):
+                pass
+
+            def test_two(self):
+                pass
+
+
+        class TestB:
+            def test_keep(self):
+                pass
+
+            def test_go(self):
+                pass
+
+            # trailing in TestB
+        # after TestB
+        """, {("Base", "helper"), ("Base", "other"), ("TestA", "test_one"), ("TestA", "test_two"),
+              ("TestB", "test_go")}, set(), False),
+    ("nested classes", """\
+        class TestOuter:
+            class Inner:
+                def test_inner(self):
+                    pass
+                # inner end
+
+            def test_y(self):
+                pass
+                # y body end
+            # outer level comment
+
+            def test_z(self):
+                pass
+        """, {("TestOuter", "test_y"), ("TestOuter", "Inner")}, set(), False),
+    ("trailing comments at end of class and file", """\
+        def test_keep():
+            pass
+
+
+        class TestLast:
+            def test_a(self):
+                pass
+                # deep comment
+
+            # class-level comment
+
+          # odd indent
+        # column zero
+
+        # after all
+        """, {("TestLast",)}, set(), False),
+    ("last method hidden, comments after", """\
+        class TestLast:
+            def test_a(self):
+                pass
+
+            def test_b(self):
+                pass
+                # deep comment
+
+            # class-level comment
+
+        # column zero
+        """, {("TestLast", "test_b")}, set(), False),
+    ("parenthesized imports and trailing commas", """\
+        from pkg import (
+            add,  # adds
+            mul,
+            sub,
+        )
+        from pkg import (mul, div)
+        from pkg import add as plus, mul as times, sub
+        from pkg import mul
+        from pkg import (
+            mul,
+            add
+        )
+        from .helpers import mul, other
+
+
+        def test_x():
+            assert plus
+        """, set(), {"mul", "sub"}, False),
+    ("import names go, first and last", """\
+        from pkg import mul, add, sub  # trailing comment
+        from pkg import add, \\
+            mul
+
+
+        def test_x():
+            pass
+        """, set(), {"mul", "sub"}, False),
+    ("a; b lines, one edited in place", """\
+        import os; from pkg import add, mul
+        x = 1; y = 2
+
+
+        def test_x():
+            pass
+        """, {("test_nothing",)}, {"mul"}, False),
+    ("a; b lines, a whole statement goes", """\
+        import os; from pkg import mul
+
+
+        def test_x():
+            pass
+        """, set(), {"mul"}, True),
+    ("async defs", """\
+        import asyncio
+
+
+        async def test_async_a():
+            await asyncio.sleep(0)
+
+
+        class TestAsync:
+            async def test_b(self):
+                pass
+
+            async def test_c(self):
+                pass
+        """, {("test_async_a",), ("TestAsync", "test_b")}, set(), False),
+    ("if blocks at top level holding defs and imports", """\
+        import sys
+
+        if sys.version_info >= (3, 8):
+            # only on new Pythons
+            def test_new():
+                pass
+            # end of if body
+        elif sys.platform == "win32":
+            def test_win():
+                pass
+        else:
+            def test_old():
+                pass
+
+        try:
+            from pkg import mul
+        except ImportError:  # old pkg
+            from pkg import add as mul
+
+        class TestIf:
+            if sys.platform:
+                from pkg import mul, add
+            def test_i(self):
+                pass
+        # tail
+        """, {("test_new",), ("test_win",)}, {"mul"}, False),
+    ("elif chain before a hidden test", """\
+        import sys
+        if sys.platform == "linux":
+            X = 1
+        elif sys.platform == "win32":
+            X = 2
+            # end of elif body
+
+        # about test_after
+        def test_after():
+            pass
+
+        def test_keep():
+            pass
+        """, {("test_after",)}, set(), False),
+    ("no newline at end of file", "def test_a():\n    pass\n\ndef test_b():\n    pass  # end",
+     {("test_b",)}, set(), False),
+    ("CRLF line endings", "class Helper:\r\n    def helper(self):\r\n        pass\r\n\r\n\r\n"
+     "def test_y():\r\n    pass\r\n", {("Helper", "helper"), ("test_x",)}, set(), False),
+    ("a block emptied gets pass", """\
+        class Helper:
+            def helper(self):
+                pass
+
+
+        with open(__file__):
+            from pkg import mul
+
+
+        def test_y():
+            pass
+        """, {("Helper", "helper")}, {"mul"}, False),
+    ("non-ASCII text before the edits", """\
+        from pkg import mul, add  # multiplication \u00e9\u00e8
+        s = "\u00fc\u00f1\u00ee"; from pkg import sub, mul
+
+
+        def test_\u00e9():
+            pass
+
+
+        def test_y():
+            pass
+        """, {("test_\u00e9",)}, {"mul"}, False),
+    ("indented footer line libcst loses", """\
+        class TestW:
+            def test_a(self):
+                pass
+
+            def test_b(self):
+                pass
+            # end of TestW
+          # two spaces
+        """, {("TestW", "test_a")}, set(), False),
+]
+
+
+def test_strip_tests_cuts_text_as_libcst_edits_the_tree(tmp_path):
+    """The text cutter must make exactly the libcst stripper's text (the fixtures'
+    tasks are compared byte for byte); shapes it leaves go to libcst."""
+    import pytest
+
+    from taskforge.remove import transform
+
+    for i, (name, source, hidden, names, to_libcst) in enumerate(_TRICKY):
+        code = textwrap.dedent(source)
+        rel = f"tests/test_t{i}.py"
+        (tmp_path / "tests").mkdir(exist_ok=True)
+        (tmp_path / rel).write_bytes(code.encode())
+        tm = index_test_module(tmp_path, rel)
+        exported = {("pkg", n) for n in names} | {("tests.helpers", n) for n in names}
+        want = _libcst_strip_tests(tm, code, hidden, exported)
+        assert strip_tests(tm, code, hidden, exported) == want, name
+        drop = {(b.module, b.name) for b in tm.bindings if b.name and (b.module, b.name) in exported}
+        if to_libcst:
+            with pytest.raises(transform._Unsupported):
+                transform._cut_tests(tm, code, hidden, drop)
+        else:
+            assert transform._cut_tests(tm, code, hidden, drop) == want, name
+            assert want[1] or not (hidden or drop), name
 
 
 def test_module_level_assignments_go_with_the_feature_they_use(tmp_path):

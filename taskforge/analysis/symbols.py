@@ -210,6 +210,39 @@ def parse(path: Path, rel: str) -> cst.Module:
         raise UserError(f"cannot decode {rel}") from None
 
 
+def _index_simple_line(info: ModuleInfo, st: cst.SimpleStatementLine, bind) -> None:
+    """A module-level line that is not `name = ...`: imports, __all__, other code."""
+    for small in st.body:
+        if isinstance(small, (cst.Import, cst.ImportFrom)):
+            b, s = import_bindings(small, info.module, info.is_package)
+            info.bindings += b
+            info.star_imports += s
+            for x in b:
+                bind(x.local)
+        elif _is_all(small):
+            info.all_names = _all_strings(small)
+        else:
+            for bn in _bound_names(small):
+                bind(bn)
+            n, a = refs_of(small)
+            info.toplevel_name_refs |= n
+            info.toplevel_attr_refs |= a
+
+
+def _index_compound(info: ModuleInfo, st: cst.BaseStatement, bind) -> None:
+    """if/try/for/with at module level: imports inside count as bindings too."""
+    for small in _small_statements(st):
+        if isinstance(small, (cst.Import, cst.ImportFrom)):
+            b, s = import_bindings(small, info.module, info.is_package)
+            info.bindings += b
+            info.star_imports += s
+    for bn in _bound_names(st):
+        bind(bn)
+    n, a = refs_of(st)
+    info.toplevel_name_refs |= n
+    info.toplevel_attr_refs |= a
+
+
 def index_module(root: Path, rel: str, module: str) -> ModuleInfo:
     tree = parse(root / rel, rel)
     wrapper = MetadataWrapper(tree, unsafe_skip_copy=True)
@@ -242,34 +275,11 @@ def index_module(root: Path, rel: str, module: str) -> ModuleInfo:
                 assigns.append((len(info.symbols), st, name))
                 bind(name)
                 continue
-            for small in st.body:
-                if isinstance(small, (cst.Import, cst.ImportFrom)):
-                    b, s = import_bindings(small, module, info.is_package)
-                    info.bindings += b
-                    info.star_imports += s
-                    for x in b:
-                        bind(x.local)
-                elif _is_all(small):
-                    info.all_names = _all_strings(small)
-                else:
-                    for bn in _bound_names(small):
-                        bind(bn)
-                    n, a = refs_of(small)
-                    info.toplevel_name_refs |= n
-                    info.toplevel_attr_refs |= a
+            _index_simple_line(info, st, bind)
         elif _is_main_block(st):
             continue        # runs only as a script, never on import: it holds nothing back
-        else:  # if/try/for/with at module level: imports inside count as bindings too
-            for small in _small_statements(st):
-                if isinstance(small, (cst.Import, cst.ImportFrom)):
-                    b, s = import_bindings(small, module, info.is_package)
-                    info.bindings += b
-                    info.star_imports += s
-            for bn in _bound_names(st):
-                bind(bn)
-            n, a = refs_of(st)
-            info.toplevel_name_refs |= n
-            info.toplevel_attr_refs |= a
+        else:
+            _index_compound(info, st, bind)
     for at, st, name in reversed(assigns):
         n, a = refs_of(st)
         if bound.get(name) == 1 and not (name.startswith("__") and name.endswith("__")):

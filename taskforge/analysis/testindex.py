@@ -1,7 +1,9 @@
 """Index test files: which test functions and classes exist, what they reference.
 
 Used to hide tests by reference as well as by coverage (a test that names a
-removed symbol fails without running it), and to strip hidden tests with libcst.
+removed symbol fails without running it). Files up to bigfiles.HUGE are read with
+libcst, larger ones with ast (bigfiles); hidden tests are stripped from the text
+for both (taskforge.remove.transform.strip_tests), so no tree is kept.
 """
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ def index_test_module(root: Path, rel: str) -> TestModule:
     except UserError as exc:
         return TestModule(rel=rel, module=mod_name, unparsable=exc.message)
     is_pkg = rel.endswith("__init__.py")
-    tm = TestModule(rel=rel, module=mod_name, tree=tree)
+    tm = TestModule(rel=rel, module=mod_name)
     for st in tree.body:
         if isinstance(st, cst.FunctionDef):
             n, a = refs_of(st)

@@ -5,8 +5,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-import libcst as cst
-
 from taskforge.analysis.symbols import Binding
 
 
@@ -21,7 +19,6 @@ class TestDef:
 class TestModule:
     rel: str
     module: str
-    tree: cst.Module | None = None
     bindings: list[Binding] = field(default_factory=list)
     defs: list[TestDef] = field(default_factory=list)
     toplevel_name_refs: set[str] = field(default_factory=set)

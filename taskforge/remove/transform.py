@@ -3,15 +3,22 @@ entries that re-export it, and the tests that depend on it.
 
 Each transform is a small CSTTransformer; the plan functions decide what to
 drop and return new file contents keyed by repo-relative path (None = delete).
+Test files are cut as text at ast positions into exactly what the libcst
+stripper makes (strip_tests): libcst's tree of a huge generated test file
+does not fit in memory.
 """
 from __future__ import annotations
 
+import ast
+import functools
+import re
 from dataclasses import dataclass, field
 from typing import AbstractSet
 
 import libcst as cst
 
 from taskforge.analysis import bigfiles
+from taskforge.analysis.pyparse import parse as parse_python
 from taskforge.analysis.symbols import RepoIndex, Symbol, attribute_root, dotted, resolve_relative
 from taskforge.analysis.testindex import TestModule, is_test_name
 
@@ -25,6 +32,10 @@ def _fix_last_comma(items, original):
     if items and original:
         items[-1] = items[-1].with_changes(comma=original[-1].comma)
     return items
+
+
+def _is_test_def(node) -> bool:
+    return isinstance(node, cst.FunctionDef) and is_test_name(node.name.value)
 
 
 class _Stripper(cst.CSTTransformer):
@@ -71,16 +82,18 @@ class _Stripper(cst.CSTTransformer):
             p[1] for p in self.drop_tests if len(p) == 2 and p[0] == name}
         if not drop or not isinstance(updated.body, cst.IndentedBlock):
             return updated
-        had_tests = any(isinstance(s, cst.FunctionDef) and is_test_name(s.name.value)
-                        for s in updated.body.body)
-        body = [s for s in updated.body.body
-                if not (isinstance(s, cst.FunctionDef) and s.name.value in drop)]
-        if len(body) != len(updated.body.body):
+        return self._without_methods(updated, updated.body, drop)
+
+    def _without_methods(self, updated, block: cst.IndentedBlock, drop: set[str]):
+        """The class without the dropped methods (`pass` if nothing is left), or
+        RemoveFromParent for a test class whose every test is hidden."""
+        had_tests = any(_is_test_def(s) for s in block.body)
+        body = [s for s in block.body if not (isinstance(s, cst.FunctionDef) and s.name.value in drop)]
+        if len(body) != len(block.body):
             self.changed = True
-        if self.drop_tests and had_tests and not any(
-                isinstance(s, cst.FunctionDef) and is_test_name(s.name.value) for s in body):
+        if self.drop_tests and had_tests and not any(_is_test_def(s) for s in body):
             return cst.RemoveFromParent()   # a test class whose every test is hidden goes whole
-        return updated.with_changes(body=updated.body.with_changes(body=body or [_PASS]))
+        return updated.with_changes(body=block.with_changes(body=body or [_PASS]))
 
     def leave_ImportFrom(self, original, updated):
         if isinstance(updated.names, cst.ImportStar) or not self.drop_bindings:
@@ -183,6 +196,21 @@ def exported_bindings(index: RepoIndex, top: list[Symbol]) -> set[tuple[str, str
     return exported
 
 
+def _module_drops(mod, top: list[Symbol], methods: list[Symbol],
+                  exported: set[tuple[str, str]]) -> dict:
+    """strip_module's drop_* arguments for one source module."""
+    drop_methods: dict[str, set[str]] = {}
+    for m in methods:
+        if m.module == mod.module:
+            assert m.cls is not None        # a method's symbol always names its class
+            drop_methods.setdefault(m.cls, set()).add(m.name)
+    return {"drop_top": {s.name for s in top if s.module == mod.module},
+            "drop_methods": drop_methods,
+            "drop_bindings": {(b.module, b.name) for b in mod.bindings
+                              if b.name and (b.module, b.name) in exported},
+            "drop_all": {n for (m, n) in exported if m == mod.module}}
+
+
 def remove_source(index: RepoIndex, symbols: list[Symbol]) -> SourceRemoval:
     top = [s for s in symbols if s.kind in TOP_KINDS]
     methods = [s for s in symbols if s.kind == "method" and not any(
@@ -190,20 +218,10 @@ def remove_source(index: RepoIndex, symbols: list[Symbol]) -> SourceRemoval:
     exported = exported_bindings(index, top)
     out = SourceRemoval(symbols=symbols, exported=exported)
     for mod in index.modules.values():
-        drop_top = {s.name for s in top if s.module == mod.module}
-        drop_methods: dict[str, set[str]] = {}
-        for m in methods:
-            if m.module == mod.module:
-                assert m.cls is not None        # a method's symbol always names its class
-                drop_methods.setdefault(m.cls, set()).add(m.name)
-        drop_bindings = {(b.module, b.name) for b in mod.bindings
-                         if b.name and (b.module, b.name) in exported}
-        drop_all = {n for (m, n) in exported if m == mod.module}
-        if not (drop_top or drop_methods or drop_bindings or drop_all):
+        drops = _module_drops(mod, top, methods, exported)
+        if not any(drops.values()):
             continue
-        new, changed = strip_module(mod.tree or mod.code, mod.module, mod.is_package, drop_top=drop_top,
-                                    drop_methods=drop_methods, drop_bindings=drop_bindings,
-                                    drop_all=drop_all)
+        new, changed = strip_module(mod.tree or mod.code, mod.module, mod.is_package, **drops)
         if changed:
             out.changes[mod.path] = new.code
     out.removed_lines = sum(s.end - s.start + 1 + sum(b - a + 1 for a, b in s.attached)
@@ -211,27 +229,374 @@ def remove_source(index: RepoIndex, symbols: list[Symbol]) -> SourceRemoval:
     return out
 
 
-def strip_tests(tm: TestModule, code: str, hidden: set[tuple[str, ...]],
-                exported: set[tuple[str, str]]) -> tuple[str | None, bool]:
-    """New content of a test file (None: nothing left, remove the file)."""
-    drop_bindings = {(b.module, b.name) for b in tm.bindings if b.name and (b.module, b.name) in exported}
-    if tm.tree is None and len(code) > bigfiles.HUGE:
-        done = bigfiles.strip_tests(tm, code, hidden, drop_bindings)
-        if done is not None:
-            return done
+# -- hidden tests out of a test file ------------------------------------------------
+#
+# The libcst stripper above is the definition of the edit, but libcst keeps a full
+# concrete syntax tree: about a gigabyte for a 1.4 MB generated test file. Test files
+# are therefore edited as text: the standard library's ast (a tenth of the memory)
+# says which statements go, and the lines they own are cut out exactly as libcst
+# would drop the nodes. libcst's ownership rules, which the cuts follow:
+#   * a statement owns the blank and comment lines above it (`leading_lines`), except
+#     the module's first statement, whose lines are the module header;
+#   * an indented block owns the lines after its last statement up to the last one
+#     that starts with the block's indentation (its `footer`), innermost block first;
+#   * a block left empty gets `pass` at its indentation, before its footer.
+# Shapes this does not reproduce (a whole `a; b` statement going, an emptied one-line
+# suite, a lone `\r` line ending, a byte-order mark, code ast cannot parse) go to
+# libcst at any size (as bigfiles' line stripper sent `a; b` files to libcst), and
+# so do files up to HUGE with a match statement (_has_match).
+
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+_TRIES = (ast.Try, ast.TryStar)
+_BODY_ONLY = (ast.With, ast.AsyncWith, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_REST_OF_LINE = re.compile(r"[ \t\f]*(#[^\r\n]*)?\r?\n")
+
+
+class _Unsupported(Exception):
+    """A shape the line editor does not reproduce byte for byte: libcst edits it."""
+
+
+@functools.lru_cache(maxsize=4)
+def _parsed(code: str) -> ast.Module:
+    """ast of a test file, kept for the next request: generation strips the same
+    file for many features, and a huge file takes a second to parse."""
+    try:
+        return parse_python(code)
+    except (SyntaxError, ValueError) as exc:
+        raise _Unsupported(str(exc)) from None
+
+
+class _Text:
+    """The source as lines with their offsets; ast columns (UTF-8 bytes) as str offsets."""
+
+    def __init__(self, code: str):
+        if code.startswith("\ufeff") or re.search(r"\r(?!\n)", code):
+            raise _Unsupported("byte-order mark or lone \\r line ending")
+        self.trailing_newline = code.endswith("\n") or not code
+        self.code = code if self.trailing_newline else code + "\n"
+        self.lines = [line + "\n" for line in self.code.split("\n")[:-1]]
+        self.starts = [0]
+        for line in self.lines:
+            self.starts.append(self.starts[-1] + len(line))
+        self.newline = "\r\n" if "\r\n" in self.code[:self.code.find("\n") + 1] else "\n"
+
+    def col(self, lineno: int, byte_col: int) -> int:
+        line = self.lines[lineno - 1]
+        return byte_col if line.isascii() else len(line.encode()[:byte_col].decode("utf-8", "replace"))
+
+    def offset(self, lineno: int, byte_col: int) -> int:
+        return self.starts[lineno - 1] + self.col(lineno, byte_col)
+
+    def blank(self, lineno: int) -> bool:
+        """No code on the line: whitespace, maybe a comment."""
+        text = self.lines[lineno - 1].strip()
+        return not text or text.startswith("#")
+
+    def indent(self, st: ast.stmt) -> str | None:
+        """The indentation before a statement; None when code precedes it on its line
+        (a one-line suite such as `if x: pass`, or the `b` of `a; b`)."""
+        prefix = self.lines[st.lineno - 1][:self.col(st.lineno, st.col_offset)]
+        return prefix if not prefix.strip() else None
+
+    def alone(self, st: ast.stmt) -> bool:
+        """Nothing but whitespace and a comment share the statement's lines."""
+        assert st.end_lineno is not None and st.end_col_offset is not None
+        rest = self.lines[st.end_lineno - 1][self.col(st.end_lineno, st.end_col_offset):]
+        return self.indent(st) is not None and _REST_OF_LINE.fullmatch(rest) is not None
+
+
+def _is_elif(node: ast.If, text: _Text) -> bool:
+    if len(node.orelse) != 1 or not isinstance(node.orelse[0], ast.If):
+        return False
+    inner = node.orelse[0]
+    return text.lines[inner.lineno - 1][text.col(inner.lineno, inner.col_offset):].startswith("elif")
+
+
+def _last_if_block(node: ast.If, text: _Text) -> list[ast.stmt]:
+    while _is_elif(node, text):
+        inner = node.orelse[0]
+        assert isinstance(inner, ast.If)
+        node = inner
+    return node.orelse or node.body
+
+
+def _last_block(node: ast.stmt, text: _Text) -> list[ast.stmt] | None:
+    """The block a compound statement ends with (an `elif` chain followed to its end)."""
+    if isinstance(node, ast.If):
+        return _last_if_block(node, text)
+    if isinstance(node, _LOOPS):
+        return node.orelse or node.body
+    if isinstance(node, _TRIES):
+        return node.finalbody or node.orelse or (node.handlers[-1].body if node.handlers else node.body)
+    if isinstance(node, _BODY_ONLY):
+        return node.body
+    if isinstance(node, ast.Match):
+        return node.cases[-1].body
+    return None
+
+
+def _closing_indents(node: ast.stmt, text: _Text) -> list[str]:
+    """Indentation of every block that closes where the statement ends, innermost first."""
+    out = []
+    while (block := _last_block(node, text)) is not None:
+        indent = text.indent(block[0])
+        if indent is None:              # one-line suite: no footer
+            break
+        out.append(indent)
+        node = block[-1]
+    return out[::-1]
+
+
+def _blocks(node: ast.stmt) -> list[list[ast.stmt]]:
+    """The statement lists of a control-flow statement (not of defs and classes)."""
+    if isinstance(node, (ast.If, *_LOOPS)):
+        return [node.body, node.orelse]
+    if isinstance(node, _TRIES):
+        return [node.body, *(h.body for h in node.handlers), node.orelse, node.finalbody]
+    if isinstance(node, (ast.With, ast.AsyncWith)):
+        return [node.body]
+    if isinstance(node, ast.Match):
+        return [c.body for c in node.cases]
+    return []
+
+
+def _first_line(st: ast.stmt) -> int:
+    return min([st.lineno, *(d.lineno for d in getattr(st, "decorator_list", ()))])
+
+
+class _LineStripper:
+    """Works out the text cuts (start, end, replacement) of strip_module(drop_tests=hidden,
+    drop_bindings=...) on a test file. The walk mirrors _Stripper: "top" is anything
+    outside classes and functions (control-flow blocks included), "class" the inside
+    of a top-level class; function bodies and nested classes are never looked into."""
+
+    def __init__(self, text: _Text, module: str, is_package: bool,
+                 hidden: AbstractSet[tuple[str, ...]], drop_bindings: AbstractSet[tuple[str, str]]):
+        self.text, self.module, self.is_package = text, module, is_package
+        self.hidden, self.drop_bindings = hidden, drop_bindings
+        self.cuts: list[tuple[int, int, str]] = []
+        self.tests_left: dict[int, int] = {}       # id(kept class) -> its tests left
+
+    def run(self, tree: ast.Module) -> int:
+        """Collect the cuts; the number of module-level tests left."""
+        gone = [self._top(st) for st in tree.body]
+        self._cut_block(tree.body, gone, module=True)
+        if self.cuts and tree.body:
+            self.cuts.append(self._lost_footer(tree.body[-1]))
+        left = 0
+        for st, g in zip(tree.body, gone):
+            if isinstance(st, _DEFS) and not g:
+                left += is_test_name(st.name)
+            elif isinstance(st, ast.ClassDef) and not g:
+                left += self.tests_left.get(id(st), 0)
+        return left
+
+    def _top(self, st: ast.stmt) -> bool:
+        """Whether a statement outside classes and functions goes."""
+        if isinstance(st, _DEFS):
+            return (st.name,) in self.hidden
+        if isinstance(st, ast.ClassDef):
+            return self._class(st)
+        return self._member(st, self._top)
+
+    def _in_class(self, st: ast.stmt) -> bool:
+        return self._member(st, self._in_class)
+
+    def _member(self, st: ast.stmt, visit) -> bool:
+        """Imports are edited; control-flow blocks are walked with `visit`."""
+        if isinstance(st, ast.ImportFrom):
+            return self._import(st)
+        for block in _blocks(st):
+            self._cut_block(block, [visit(inner) for inner in block])
+        return False
+
+    def _class(self, cls: ast.ClassDef) -> bool:
+        """Hidden methods out; the class goes whole when it had tests and none is left."""
+        if (cls.name,) in self.hidden:
+            return True
+        mark = len(self.cuts)
+        drop = {p[1] for p in self.hidden if len(p) == 2 and p[0] == cls.name}
+        gone = [(isinstance(st, _DEFS) and st.name in drop) or self._in_class(st) for st in cls.body]
+        tests = [g for st, g in zip(cls.body, gone) if isinstance(st, _DEFS) and is_test_name(st.name)]
+        if drop and tests and all(tests):
+            del self.cuts[mark:]        # edits inside go with it
+            return True
+        self.tests_left[id(cls)] = tests.count(False)
+        self._cut_block(cls.body, gone)
+        return False
+
+    def _import(self, st: ast.ImportFrom) -> bool:
+        """Dropped names out of `from m import ...`; True when none is left."""
+        if not self.drop_bindings or any(a.name == "*" for a in st.names):
+            return False
+        src = resolve_relative(self.module, self.is_package, st.level, st.module)
+        keep = [(src, a.name) not in self.drop_bindings for a in st.names]
+        if all(keep):
+            return False
+        if not any(keep):
+            return True
+        self.cuts.append(self._kept_names(st, keep))
+        return False
+
+    def _kept_names(self, st: ast.ImportFrom, keep: list[bool]) -> tuple[int, int, str]:
+        """The statement with only the kept names. A name keeps the text up to the next
+        name (its comma and what follows it); the last kept name takes the old last
+        name's comma and closing text, as _fix_last_comma does."""
+        o, code = self.text.offset, self.text.code
+        assert st.end_lineno is not None and st.end_col_offset is not None
+        first, end = o(st.lineno, st.col_offset), o(st.end_lineno, st.end_col_offset)
+        starts = [o(a.lineno, a.col_offset) for a in st.names]
+        last_alias = st.names[-1]
+        assert last_alias.end_lineno is not None and last_alias.end_col_offset is not None
+        last_end = o(last_alias.end_lineno, last_alias.end_col_offset)
+        kept = [i for i, k in enumerate(keep) if k]
+        parts = [code[first:starts[0]], *(code[starts[i]:starts[i + 1]] for i in kept[:-1])]
+        tail = kept[-1]
+        alias = st.names[tail]
+        assert alias.end_lineno is not None and alias.end_col_offset is not None
+        parts += [code[starts[tail]:o(alias.end_lineno, alias.end_col_offset)], code[last_end:end]]
+        return first, end, "".join(parts)
+
+    def _cut_block(self, stmts: list[ast.stmt], gone: list[bool], module: bool = False) -> None:
+        """Cut the statements that go with the lines they own; `pass` for an emptied block."""
+        if not any(gone):
+            return
+        emptied = all(gone) and not module
+        for i, g in enumerate(gone):
+            if g:
+                start, end = self._region(stmts, i, module)
+                self.cuts.append((start, end, self._pass(stmts[0]) if emptied and i == 0 else ""))
+
+    def _pass(self, first: ast.stmt) -> str:
+        indent = self.text.indent(first)
+        if indent is None:
+            raise _Unsupported("emptied one-line suite")
+        return indent + "pass" + self.text.newline
+
+    def _region(self, stmts: list[ast.stmt], i: int, module: bool) -> tuple[int, int]:
+        """Offsets of the lines statement i owns: its leading lines, its own lines and
+        the footers of the blocks it closes."""
+        st = stmts[i]
+        if not self.text.alone(st):
+            raise _Unsupported("a statement sharing its line goes")
+        assert st.end_lineno is not None
+        if i == 0:
+            top = _first_line(st) if module else self._after_header(_first_line(st))
+        else:
+            prev = stmts[i - 1]
+            assert prev.end_lineno is not None
+            top = prev.end_lineno + self._footer(prev) + 1
+        last = st.end_lineno + self._footer(st)
+        return self.text.starts[top - 1], self.text.starts[last]
+
+    def _lost_footer(self, last: ast.stmt) -> tuple[int, int, str]:
+        """libcst (1.0, native parser) loses lines of the module footer, the lines
+        after the last statement and its blocks' footers: those up to the last one
+        that starts with whitespace, unless a comment at column 0 comes first. A
+        changed file loses them here too."""
+        assert last.end_lineno is not None
+        first = last.end_lineno + self._footer(last) + 1
+        end = first
+        for line in range(first, len(self.text.lines) + 1):
+            text = self.text.lines[line - 1]
+            if text[:1] in (" ", "\t", "\f"):
+                end = line + 1
+            elif text.startswith("#"):
+                break
+        return self.text.starts[first - 1], self.text.starts[end - 1], ""
+
+    def _after_header(self, first: int) -> int:
+        """The first line after a block's header (the block's first statement owns them)."""
+        while first > 1 and self.text.blank(first - 1):
+            first -= 1
+        return first
+
+    def _footer(self, st: ast.stmt) -> int:
+        """How many lines after a statement its closing blocks own, innermost first:
+        each takes the lines up to the last one starting with its indentation."""
+        indents = _closing_indents(st, self.text)
+        if not indents:
+            return 0
+        assert st.end_lineno is not None
+        gap = []
+        line = st.end_lineno + 1
+        while line <= len(self.text.lines) and self.text.blank(line):
+            gap.append(self.text.lines[line - 1])
+            line += 1
+        taken = 0
+        for indent in indents:
+            taken = next((k + 1 for k in range(len(gap) - 1, taken - 1, -1)
+                          if gap[k].startswith(indent)), taken)
+        return taken
+
+
+def _has_match(code: str, tree: ast.Module) -> bool:
+    """libcst (1.0) prints some `case` patterns back differently (`case 0, *x:` as
+    `case [0, *x]:`), anywhere in a file it edits. Files up to HUGE with a match
+    statement therefore go to libcst; a huge one keeps its patterns as written
+    (the only place the text cutter knowingly differs from libcst)."""
+    return re.search(r"^[ \t]*match\b", code, re.M) is not None and any(
+        isinstance(node, ast.Match) for node in ast.walk(tree))
+
+
+def _apply(code: str, cuts: list[tuple[int, int, str]]) -> str:
+    """The text with the cuts made; they never overlap (distinct statements' lines)."""
+    out, pos = [], 0
+    for start, end, text in sorted(cuts):
+        if start < pos:
+            raise _Unsupported("overlapping cuts")
+        out += [code[pos:start], text]
+        pos = end
+    out.append(code[pos:])
+    return "".join(out)
+
+
+def _cut_tests(tm: TestModule, code: str, hidden: AbstractSet[tuple[str, ...]],
+               drop_bindings: AbstractSet[tuple[str, str]]) -> tuple[str | None, bool]:
+    """strip_tests by text cuts at ast positions; raises _Unsupported for shapes it
+    does not reproduce exactly."""
+    text = _Text(code)
+    tree = _parsed(text.code)
+    if len(code) <= bigfiles.HUGE and _has_match(text.code, tree):
+        raise _Unsupported("match statement")
+    stripper = _LineStripper(text, tm.module, tm.rel.endswith("__init__.py"), hidden, drop_bindings)
+    left = stripper.run(tree)
+    if not stripper.cuts:
+        return code, False
+    new = _apply(text.code, stripper.cuts)
+    if not text.trailing_newline and new.endswith("\n"):
+        new = new[:-1]
+    if tm.rel.endswith(("conftest.py", "__init__.py")):
+        return new, True
+    return (new if left else None), True
+
+
+def _strip_tests_libcst(tm: TestModule, code: str, hidden: AbstractSet[tuple[str, ...]],
+                        drop_bindings: AbstractSet[tuple[str, str]]) -> tuple[str | None, bool]:
+    """The same edit with libcst, for the shapes _cut_tests leaves (memory: libcst's
+    tree of the whole file, a gigabyte for the largest generated test files)."""
     is_pkg = tm.rel.endswith("__init__.py")
-    new, changed = strip_module(tm.tree or code, tm.module, is_pkg, drop_bindings=drop_bindings,
-                                drop_tests=hidden)
+    new, changed = strip_module(code, tm.module, is_pkg, drop_bindings=drop_bindings, drop_tests=hidden)
     if not changed:
         return code, False
-    if tm.rel.endswith("conftest.py") or tm.rel.endswith("__init__.py"):
+    if tm.rel.endswith(("conftest.py", "__init__.py")):
         return new.code, True
-    tree = new
     left = 0
-    for st in tree.body:
+    for st in new.body:
         if isinstance(st, cst.FunctionDef) and is_test_name(st.name.value):
             left += 1
-        elif isinstance(st, cst.ClassDef):
-            body = st.body.body if isinstance(st.body, cst.IndentedBlock) else []
-            left += sum(1 for s in body if isinstance(s, cst.FunctionDef) and is_test_name(s.name.value))
+        elif isinstance(st, cst.ClassDef) and isinstance(st.body, cst.IndentedBlock):
+            left += sum(1 for s in st.body.body if isinstance(s, cst.FunctionDef) and is_test_name(s.name.value))
     return (new.code if left else None), True
+
+
+def strip_tests(tm: TestModule, code: str, hidden: set[tuple[str, ...]],
+                exported: set[tuple[str, str]]) -> tuple[str | None, bool]:
+    """New content of a test file without its hidden tests and the imports of removed
+    names (None: no test left, remove the file); the text libcst's _Stripper makes."""
+    drop_bindings = {(b.module, b.name) for b in tm.bindings if b.name and (b.module, b.name) in exported}
+    try:
+        return _cut_tests(tm, code, hidden, drop_bindings)
+    except _Unsupported:
+        return _strip_tests_libcst(tm, code, hidden, drop_bindings)
