@@ -19,8 +19,11 @@ the tests run with this interpreter.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -33,7 +36,7 @@ MODULES = {
     "decide": ("taskforge/grade/decide.py",
                "tests/test_decide.py tests/test_grading_replay.py"),
     "curriculum": ("taskforge/training/curriculum.py", "tests/test_curriculum.py"),
-    "difficulty": ("taskforge/propose/difficulty.py", "tests/test_stage_units.py"),
+    "difficulty": ("taskforge/propose/difficulty.py", "tests/test_difficulty.py"),
 }
 
 
@@ -71,26 +74,77 @@ def annotation_spans(path: Path) -> list[tuple[tuple[int, int], tuple[int, int]]
     return spans
 
 
-def measure(cr: str, name: str, work: Path, timeout: float) -> dict:
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def http_workers(cr: str, trees: list[Path]):
+    """One cosmic-ray http-worker per tree (each mutates its own copy of the
+    files, so mutants never meet); yields their URLs once they all listen."""
+    procs, urls = [], []
+    try:
+        for tree in trees:
+            port = free_port()
+            procs.append(subprocess.Popen([cr, "http-worker", "--port", str(port)], cwd=tree,
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            urls.append(f"http://127.0.0.1:{port}")
+        deadline = time.monotonic() + 60
+        for proc, url in zip(procs, urls):
+            port = int(url.rsplit(":", 1)[1])
+            while True:
+                if proc.poll() is not None:
+                    raise RuntimeError(f"cosmic-ray http-worker exited ({proc.returncode})")
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                    break
+                except OSError:
+                    if time.monotonic() > deadline:
+                        raise RuntimeError(f"cosmic-ray http-worker on {url} never listened") from None
+                    time.sleep(0.2)
+        yield urls
+    finally:
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def measure(cr: str, name: str, work: Path, timeout: float, workers: int = 1) -> dict:
     module, tests = MODULES[name]
     cfg = work / f"{name}.toml"
-    cfg.write_text(
-        "[cosmic-ray]\n"
-        f'module-path = "{module}"\n'
-        f"timeout = {timeout}\n"
-        "excluded-modules = []\n"
-        # No plugin autoload: the pinned tests need none, and loading every
-        # installed plugin is most of a run's start-up (3x the time here).
-        f'test-command = "env PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 {sys.executable} -m pytest {FAST} {tests}"\n'
-        "\n[cosmic-ray.distributor]\nname = \"local\"\n")
+    trees = [work / "tree"] + [work / f"tree{i}" for i in range(1, workers)]
+    for tree in trees:
+        if not tree.exists():
+            tracked_copy(tree)
     session = work / f"{name}.sqlite"
     t0 = time.monotonic()
-    subprocess.run([cr, "init", str(cfg), str(session)], cwd=work, check=True, capture_output=True)
-    subprocess.run([cr, "exec", str(cfg), str(session)], cwd=work, check=True, capture_output=True)
-    dump = subprocess.run([cr, "dump", str(session)], cwd=work, check=True, capture_output=True,
+    with (http_workers(cr, trees) if workers > 1 else contextlib.nullcontext([])) as urls:
+        cfg.write_text(
+            "[cosmic-ray]\n"
+            f'module-path = "{module}"\n'
+            f"timeout = {timeout}\n"
+            "excluded-modules = []\n"
+            # No plugin autoload: the pinned tests need none, and loading every
+            # installed plugin is most of a run's start-up (3x the time here).
+            f'test-command = "env PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 {sys.executable} -m pytest {FAST} {tests}"\n'
+            + ("\n[cosmic-ray.distributor]\nname = \"http\"\n"
+               f"\n[cosmic-ray.distributor.http]\nworker-urls = {json.dumps(urls)}\n" if urls
+               else "\n[cosmic-ray.distributor]\nname = \"local\"\n"))
+        subprocess.run([cr, "init", str(cfg), str(session)], cwd=trees[0], check=True,
+                       capture_output=True)
+        subprocess.run([cr, "exec", str(cfg), str(session)], cwd=trees[0], check=True,
+                       capture_output=True)
+    dump = subprocess.run([cr, "dump", str(session)], cwd=trees[0], check=True, capture_output=True,
                           text=True).stdout
     counts = {"killed": 0, "survived": 0, "incompetent": 0, "equivalent": 0}
-    spans = annotation_spans(work / module)
+    spans = annotation_spans(trees[0] / module)
     survivors = []
     for line in dump.splitlines():
         item, result = json.loads(line)
@@ -116,6 +170,8 @@ def main() -> int:
                     help="the cosmic-ray executable (default: on PATH)")
     ap.add_argument("--only", action="append", choices=sorted(MODULES), help="measure these modules only")
     ap.add_argument("--timeout", type=float, default=120.0, help="seconds per mutant's test run")
+    ap.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+                    help="mutants tested at once, each in its own copy of the tree (default: one per core)")
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
     args = ap.parse_args()
     if not shutil.which(args.cosmic_ray):
@@ -124,9 +180,8 @@ def main() -> int:
     results = []
     with tempfile.TemporaryDirectory(prefix="tf-mutation-") as tmp:
         work = Path(tmp)
-        tracked_copy(work)
         for name in args.only or sorted(MODULES):
-            r = measure(args.cosmic_ray, name, work, args.timeout)
+            r = measure(args.cosmic_ray, name, work, args.timeout, max(1, args.workers))
             results.append(r)
             if not args.json:
                 print(f"{r['module']}: {r['killed']} killed, {r['survived']} survived, "
