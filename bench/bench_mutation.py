@@ -35,7 +35,7 @@ FAST = "-m 'not docker' -x -q -p no:cacheprovider -p no:randomly"
 MODULES = {
     "decide": ("taskforge/grade/decide.py",
                "tests/test_decide.py tests/test_grading_replay.py"),
-    "curriculum": ("taskforge/training/curriculum.py", "tests/test_curriculum.py"),
+    "curriculum": ("taskforge/training/curriculum.py", "tests/test_curriculum_units.py"),
     "difficulty": ("taskforge/propose/difficulty.py", "tests/test_difficulty.py"),
 }
 
