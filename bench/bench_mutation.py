@@ -2,6 +2,7 @@
 
     python3 -m venv /tmp/crvenv && /tmp/crvenv/bin/pip install cosmic-ray==8.7.0
     python3 bench/bench_mutation.py --cosmic-ray /tmp/crvenv/bin/cosmic-ray [--only decide] [--json]
+        [--workers N] [--tests "tests/test_x.py ..."]
 
 Each module is mutated (operators, comparisons, constants, boolean and
 exception changes: cosmic-ray's full set) in a copy of the repository's
@@ -11,7 +12,14 @@ when every test passes, and is incompetent when it cannot even be imported;
 one inside an annotation (never evaluated) is equivalent and counted apart.
 The score is killed / (killed + survived). The surviving mutants are listed
 (module, line, operator), as the to-do list of tests to add. Not a CI gate:
-a measurement (issue 27), about 2-4 minutes per module on 2 cores.
+a measurement (issue 27).
+
+Every mutant costs a fresh interpreter and pytest (about a second before the
+first test), so the pinned tests are the quick ones that exercise the module
+(tests/test_difficulty.py, tests/test_curriculum_units.py: no sandbox, no
+server, no subprocess beyond git), and mutants are tested --workers at once
+(default one per core), each worker a cosmic-ray http-worker in its own copy
+of the tree. `--tests` measures another selection (say, before new tests).
 
 cosmic-ray lives in a venv of its own (its dependencies are not taskforge's);
 the tests run with this interpreter.
@@ -116,8 +124,10 @@ def http_workers(cr: str, trees: list[Path]):
                 proc.wait()
 
 
-def measure(cr: str, name: str, work: Path, timeout: float, workers: int = 1) -> dict:
-    module, tests = MODULES[name]
+def measure(cr: str, name: str, work: Path, timeout: float, workers: int = 1,
+            tests: str | None = None) -> dict:
+    module, pinned = MODULES[name]
+    tests = tests or pinned
     cfg = work / f"{name}.toml"
     trees = [work / "tree"] + [work / f"tree{i}" for i in range(1, workers)]
     for tree in trees:
@@ -160,7 +170,8 @@ def measure(cr: str, name: str, work: Path, timeout: float, workers: int = 1) ->
                 survivors.append(f"{m['module_path']}:{m['start_pos'][0]} {m['operator_name']}"
                                  f" #{m['occurrence']}")
     scored = counts["killed"] + counts["survived"]
-    return {"module": module, **counts, "score": round(counts["killed"] / scored, 3) if scored else None,
+    return {"module": module, "tests": tests, **counts,
+            "score": round(counts["killed"] / scored, 3) if scored else None,
             "seconds": round(time.monotonic() - t0, 1), "survivors": survivors}
 
 
@@ -172,6 +183,8 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=120.0, help="seconds per mutant's test run")
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1,
                     help="mutants tested at once, each in its own copy of the tree (default: one per core)")
+    ap.add_argument("--tests", help="test files to run instead of the ones MODULES pins (to compare "
+                    "two selections, e.g. before and after new tests)")
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
     args = ap.parse_args()
     if not shutil.which(args.cosmic_ray):
@@ -181,12 +194,12 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="tf-mutation-") as tmp:
         work = Path(tmp)
         for name in args.only or sorted(MODULES):
-            r = measure(args.cosmic_ray, name, work, args.timeout, max(1, args.workers))
+            r = measure(args.cosmic_ray, name, work, args.timeout, max(1, args.workers), args.tests)
             results.append(r)
             if not args.json:
                 print(f"{r['module']}: {r['killed']} killed, {r['survived']} survived, "
                       f"{r['incompetent']} incompetent, {r['equivalent']} in annotations: "
-                      f"score {r['score']} ({r['seconds']} s)")
+                      f"score {r['score']} ({r['seconds']} s; tests: {r['tests']})")
                 for s in r["survivors"]:
                     print(f"  survived: {s}")
     if args.json:

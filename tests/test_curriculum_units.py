@@ -46,6 +46,12 @@ def test_record_appends_one_json_line_per_attempt(tmp_path):
     assert path.read_bytes().endswith(b"}\n") and path.read_bytes().count(b"\n") == 2
 
 
+def test_a_long_record_is_written_whole(tmp_path):
+    store = SolveStats(tmp_path / "s.jsonl")
+    assert store.record("x" * 5000, 1.0, True, at=1.0)           # one write of over 5 kB
+    assert [a.instance_id for a in store.attempts()[0]] == ["x" * 5000]
+
+
 def test_record_without_a_time_stamps_now(tmp_path):
     import time
 
@@ -110,6 +116,7 @@ def test_aggregate_counts_attempts_solves_rates_and_the_last_time():
     assert (b.attempts, b.solves, b.solve_rate, b.mean_reward, b.last_at) == (3, 2, 0.666667, 0.5, 5.0)
     assert aggregate([]).model_dump() == {"path": "", "attempts": 0, "solves": 0, "skipped_lines": 0,
                                           "tasks": {}}
+    assert aggregate([], "p") == curriculum.StatsReport(path="p")    # nothing read: the empty report
 
 
 def test_read_stats_merges_several_stores_and_refuses_a_missing_one(tmp_path):

@@ -52,6 +52,12 @@ def test_snippet_of_tab_indented_method_with_column_0_line_is_wrapped():
     assert got.startswith(WRAP + "\n") and statements_in(code, 2, 4) == 1
 
 
+def test_snippet_wraps_a_method_that_ends_on_a_column_0_line():
+    code = 'class K:\n    def m(self):\n        return """\nx"""\n'
+    got = snippet(code, 2, 4)
+    assert got.startswith(WRAP + "\n") and statements_in(code, 2, 4) == 1
+
+
 def test_snippet_of_top_level_code_is_the_lines_themselves():
     code = "import os\n\n\ndef f():\n    return os.sep\n"
     assert snippet(code, 4, 5) == "def f():\n    return os.sep\n"
@@ -100,7 +106,8 @@ def test_statements_count_the_work_in_bodies(src, want):
     ("def f(a, b, c):\n    return a and b and c\n", 3),           # a BoolOp of 3: two decisions
     ("def f(a, b):\n    return a or b\n", 2),
     ("def f(x):\n    return [i for i in x]\n", 2),
-    ("def f(x):\n    return [i for i in x if i if i > 2]\n", 4),  # the loop and each if
+    ("def f(x):\n    return [i for i in x if i]\n", 3),          # the loop and its if
+    ("def f(x):\n    return [i for i in x if i if i > 2]\n", 4),  # ... and each if
     ("def f(x):\n    return {i: j for i in x for j in i}\n", 3),
     ("def f():\n    return 1\n\n\ndef g(x):\n    if x:\n        pass\n", 3),   # summed
     ("class C:\n    def m(self, x):\n        if x:\n            pass\n", 2),   # methods too
@@ -128,6 +135,7 @@ def test_a_nested_def_is_counted_once_on_its_own():
     ("def f():\n    return 1\n", 2),
     ("def f():\n\n    # a comment\n    return 1\n", 2),            # blanks and comments aside
     ("def f():\n    '''one\n    two\n    three'''\n    return 1\n", 2),   # a docstring is no work
+    ("def f():\n    '''one\n    two'''\n    return 1\n", 2),            # ... to its last line
     ("class C:\n    '''doc'''\n    def m(self):\n        '''doc'''\n        return 1\n", 3),
     ("def f():\n    x = '''not\n    a doc'''\n    return x\n", 4),   # a string that is code
     (WRAP + "\n    def f():\n        return 1\n", 2),              # snippet's wrapper is not
@@ -164,6 +172,7 @@ def test_measure_of_unparsable_piece_counts_its_non_blank_lines_only():
 def test_measure_of_nothing_is_easy_and_zero():
     d = measure([], files=1, symbols=0, public=0, fan_out=0)
     assert (d.removed_lines, d.statements, d.complexity, d.score, d.tier) == (0, 0, 0, 0.0, Tier.EASY)
+    assert d.hidden_tests == 0                                # not counted yet: none
 
 
 # ---------------------------------------------------------------- score and tier
@@ -204,15 +213,18 @@ def T(lines=0, files=1, public=1, cc=0):
     (T(149, 2, public=9, cc=99), Tier.MEDIUM),
     (T(150, 1), Tier.MEDIUM),
     (T(150, 5), Tier.HARD),
+    (T(151, 2), Tier.HARD), (T(299, 2), Tier.HARD),
     # ... or 300 in one file (or any number).
     (T(300, 1), Tier.HARD),
     (T(299, 1, public=9, cc=99), Tier.MEDIUM),
-    (T(300, 0), Tier.HARD),
+    (T(300, 0), Tier.HARD), (T(301, 1), Tier.HARD), (T(1000, 1), Tier.HARD),
     # MEDIUM: any one of 15 lines, complexity 5, two public definitions, two files.
     (T(15), Tier.MEDIUM), (T(14), Tier.EASY),
     (T(cc=5), Tier.MEDIUM), (T(cc=4), Tier.EASY),
     (T(public=2), Tier.MEDIUM), (T(public=1), Tier.EASY),
     (T(files=2), Tier.MEDIUM), (T(files=1), Tier.EASY),
+    (T(16), Tier.MEDIUM), (T(cc=6), Tier.MEDIUM), (T(public=3), Tier.MEDIUM),  # above each edge
+    (T(files=3), Tier.MEDIUM),
     (T(14, files=1, public=1, cc=4), Tier.EASY),            # every one just under
     (T(0, files=9, public=9, cc=99), Tier.MEDIUM),          # none of them alone is HARD
     (T(0, files=0, public=0), Tier.EASY),
