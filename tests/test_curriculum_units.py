@@ -385,6 +385,26 @@ def test_select_tier_and_band_with_min_attempts_and_untried_excluded(pool, stats
     assert rep.instance_ids == ["t-medium"] and rep.by_band.untried == 3
 
 
+def test_select_from_a_data_directory_inherits_its_manifest(pool, tmp_path):
+    _, src = pool
+    rep = curriculum.select([src / "data"], tmp_path / "o", tiers=["medium"], fmt="jsonl")
+    m = shards.read_manifest(tmp_path / "o")
+    assert rep.instance_ids == ["t-medium"] and (m.seed, m.splits) == (3, {"train": 0.5, "test": 0.5})
+    assert m.shard_size == 256                                          # shard's default
+
+
+def test_a_task_directory_inside_a_shard_directory_is_read_as_a_task(pool, tmp_path):
+    import shutil
+
+    tasks, src = pool
+    holder = tmp_path / "holder"
+    shutil.copytree(src, holder)
+    inner = make_task(holder, "t-inner", "r/five", Tier.HARD)
+    rep = curriculum.select([inner], tmp_path / "o", fmt="jsonl")
+    assert rep.instance_ids == ["t-inner"]
+    assert shards.read_manifest(tmp_path / "o").seed == 0               # no manifest of its own
+
+
 def test_select_from_shard_files_and_from_the_environment_stats(pool, stats, tmp_path, monkeypatch):
     _, src = pool
     monkeypatch.setenv(STATS_ENV, str(stats))
