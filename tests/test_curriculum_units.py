@@ -52,6 +52,22 @@ def test_a_long_record_is_written_whole(tmp_path):
     assert [a.instance_id for a in store.attempts()[0]] == ["x" * 5000]
 
 
+def test_the_store_descriptor_is_not_inherited(tmp_path, monkeypatch):
+    """Opened close-on-exec: a reward server's or Ray worker's children never hold it."""
+    flags_seen = []
+    real = os.open
+
+    def spy(path, flags, *a):
+        flags_seen.append(flags)
+        return real(path, flags, *a)
+
+    monkeypatch.setattr(curriculum.os, "open", spy)
+    SolveStats(tmp_path / "s.jsonl").record("a", 1.0, True)
+    (flags,) = flags_seen
+    want = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
+    assert flags & want == want
+
+
 def test_record_without_a_time_stamps_now(tmp_path):
     import time
 
@@ -242,6 +258,8 @@ def test_which_picks_keep_the_task(p, kept):
     (5, None, (0.2, 0.8), 1, "include", Pick.IN_BAND),          # no rate to compare
     (5, 0.2 - 1e-12, (0.2, 0.8), 1, "include", Pick.IN_BAND),   # float noise at an end is in
     (5, 0.8 + 1e-12, (0.2, 0.8), 1, "include", Pick.IN_BAND),
+    (5, 0.2 - 1e-9, (0.2, 0.8), 1, "include", Pick.IN_BAND),    # the tolerance itself is in
+    (5, 0.8 + 1e-9, (0.2, 0.8), 1, "include", Pick.IN_BAND),
     (5, 0.2 - 1e-6, (0.2, 0.8), 1, "include", Pick.BELOW),
     (5, 0.8 + 1e-6, (0.2, 0.8), 1, "include", Pick.ABOVE),
     (5, 0.0, (0.0, 0.0), 1, "include", Pick.IN_BAND),           # never solved: a band of one
@@ -439,6 +457,7 @@ def test_select_writes_nothing_when_no_task_passes(pool, stats, tmp_path):
     ({"min_attempts": 0}, "--min-attempts must be at least 1"),
     ({"solve_rate": "0:1"}, "need --stats FILE"),
     ({"untried": "exclude"}, "need --stats FILE"),
+    ({"untried": "".join(["ex", "clude"])}, "need --stats FILE"),     # as argv gives it: not interned
     ({"stats": "nope.jsonl"}, "no such stats file"),
     ({"tiers": ["x"]}, "bad --tier"),
     ({"solve_rate": "1:0", "stats": "nope.jsonl"}, "LO 1 is above HI 0"),
@@ -463,6 +482,8 @@ def test_select_refuses_to_write_over_an_input(pool, tmp_path):
     with pytest.raises(UserError, match="is one of the inputs"):
         curriculum.select([tmp_path / "missing", copy], tmp_path / ".." / tmp_path.name / "copy")
     assert rows_of(copy) == rows_of(src)
+    with pytest.raises(UserError, match="no such task directory"):       # neither exists: no clash
+        curriculum.select([tmp_path / "missing"], tmp_path / "missing")
 
 
 class M:
