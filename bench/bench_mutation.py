@@ -32,6 +32,7 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -209,6 +210,8 @@ def main() -> int:
     if not shutil.which(args.cosmic_ray):
         print(f"error: cosmic-ray not found ({args.cosmic_ray}); see this script's --help", file=sys.stderr)
         return 2
+    # Stopped (kill PID): the workers and the copies go too.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     results = []
     with tempfile.TemporaryDirectory(prefix="tf-mutation-") as tmp:
         work = Path(tmp)
