@@ -133,6 +133,8 @@ def test_aggregate_counts_attempts_solves_rates_and_the_last_time():
     assert aggregate([]).model_dump() == {"path": "", "attempts": 0, "solves": 0, "skipped_lines": 0,
                                           "tasks": {}}
     assert aggregate([], "p") == curriculum.StatsReport(path="p")    # nothing read: the empty report
+    early = aggregate([Attempt(instance_id="a", reward=0.0, resolved=False, at=0.5)])
+    assert early.tasks["a"].last_at == 0.5                           # whatever the clock said
 
 
 def test_read_stats_merges_several_stores_and_refuses_a_missing_one(tmp_path):
@@ -417,10 +419,29 @@ def test_a_task_directory_inside_a_shard_directory_is_read_as_a_task(pool, tmp_p
     tasks, src = pool
     holder = tmp_path / "holder"
     shutil.copytree(src, holder)
-    inner = make_task(holder, "t-inner", "r/five", Tier.HARD)
-    rep = curriculum.select([inner], tmp_path / "o", fmt="jsonl")
-    assert rep.instance_ids == ["t-inner"]
+    inner = make_task(holder, "t-inner", "r/five", Tier.HARD)           # named after "data"
+    before = make_task(holder, "b-inner", "r/five", Tier.HARD)          # ... and before it
+    rep = curriculum.select([inner, before], tmp_path / "o", fmt="jsonl")
+    assert rep.instance_ids == ["b-inner", "t-inner"]
     assert shards.read_manifest(tmp_path / "o").seed == 0               # no manifest of its own
+
+
+@pytest.mark.parametrize("folder", ["aa", "zz"])
+def test_a_shard_file_outside_data_has_no_manifest_to_inherit(pool, tmp_path, folder):
+    """A shard file moved out of its shard directory's data/ stands alone, even
+    when the folder it is in sits inside another shard directory."""
+    import shutil
+
+    _, src = pool
+    holder = tmp_path / "holder"
+    shutil.copytree(src, holder)
+    first = sorted((holder / "data").iterdir())[0]
+    (holder / folder).mkdir()
+    alone = holder / folder / first.name
+    shutil.move(first, alone)
+    rep = curriculum.select([alone], tmp_path / "o", fmt="jsonl")
+    assert rep.read == rep.kept >= 1
+    assert (shards.read_manifest(tmp_path / "o").seed, rep.splits) == (0, {"train": rep.read})
 
 
 def test_select_from_shard_files_and_from_the_environment_stats(pool, stats, tmp_path, monkeypatch):
@@ -484,6 +505,8 @@ def test_select_refuses_to_write_over_an_input(pool, tmp_path):
     assert rows_of(copy) == rows_of(src)
     with pytest.raises(UserError, match="no such task directory"):       # neither exists: no clash
         curriculum.select([tmp_path / "missing"], tmp_path / "missing")
+    (tmp_path / "a-out").mkdir()                                         # an empty directory, not an input
+    assert curriculum.select([copy], tmp_path / "a-out", fmt="jsonl").kept == 4
 
 
 class M:
