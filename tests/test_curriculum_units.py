@@ -109,6 +109,7 @@ def test_reading_skips_blank_and_garbled_lines_and_recovers_a_glued_record(tmp_p
         "",                                                  # blank: not a skipped line
         "   ",
         '{"instance_id": "a", "rew' + good.replace('"a"', '"b"'),   # torn, then a whole record
+        "x" + good.replace('"a"', '"e"'),                         # one torn byte, then a record
         '{"instance_id": "c", "rew',                         # torn, nothing glued
         '{"instance_id": "", "reward": 1.0, "resolved": true, "at": 1}',    # empty id
         '{"instance_id": "d", "reward": Infinity, "resolved": true, "at": 1}',
@@ -116,8 +117,8 @@ def test_reading_skips_blank_and_garbled_lines_and_recovers_a_glued_record(tmp_p
         '\xff\xfe',
     ]) + "\n")
     got, skipped = store.attempts()
-    assert [a.instance_id for a in got] == ["a", "b"]
-    assert skipped == 6
+    assert [a.instance_id for a in got] == ["a", "b", "e"]
+    assert skipped == 7
 
 
 def test_aggregate_counts_attempts_solves_rates_and_the_last_time():
@@ -133,6 +134,8 @@ def test_aggregate_counts_attempts_solves_rates_and_the_last_time():
     assert aggregate([]).model_dump() == {"path": "", "attempts": 0, "solves": 0, "skipped_lines": 0,
                                           "tasks": {}}
     assert aggregate([], "p") == curriculum.StatsReport(path="p")    # nothing read: the empty report
+    third = aggregate([Attempt(instance_id="a", reward=r, resolved=False, at=1.0) for r in (1.0, 0, 0)])
+    assert third.tasks["a"].mean_reward == 0.333333                  # six places
     early = aggregate([Attempt(instance_id="a", reward=0.0, resolved=False, at=0.5)])
     assert early.tasks["a"].last_at == 0.5                           # whatever the clock said
 
@@ -271,6 +274,12 @@ def test_which_picks_keep_the_task(p, kept):
 def test_pick_by_attempts_then_band(attempts, rate, band, min_attempts, untried, want):
     assert pick("easy", attempts, rate, tiers=set(), band=band, min_attempts=min_attempts,
                 untried=untried) is want
+
+
+def test_pick_untried_exclude_as_argv_gives_it():
+    exclude = "".join(["ex", "clude"])                             # not interned
+    assert pick("easy", None, None, tiers=set(), band=None, min_attempts=1,
+                untried=exclude) is Pick.UNTRIED_DROPPED
 
 
 def test_pick_tier_comes_first_and_no_tiers_means_every_tier():
@@ -505,8 +514,22 @@ def test_select_refuses_to_write_over_an_input(pool, tmp_path):
     assert rows_of(copy) == rows_of(src)
     with pytest.raises(UserError, match="no such task directory"):       # neither exists: no clash
         curriculum.select([tmp_path / "missing"], tmp_path / "missing")
-    (tmp_path / "a-out").mkdir()                                         # an empty directory, not an input
-    assert curriculum.select([copy], tmp_path / "a-out", fmt="jsonl").kept == 4
+    for name in ("a-out", "z-out"):                                    # empty directories, not inputs
+        (tmp_path / name).mkdir()
+        assert curriculum.select([copy], tmp_path / name, fmt="jsonl").kept == 4
+
+
+def test_select_refuses_a_shard_that_does_not_match_its_manifest(pool, tmp_path):
+    import shutil
+
+    _, src = pool
+    copy = tmp_path / "copy"
+    shutil.copytree(src, copy)
+    victim = sorted((copy / "data").iterdir())[0]
+    victim.write_bytes(victim.read_bytes() + b"\n")
+    with pytest.raises(UserError, match="checksum mismatch"):
+        curriculum.select([copy], tmp_path / "o", fmt="jsonl")
+    assert not (tmp_path / "o").exists()
 
 
 class M:
