@@ -21,6 +21,8 @@ first test), so the pinned tests are the quick ones that exercise the module
 server, no subprocess beyond git), and mutants are tested --workers at once
 (default one per core), each worker a cosmic-ray http-worker in its own copy
 of the tree. `--tests` measures another selection (say, before new tests).
+On 2 shared cores: difficulty 416 mutants in about 7 minutes, curriculum 610
+(396 more in annotations, skipped) in about 13.
 
 cosmic-ray lives in a venv of its own (its dependencies are not taskforge's);
 the tests run with this interpreter.
