@@ -84,14 +84,23 @@ def statements_in(code: str, start: int, end: int) -> int:
     return statements(tree) if tree is not None else 0
 
 
+def _own_nodes(fn: ast.AST):
+    """The nodes of a function's own body: nested defs are counted on their own
+    (as functions of `tree`), so their bodies are not walked here."""
+    stack = list(ast.iter_child_nodes(fn))
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            stack.extend(ast.iter_child_nodes(node))
+
+
 def complexity(tree: ast.AST) -> int:
     """McCabe complexity summed over every function in `tree` (1 + decisions each)."""
     total = 0
     for fn in _defs(tree):
         c = 1
-        for node in ast.walk(fn):
-            if node is not fn and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                continue        # nested defs are counted on their own
+        for node in _own_nodes(fn):
             if isinstance(node, _BRANCHES):
                 c += 1
             elif isinstance(node, ast.BoolOp):
