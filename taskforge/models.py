@@ -150,6 +150,7 @@ class SymbolCoverage(BaseModel):
 
 class TestCopy(BaseModel):
     """One must-fail copy of a hidden test, validated against the gold."""
+    __test__ = False                   # pytest: a record, not a test class
     file: str                          # the test file, relative to the workspace
     cls: list[str] = Field(default_factory=list)   # enclosing classes, outermost first
     func: str                          # the original test's name
