@@ -1,5 +1,5 @@
 """Scale-out figures: grading throughput over a Ray cluster at 1, 2 and 4 grader
-actors, and generation throughput of the local pool against the Ray executor,
+actors, and generation throughput of local workers against the Ray executor,
 on one machine (a head and worker nodes started with `ray start`).
 
     python bench/bench_cluster.py [--pairs 120] [--nodes 2] [--actors 1,2,4] [--verify-pairs 24]
@@ -11,7 +11,7 @@ so every scale figure comes side by side.
 Grading uses the daemonless backend (each worker node realises environments in
 its own store). Generation runs the three fixture repositories with
 --max-tasks 3, first in this process one after another with the local
-thread pool (jobs = cores), then as one Ray task per repository (jobs 1
+worker threads (jobs = cores), then as one Ray task per repository (jobs 1
 each); then one repository alone as one Ray task, without and with
 remote workers on the other nodes (--remote-workers). Ends with a projection for 100,000 tasks on 100 nodes from the
 measured per-task costs.
@@ -123,7 +123,7 @@ def main() -> None:
     for n, per_min, per, test_med, wrong in rows:
         print(f"{n} | {per_min:.1f} | {per:.3f} | {test_med:.2f} | {wrong}")
     print("generate | tasks | wall (s) | tasks/min")
-    print(f"local pool | {local_tasks} | {local_wall:.1f} | {local_tasks / local_wall * 60:.2f}")
+    print(f"local workers | {local_tasks} | {local_wall:.1f} | {local_tasks / local_wall * 60:.2f}")
     print(f"ray ({args.nodes} nodes) | {ray_tasks} | {ray_wall:.1f} | {ray_tasks / ray_wall * 60:.2f}")
     for remote, (n, wall) in one.items():
         print(f"ray, {REPOS[1]} alone, {remote} remote worker(s) | {n} | {wall:.1f} | {n / wall * 60:.2f}")

@@ -44,14 +44,14 @@ def main() -> None:
         report = generate(str(fixture_repo("textkit", work)), work / "tasks",
                           Options(max_tasks=4, jobs=2))
         tasks = [work / "tasks" / t for t in sorted(report.tasks)]
-        pool = Episodes(EpisodeLimits(), max_episodes=args.episodes)
+        live = Episodes(EpisodeLimits(), max_episodes=args.episodes)
         lock = threading.Lock()
         trips: dict[str, list[float]] = {c: [] for c in MIX}
         starts, closes, failures = [], [], []
 
         def episode(k: int) -> None:
             t = time.monotonic()
-            ep = pool.start(tasks[k % len(tasks)])
+            ep = live.start(tasks[k % len(tasks)])
             with lock:
                 starts.append(time.monotonic() - t)
             for i in range(args.commands):
@@ -64,7 +64,7 @@ def main() -> None:
                     if r.exit_code != 0:
                         failures.append((cmd, r.exit_code, r.output[-200:]))
             t = time.monotonic()
-            pool.close(ep.id)
+            live.close(ep.id)
             with lock:
                 closes.append(time.monotonic() - t)
 
@@ -72,7 +72,7 @@ def main() -> None:
         with ThreadPoolExecutor(max_workers=args.episodes) as ex:
             list(ex.map(episode, range(args.episodes)))
         wall = time.monotonic() - t0
-        pool.close_all()
+        live.close_all()
         left = docker.from_env().containers.list(all=True,
                                                  filters={"label": "taskforge.role=episode"})
         n = sum(len(v) for v in trips.values())

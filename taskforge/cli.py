@@ -350,7 +350,7 @@ def verify(
         for f in result.findings:
             typer.echo(f"  {f.severity.value + ':':<8} {f.text()}")
         if result.copies_planted:
-            typer.echo(f"copies: {result.copies_failed}/{result.copies_planted} failed as on the gold")
+            typer.echo(f"copies: {result.copies_matched}/{result.copies_planted} ended as on the gold")
         typer.echo(f"time: {result.wall_seconds:.1f}s (tests {result.test_seconds:.1f}s)")
     if result.error:
         raise typer.Exit(3) from None

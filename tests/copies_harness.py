@@ -81,16 +81,16 @@ def planted_samples(files: list[tuple[Path, str]], style: cp.CopyStyle, corpus: 
             work = scratch / "src"
             (work / rel).parent.mkdir(parents=True, exist_ok=True)
             (work / rel).write_text(text, encoding="utf-8")
-            pool = cp.propose(work, ids, f"{seed}:{rel}", style=style)
+            proposed = cp.propose(work, ids, f"{seed}:{rel}", style=style)
             own = Corpus()
             own.add(text)
             others = corpus.minus(own)
             stats["files"] += 1
             stats["tests"] += len(ids)
-            stats["copied"] += len({(tuple(m.cls), m.func) for m in pool})
+            stats["copied"] += len({(tuple(m.cls), m.func) for m in proposed})
             for v in range(verifies):
                 rng = random.Random(f"{seed}:{rel}:{v}")
-                chosen = choose_copies(pool, rng)
+                chosen = choose_copies(proposed, rng)
                 if not chosen:
                     continue
                 (work / rel).write_text(text, encoding="utf-8")

@@ -333,9 +333,9 @@ REPOS = {"t-easy": "r/one", "t-easy2": "r/two", "t-medium": "r/one", "t-hard": "
 
 
 @pytest.fixture(scope="module")
-def pool(tmp_path_factory):
+def task_dirs(tmp_path_factory):
     """Four tasks (two easy, a medium, a hard) as task directories and as shards."""
-    root = tmp_path_factory.mktemp("pool")
+    root = tmp_path_factory.mktemp("task_dirs")
     tasks = root / "tasks"
     for iid, tier in TIERS.items():
         make_task(tasks, iid, REPOS[iid], tier)
@@ -359,8 +359,8 @@ def rows_of(d: Path) -> dict[str, bytes]:
     return {r.instance_id: r.model_dump_json().encode() for r in shards.read_rows([d])}
 
 
-def test_select_by_band_keeps_the_tasks_within_it_and_counts_the_rest(pool, stats, tmp_path):
-    tasks, src = pool
+def test_select_by_band_keeps_the_tasks_within_it_and_counts_the_rest(task_dirs, stats, tmp_path):
+    tasks, src = task_dirs
     out = tmp_path / "out"
     rep = curriculum.select([src], out, solve_rate="0.25:0.75", stats=stats, fmt="jsonl")
     assert rep.instance_ids == ["t-easy", "t-hard"] and (rep.read, rep.kept) == (4, 2)
@@ -379,8 +379,8 @@ def test_select_by_band_keeps_the_tasks_within_it_and_counts_the_rest(pool, stat
     assert rep.shards == len(m.shards) >= 1
 
 
-def test_select_by_tier_from_task_directories_without_stats(pool, tmp_path):
-    tasks, _ = pool
+def test_select_by_tier_from_task_directories_without_stats(task_dirs, tmp_path):
+    tasks, _ = task_dirs
     logged: list[str] = []
     rep = curriculum.select([tasks], tmp_path / "o", tiers=["hard,medium"], fmt="jsonl",
                             shard_size=1, log=logged.append)
@@ -398,8 +398,8 @@ def test_select_by_tier_from_task_directories_without_stats(pool, tmp_path):
         rec.model_copy(update={"family": "t-hard"})                  # a task alone is its family
 
 
-def test_select_tier_and_band_with_min_attempts_and_untried_excluded(pool, stats, tmp_path):
-    _, src = pool
+def test_select_tier_and_band_with_min_attempts_and_untried_excluded(task_dirs, stats, tmp_path):
+    _, src = task_dirs
     rep = curriculum.select([src / "data"], tmp_path / "o", tiers=["easy", "medium"],
                             solve_rate=(0.0, 0.5), stats=[stats], min_attempts=2,
                             untried="exclude", fmt="jsonl", splits={"train": 1.0}, seed=7)
@@ -414,18 +414,18 @@ def test_select_tier_and_band_with_min_attempts_and_untried_excluded(pool, stats
     assert rep.instance_ids == ["t-medium"] and rep.by_band.untried == 3
 
 
-def test_select_from_a_data_directory_inherits_its_manifest(pool, tmp_path):
-    _, src = pool
+def test_select_from_a_data_directory_inherits_its_manifest(task_dirs, tmp_path):
+    _, src = task_dirs
     rep = curriculum.select([src / "data"], tmp_path / "o", tiers=["medium"], fmt="jsonl")
     m = shards.read_manifest(tmp_path / "o")
     assert rep.instance_ids == ["t-medium"] and (m.seed, m.splits) == (3, {"train": 0.5, "test": 0.5})
     assert m.shard_size == 256                                          # shard's default
 
 
-def test_a_task_directory_inside_a_shard_directory_is_read_as_a_task(pool, tmp_path):
+def test_a_task_directory_inside_a_shard_directory_is_read_as_a_task(task_dirs, tmp_path):
     import shutil
 
-    tasks, src = pool
+    tasks, src = task_dirs
     holder = tmp_path / "holder"
     shutil.copytree(src, holder)
     inner = make_task(holder, "t-inner", "r/five", Tier.HARD)           # named after "data"
@@ -436,12 +436,12 @@ def test_a_task_directory_inside_a_shard_directory_is_read_as_a_task(pool, tmp_p
 
 
 @pytest.mark.parametrize("folder", ["aa", "zz"])
-def test_a_shard_file_outside_data_has_no_manifest_to_inherit(pool, tmp_path, folder):
+def test_a_shard_file_outside_data_has_no_manifest_to_inherit(task_dirs, tmp_path, folder):
     """A shard file moved out of its shard directory's data/ stands alone, even
     when the folder it is in sits inside another shard directory."""
     import shutil
 
-    _, src = pool
+    _, src = task_dirs
     holder = tmp_path / "holder"
     shutil.copytree(src, holder)
     first = sorted((holder / "data").iterdir())[0]
@@ -453,8 +453,8 @@ def test_a_shard_file_outside_data_has_no_manifest_to_inherit(pool, tmp_path, fo
     assert (shards.read_manifest(tmp_path / "o").seed, rep.splits) == (0, {"train": rep.read})
 
 
-def test_select_from_shard_files_and_from_the_environment_stats(pool, stats, tmp_path, monkeypatch):
-    _, src = pool
+def test_select_from_shard_files_and_from_the_environment_stats(task_dirs, stats, tmp_path, monkeypatch):
+    _, src = task_dirs
     monkeypatch.setenv(STATS_ENV, str(stats))
     files = sorted((src / "data").iterdir())
     rep = curriculum.select(files, tmp_path / "o", solve_rate="1:1", fmt="jsonl")
@@ -462,8 +462,8 @@ def test_select_from_shard_files_and_from_the_environment_stats(pool, stats, tmp
     assert shards.read_manifest(tmp_path / "o").seed == 3                 # a file's manifest too
 
 
-def test_select_mixes_shards_and_task_directories_but_not_twice(pool, tmp_path):
-    tasks, src = pool
+def test_select_mixes_shards_and_task_directories_but_not_twice(task_dirs, tmp_path):
+    tasks, src = task_dirs
     with pytest.raises(UserError, match="duplicate instance_id t-easy in the inputs"):
         curriculum.select([src, tasks / "t-easy"], tmp_path / "o", fmt="jsonl")
     extra = make_task(tmp_path / "more", "t-extra", "r/four", Tier.EASY)
@@ -474,8 +474,8 @@ def test_select_mixes_shards_and_task_directories_but_not_twice(pool, tmp_path):
     assert not (tmp_path / "o2").exists()
 
 
-def test_select_writes_nothing_when_no_task_passes(pool, stats, tmp_path):
-    _, src = pool
+def test_select_writes_nothing_when_no_task_passes(task_dirs, stats, tmp_path):
+    _, src = task_dirs
     with pytest.raises(UserError, match="no task of the 4 read passes the filters"):
         curriculum.select([src], tmp_path / "o", solve_rate="0.9:0.95", stats=stats, untried="exclude")
     assert not (tmp_path / "o").exists()
@@ -492,8 +492,8 @@ def test_select_writes_nothing_when_no_task_passes(pool, stats, tmp_path):
     ({"tiers": ["x"]}, "bad --tier"),
     ({"solve_rate": "1:0", "stats": "nope.jsonl"}, "LO 1 is above HI 0"),
 ])
-def test_select_refuses_bad_arguments(pool, tmp_path, kw, msg, monkeypatch):
-    _, src = pool
+def test_select_refuses_bad_arguments(task_dirs, tmp_path, kw, msg, monkeypatch):
+    _, src = task_dirs
     monkeypatch.chdir(tmp_path)
     args: dict = {"paths": [src], "out": tmp_path / "o", **kw}
     with pytest.raises(UserError, match=msg):
@@ -501,8 +501,8 @@ def test_select_refuses_bad_arguments(pool, tmp_path, kw, msg, monkeypatch):
     assert not (tmp_path / "o").exists()
 
 
-def test_select_refuses_to_write_over_an_input(pool, tmp_path):
-    _, src = pool
+def test_select_refuses_to_write_over_an_input(task_dirs, tmp_path):
+    _, src = task_dirs
     copy = tmp_path / "copy"
     import shutil
 
@@ -519,10 +519,10 @@ def test_select_refuses_to_write_over_an_input(pool, tmp_path):
         assert curriculum.select([copy], tmp_path / name, fmt="jsonl").kept == 4
 
 
-def test_select_refuses_a_shard_that_does_not_match_its_manifest(pool, tmp_path):
+def test_select_refuses_a_shard_that_does_not_match_its_manifest(task_dirs, tmp_path):
     import shutil
 
-    _, src = pool
+    _, src = task_dirs
     copy = tmp_path / "copy"
     shutil.copytree(src, copy)
     victim = sorted((copy / "data").iterdir())[0]
@@ -562,9 +562,9 @@ def test_inherited_split_refuses_disagreeing_inputs(manifests, splits, seed):
         curriculum.inherited_split(manifests, splits, seed)
 
 
-def test_an_unknown_tier_is_counted_apart(pool, tmp_path, monkeypatch):
+def test_an_unknown_tier_is_counted_apart(task_dirs, tmp_path, monkeypatch):
     """A row whose tier is empty (an old shard) is read under 'unknown'."""
-    tasks, _ = pool
+    tasks, _ = task_dirs
     rows = {"a": ("r", "", tasks / "t-easy"), "b": ("r", "hard", tasks / "t-hard")}
     kept, by_tier, counts = curriculum._filter(rows, None, set(), None, 1, "include")
     assert kept == {"a": "r", "b": "r"}

@@ -151,17 +151,17 @@ def copy(expect, func="test_f"):
 
 def test_copy_findings():
     m = {"test_1": copy({"": F}), "test_2": copy({"[a]": F, "[b]": P}, func="test_g")}
-    killed, out = decide.copy_findings(m, {"test_1": {"": F}, "test_2": {"[a]": F, "[b]": P}}, False,
+    matched, out = decide.copy_findings(m, {"test_1": {"": F}, "test_2": {"[a]": F, "[b]": P}}, False,
                                        Policy.SCORE)
-    assert (killed, out) == (2, [])
-    killed, out = decide.copy_findings(m, {"test_1": {"": P}, "test_2": {"[a]": F}}, False, Policy.SCORE)
-    assert killed == 0 and [f.kind for f in out] == [K.COPY_PASSED, K.COPY_PASSED]
+    assert (matched, out) == (2, [])
+    matched, out = decide.copy_findings(m, {"test_1": {"": P}, "test_2": {"[a]": F}}, False, Policy.SCORE)
+    assert matched == 0 and [f.kind for f in out] == [K.COPY_PASSED, K.COPY_PASSED]
     assert out[0].detail == "a must-fail copy of test_f passed (line 3: 1 -> 2)"
     assert out[1].detail == "a copy of test_g did not end as on the gold: [b]: missing (gold passed)"
     assert all(f.severity is Severity.FATAL for f in out)
     # A solution wrong anyway is charged nothing more; the tally still counts.
-    killed, out = decide.copy_findings(m, {"test_1": {"": F}}, True, Policy.SCORE)
-    assert (killed, out) == (1, [])
+    matched, out = decide.copy_findings(m, {"test_1": {"": F}}, True, Policy.SCORE)
+    assert (matched, out) == (1, [])
 
 
 @pytest.mark.parametrize("f2p,p2p,timed_out,fatal,want", [
@@ -187,7 +187,7 @@ def test_judge_reads_renamed_tests_and_copies():
     from taskforge.grade.defences import Defences
 
     j = decide.judge(task, run, plan, [], Defences())
-    assert (j.reward, j.outcomes, j.copies_planted, j.copies_failed) == (1.0, {A: P, B: P}, 1, 1)
+    assert (j.reward, j.outcomes, j.copies_planted, j.copies_matched) == (1.0, {A: P, B: P}, 1, 1)
     # The copy passed: forged (and exit 1 with nothing failing says so too).
     run.outcomes["tests/test_a.py::test_c1"] = P
     j = decide.judge(task, run, plan, [], Defences())
@@ -196,7 +196,7 @@ def test_judge_reads_renamed_tests_and_copies():
     run.outcomes = {"tests/test_a.py::test_9f": P, "tests/test_b.py::test_b": P,
                     "tests/test_x.py::test_c1": F}
     j = decide.judge(task, run, plan, [], Defences())
-    assert j.reward == 0.0 and j.copies_failed == 0 and K.COPY_PASSED in [f.kind for f in j.findings]
+    assert j.reward == 0.0 and j.copies_matched == 0 and K.COPY_PASSED in [f.kind for f in j.findings]
     # A timed-out run: 0, and the exit is not read.
     run.outcomes["tests/test_a.py::test_c1"] = F
     run.timed_out = True

@@ -145,7 +145,7 @@ def test_sites_are_expected_values_never_inputs():
     assert cp.sites(fn) == []
 
 
-def test_proposed_mutants_parse_and_change_one_literal(tmp_path):
+def test_proposed_copies_parse_and_change_one_literal(tmp_path):
     (tmp_path / "t.py").write_text(SRC)
     ids = ["t.py::test_plain", "t.py::test_param[1-I]", "t.py::test_local",
            "t.py::TestCls::test_method", "t.py::test_no_literal"]
@@ -174,7 +174,7 @@ def test_plant_renames_and_maps_back(tmp_path):
     assert plan.original_id("t.py::test_local") == "t.py::test_local"
 
 
-def test_mutants_really_run(tmp_path):
+def test_planted_copies_really_run(tmp_path):
     """The planted file runs under pytest: the real test passes, its copy fails."""
     (tmp_path / "lib.py").write_text("def f(n):\n    return {1: 'I', 4: 'IV', 9: 'IX'}[n]\n")
     (tmp_path / "test_x.py").write_text(textwrap.dedent('''\

@@ -70,7 +70,7 @@ def test_the_attack_beats_the_naive_grader_and_not_ours(name):
 def test_honest_runs_score_one(name):
     j = replay(CASES[name])
     assert j.reward == 1.0 and not fatal(j), kinds(j)
-    assert j.copies_failed == j.copies_planted
+    assert j.copies_matched == j.copies_planted
 
 
 CORE = ("copies", "exit_checks", "strict-events", "monitor")

@@ -44,3 +44,26 @@ def test_a_report_written_before_the_rename_loads():
     c = rep.copies
     assert (c.tasks_with_copies, c.hidden_functions, c.hidden_with_copy, c.copies, c.graded) == (1, 3, 2, 7, 3)
     assert not {"helpers", "helpers_lost", "mutants"} & set(rep.model_dump())
+
+
+def test_a_grading_case_recorded_before_the_rename_replays_the_same():
+    """A case recorded with the old keys (defences.mutants, plan.mutants) keeps its
+    copies and its switches: dropped silently, the naive grader's copies would be
+    on and the plan's copies gone, and the replay would decide another reward."""
+    import json
+    from pathlib import Path
+
+    from taskforge.grade import cases
+
+    path = Path(__file__).parent / "data" / "grading" / "always-equal-decoded-and-exec@roman.ours.json.gz"
+    case = cases.load(path)
+    assert case.plan.copies and case.reward == 0.0
+    old = json.loads(case.model_dump_json())
+    old["defences"]["mutants"] = old["defences"].pop("copies")
+    old["plan"]["mutants"] = old["plan"].pop("copies")
+    again = cases.GradingCase.model_validate(old)
+    assert again == case
+    assert cases.replay(again).reward == case.reward == 0.0
+    naive = json.loads(cases.load(path.with_name(path.name.replace(".ours.", ".naive."))).model_dump_json())
+    naive["defences"]["mutants"] = naive["defences"].pop("copies")
+    assert cases.GradingCase.model_validate(naive).defences.copies is False

@@ -184,7 +184,7 @@ def test_gold_as_a_patch_and_as_a_tree_scores_one(target, redteam_tasks, tmp_pat
     res = verify(task, Solution.from_patch((task / "gold.patch").read_text()),
                  record=recorder(f"honest-gold-patch@{target}"))
     assert res.reward == 1.0, res.model_dump_json(indent=1)
-    assert res.copies_planted >= 1 and res.copies_failed == res.copies_planted
+    assert res.copies_planted >= 1 and res.copies_matched == res.copies_planted
     res = grade(task, honest_gold(task, tmp_path / "gold"), case=f"honest-gold-tree@{target}")
     assert res.reward == 1.0, res.model_dump_json(indent=1)
     assert not [f for f in res.findings if f.severity is not Severity.INFO], res.findings
@@ -202,7 +202,7 @@ def test_the_attacks_honest_twin_scores_one(target, backend, redteam_tasks, tmp_
     res = grade(task, honest_gold(task, tmp_path / "gold"), pool=pool, backend=backend,
                 case=f"honest-twin@{target}@{backend}")
     assert res.reward == 1.0, res.model_dump_json(indent=1)
-    assert res.copies_planted >= 1 and res.copies_failed == res.copies_planted
+    assert res.copies_planted >= 1 and res.copies_matched == res.copies_planted
 
 
 def test_gold_with_an_unrelated_always_equal_sentinel(redteam_tasks, tmp_path):

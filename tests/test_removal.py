@@ -492,6 +492,17 @@ _TRICKY = [
             # end of TestW
           # two spaces
         """, {("TestW", "test_a")}, set(), False),
+    # Found in review: text inside a multi-line string is not a comment, even at a line start.
+    ("a header's multi-line string with '#' lines", 'class TestA(dict, doc="""\n# see below"""):\n'
+     "    def test_a(self):\n        pass\n\n    def test_b(self):\n        pass\n",
+     {("TestA", "test_a")}, set(), False),
+    ("an emptied first block under a header's string", 'class Base(doc="""\n#"""):\n'
+     "    def helper(self):\n        pass\ndef test_k():\n    pass\n", {("Base", "helper")}, set(), False),
+    ("CRLF and no newline at end of file", "import os\r\nclass TestA:\r\n    def test_a(self):\r\n"
+     "        pass\r\n    def test_b(self):\r\n        pass", {("TestA", "test_a")}, set(), False),
+    # libcst prints some case patterns back otherwise (`case [0, *y]:`): such files go to it.
+    ("a match statement", "def test_m(x):\n    match x:\n        case 0, *y:\n            pass\n\n"
+     "def test_n():\n    pass\n", {("test_n",)}, set(), True),
 ]
 
 
@@ -518,6 +529,18 @@ def test_strip_tests_cuts_text_as_libcst_edits_the_tree(tmp_path):
         else:
             assert transform._cut_tests(tm, code, hidden, drop) == want, name
             assert want[1] or not (hidden or drop), name
+
+
+def test_an_emptied_package_init_is_one_newline_as_libcst_prints_it(tmp_path):
+    from taskforge.remove import transform
+
+    for code, want in [("from pkg import a\n", "\n"), ("from pkg import a\r\n", "\r\n"),
+                       ("from pkg import a", ""), ("# kept\nfrom pkg import a\n", "# kept\n")]:
+        (tmp_path / "tests").mkdir(exist_ok=True)
+        (tmp_path / "tests/__init__.py").write_bytes(code.encode())
+        tm = index_test_module(tmp_path, "tests/__init__.py")
+        assert _libcst_strip_tests(tm, code, set(), {("pkg", "a")}) == (want, True)
+        assert transform._cut_tests(tm, code, set(), {("pkg", "a")}) == (want, True), repr(code)
 
 
 def test_module_level_assignments_go_with_the_feature_they_use(tmp_path):

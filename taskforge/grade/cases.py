@@ -11,8 +11,9 @@ from __future__ import annotations
 import gzip
 import json
 from pathlib import Path
+from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from taskforge.analysis.testindex import TestRef
 from taskforge.fsutil import atomic_write
@@ -22,7 +23,7 @@ from taskforge.grade.defences import Defences
 from taskforge.grade.events import read_run
 from taskforge.grade.findings import Finding
 from taskforge.grade.result import VerifyResult
-from taskforge.models import TestCopy
+from taskforge.models import TestCopy, renamed
 from taskforge.sandbox.base import ExecResult
 
 CASE_VERSION = 1
@@ -31,6 +32,11 @@ CASE_VERSION = 1
 class PlanRecord(BaseModel):
     originals: dict[str, tuple[str, list[str], str]] = Field(default_factory=dict)  # name -> (file, cls, func)
     copies: dict[str, TestCopy] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_names(cls, data: Any) -> Any:
+        return renamed(data, {"mutants": "copies"})     # cases recorded before issue 27's renames
 
     @classmethod
     def of(cls, plan: Plan) -> "PlanRecord":

@@ -17,7 +17,7 @@ Where a test asserts no such literal, the weaker fallback negates an assertion
 forged reports, not objects that are equal to everything.
 
 At generation every candidate copy runs against the gold; the ones the gold
-fails, with the outcome of each of their test ids, form the task's pool
+fails, with the outcome of each of their test ids, are the task's copies
 (`TestCopy.expect`). At verify a random choice from it is planted, and a solution
 passes only if every planted copy ends exactly as it did on the gold.
 """

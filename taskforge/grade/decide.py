@@ -50,7 +50,7 @@ class Judgement:
     f2p_failures: list[str]
     p2p_regressions: list[str]
     copies_planted: int
-    copies_failed: int
+    copies_matched: int
 
 
 def split_outcomes(reported: Mapping[str, str], plan: Plan
@@ -176,12 +176,12 @@ def copy_findings(copies: Mapping[str, TestCopy], planted: Mapping[str, Mapping[
     as it did on the gold: one that passed, or whose results went missing, means
     the reports are not the tests' own. A solution that fails a hidden test
     (`wrong_anyway`) is charged nothing more: the copies say nothing new."""
-    killed = 0
+    matched = 0
     out: list[Finding] = []
     for name, m in copies.items():
         got = planted.get(name, {})
         if got == m.expect:
-            killed += 1
+            matched += 1
             continue
         if wrong_anyway:
             continue
@@ -189,7 +189,7 @@ def copy_findings(copies: Mapping[str, TestCopy], planted: Mapping[str, Mapping[
         detail = (f"a must-fail copy of {m.func} passed ({m.site})" if passed else
                   f"a copy of {m.func} did not end as on the gold: {profile_diff(m.expect, got)}")
         out.append(finding(K.COPY_PASSED, Source.GRADER, detail, policy=pol))
-    return killed, out
+    return matched, out
 
 
 def reward(f2p_failures: list[str], p2p_regressions: list[str], timed_out: bool,
@@ -217,9 +217,9 @@ def judge(task: TaskFacts, run: RunResult, plan: Plan, prior: Iterable[Finding],
             expected=task.expected)]
     f2p_failures = not_passed(task.fail_to_pass, outcomes)
     p2p_regressions = not_passed(task.pass_to_pass, outcomes)
-    killed, copies = copy_findings(plan.copies, planted, bool(f2p_failures), pol)
+    matched, copies = copy_findings(plan.copies, planted, bool(f2p_failures), pol)
     found += copies
     return Judgement(reward=reward(f2p_failures, p2p_regressions, run.timed_out, found),
                      findings=found, outcomes=outcomes, f2p_failures=f2p_failures,
                      p2p_regressions=p2p_regressions, copies_planted=len(plan.copies),
-                     copies_failed=killed)
+                     copies_matched=matched)

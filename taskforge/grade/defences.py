@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, model_validator
 
 from taskforge.grade.findings import Policy
+from taskforge.models import renamed
 
 
 class Defences(BaseModel):
@@ -25,6 +26,11 @@ class Defences(BaseModel):
     exit_checks: bool = True       # exit code, session end, expected ids all reported
     bounds: bool = True            # host-side size, file, depth, apply and scan bounds; monitor cap
     policy: Policy = Policy.SCORE
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_names(cls, data: Any) -> Any:
+        return renamed(data, {"mutants": "copies"})     # recorded before issue 27's renames
 
     @classmethod
     def naive(cls) -> "Defences":

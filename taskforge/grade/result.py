@@ -25,7 +25,7 @@ class VerifyResult(BaseModel):
     tampering: list[str] = Field(default_factory=list)     # findings that cost or flag, as text
     findings: list[Finding] = Field(default_factory=list)
     copies_planted: int = 0
-    copies_failed: int = 0           # planted copies that ended as on the gold
+    copies_matched: int = 0          # planted copies whose every id ended as on the gold
     collection_errors: list[str] = Field(default_factory=list)
     error: str | None = None
     exit_code: int | None = None

@@ -155,13 +155,13 @@ def restore_protected(task: Task, tree: Path) -> list[tuple[K, str]]:
     return notes
 
 
-def choose_copies(pool: list[cp.TestCopy], rng: random.Random, limit: int = MAX_PLANTED
+def choose_copies(candidates: list[cp.TestCopy], rng: random.Random, limit: int = MAX_PLANTED
                    ) -> list[cp.TestCopy]:
     """Copies for every hidden test that has any (at most `limit`): per test, one
     literal and its copies, two of them when few tests have copies, so that a
     guess between original and copies is right one time in three, not two."""
     tests: dict[tuple, dict[str, list[cp.TestCopy]]] = {}
-    for m in pool:
+    for m in candidates:
         tests.setdefault((m.file, tuple(m.cls), m.func), {}).setdefault(m.group, []).append(m)
     keys = list(tests)
     rng.shuffle(keys)
@@ -429,7 +429,7 @@ def grade(result: VerifyResult, rec, run: RunResult, t0: float, plan: cp.Plan,
     result.p2p_passed = len(rec.PASS_TO_PASS) - len(j.p2p_regressions)
     result.collection_errors = [clean(f"{k or '<session>'}: {v}", 400)
                                 for k, v in sorted(run.collect_errors.items())][:50]
-    result.copies_planted, result.copies_failed = j.copies_planted, j.copies_failed
+    result.copies_planted, result.copies_matched = j.copies_planted, j.copies_matched
     return _finish(result, t0, j.reward, j.findings)
 
 

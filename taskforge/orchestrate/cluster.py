@@ -1,6 +1,6 @@
 """Ray as the executor: generation over a corpus and grading spread over a cluster.
 
-Optional (`pip install taskforge[ray]`); the local thread pools stay the default.
+Optional (`pip install taskforge[ray]`); local worker threads stay the default.
 Every trainer taskforge serves already runs on Ray, so this joins the cluster
 they have (`ray start`, `RAY_ADDRESS`) rather than bringing its own.
 

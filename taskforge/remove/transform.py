@@ -258,6 +258,17 @@ class _Unsupported(Exception):
 
 
 @functools.lru_cache(maxsize=4)
+def _string_lines(code: str) -> frozenset[int]:
+    """Lines that continue a multi-line string: text there is not a comment or a
+    blank line, whatever it looks like (a header's docstring argument, say)."""
+    out: set[int] = set()
+    for node in ast.walk(_parsed(code)):
+        if isinstance(node, (ast.Constant, ast.JoinedStr)) and node.end_lineno and node.end_lineno > node.lineno:
+            out.update(range(node.lineno + 1, node.end_lineno + 1))
+    return frozenset(out)
+
+
+@functools.lru_cache(maxsize=4)
 def _parsed(code: str) -> ast.Module:
     """ast of a test file, kept for the next request: generation strips the same
     file for many features, and a huge file takes a second to parse."""
@@ -274,12 +285,14 @@ class _Text:
         if code.startswith("\ufeff") or re.search(r"\r(?!\n)", code):
             raise _Unsupported("byte-order mark or lone \\r line ending")
         self.trailing_newline = code.endswith("\n") or not code
-        self.code = code if self.trailing_newline else code + "\n"
+        # The file's newline, from its first line (a last line without one takes it).
+        self.newline = "\r\n" if "\r\n" in code[:code.find("\n") + 1] else "\n"
+        self.code = code if self.trailing_newline else code + self.newline
         self.lines = [line + "\n" for line in self.code.split("\n")[:-1]]
         self.starts = [0]
         for line in self.lines:
             self.starts.append(self.starts[-1] + len(line))
-        self.newline = "\r\n" if "\r\n" in self.code[:self.code.find("\n") + 1] else "\n"
+        self.string_lines: frozenset[int] = frozenset()
 
     def col(self, lineno: int, byte_col: int) -> int:
         line = self.lines[lineno - 1]
@@ -289,9 +302,10 @@ class _Text:
         return self.starts[lineno - 1] + self.col(lineno, byte_col)
 
     def blank(self, lineno: int) -> bool:
-        """No code on the line: whitespace, maybe a comment."""
+        """No code on the line: whitespace, maybe a comment (a line inside a
+        multi-line string, `# ...` as it may look, is code)."""
         text = self.lines[lineno - 1].strip()
-        return not text or text.startswith("#")
+        return (not text or text.startswith("#")) and lineno not in self.string_lines
 
     def indent(self, st: ast.stmt) -> str | None:
         """The indentation before a statement; None when code precedes it on its line
@@ -558,6 +572,7 @@ def _cut_tests(tm: TestModule, code: str, hidden: AbstractSet[tuple[str, ...]],
     does not reproduce exactly."""
     text = _Text(code)
     tree = _parsed(text.code)
+    text.string_lines = _string_lines(text.code)
     if len(code) <= bigfiles.HUGE and _has_match(text.code, tree):
         raise _Unsupported("match statement")
     stripper = _LineStripper(text, tm.module, tm.rel.endswith("__init__.py"), hidden, drop_bindings)
@@ -565,8 +580,10 @@ def _cut_tests(tm: TestModule, code: str, hidden: AbstractSet[tuple[str, ...]],
     if not stripper.cuts:
         return code, False
     new = _apply(text.code, stripper.cuts)
-    if not text.trailing_newline and new.endswith("\n"):
-        new = new[:-1]
+    if not text.trailing_newline:
+        new = new.removesuffix(text.newline)
+    elif not new:
+        new = text.newline          # libcst prints an emptied module as one newline
     if tm.rel.endswith(("conftest.py", "__init__.py")):
         return new, True
     return (new if left else None), True

@@ -354,7 +354,7 @@ class Episodes:
                 idle = [i for i, e in self._by_id.items()
                         if now - e.last_used > self.limits.idle_seconds and not e.lock.locked()]
                 eps = [self._by_id.pop(i) for i in idle]
-                # Expired once out of the pool, not once destroyed (a container's
+                # Expired once out of the live set, not once destroyed (a container's
                 # removal takes a while): the count agrees with open_ids().
                 for ep in eps:
                     ep.closed = True

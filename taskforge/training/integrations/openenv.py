@@ -17,7 +17,7 @@ standard MCP actions (`list_tools`, `call_tool`) over taskforge's tools
 (taskforge.training.tools), and a `submit` call ends the episode with its
 reward (None, with `result.infra_error`, when grading itself failed). The
 session's episode closes with the session. Inside `taskforge serve` the
-episodes live in the server's pool (its limit and idle reaper) and submissions
+episodes live in the server's Episodes (its limit and idle reaper) and submissions
 are graded through its admission gate.
 """
 from __future__ import annotations
@@ -152,10 +152,10 @@ def create_openenv_app(tasks: str | Path | TaskSource, episodes: Episodes | None
                        grader: Grader | None = None, max_sessions: int = 8):
     """openenv-core's FastAPI app serving taskforge episodes (mountable in any ASGI app)."""
     source = tasks if isinstance(tasks, TaskSource) else TaskSource(tasks)
-    pool = episodes or Episodes(EpisodeLimits(), max_episodes=max_sessions)
+    live = episodes or Episodes(EpisodeLimits(), max_episodes=max_sessions)
 
     def factory() -> TaskforgeEnvironment:
-        return TaskforgeEnvironment(source, pool, grader)
+        return TaskforgeEnvironment(source, live, grader)
 
     factory.SUPPORTS_CONCURRENT_SESSIONS = True     # type: ignore[attr-defined]  # read by openenv
     # CallToolAction as the action class: openenv then routes both MCP action types.
