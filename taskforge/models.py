@@ -167,6 +167,9 @@ class TestCopy(BaseModel):
     # and every copy: planting drops their definitions once nothing else uses
     # them, or the one table equal to the constant would be the original.
     tables: list[str] = Field(default_factory=list)
+    # Copies of one block (grade/copy_blocks.py) exchange their tests' expected
+    # values: planted all together or not at all. "": not in a block.
+    block: str = ""
 
 
 class GradingPlan(BaseModel):

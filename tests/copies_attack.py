@@ -360,6 +360,7 @@ class Sample:
     feats: list[list[float]]
     truth: int                 # index of the original
     source: str = ""
+    block: bool = False        # copies of an exchange block (grade/copy_blocks.py)
 
 
 def fit(samples: list[Sample], epochs: int = 60, lr: float = 0.05, l2: float = 1e-3) -> list[float]:

@@ -88,6 +88,8 @@ def planted_samples(files: list[tuple[Path, str]], style: cp.CopyStyle, corpus: 
             stats["files"] += 1
             stats["tests"] += len(ids)
             stats["copied"] += len({(tuple(m.cls), m.func) for m in proposed})
+            stats["blocked"] = stats.get("blocked", 0) + len({(tuple(m.cls), m.func) for m in proposed
+                                                              if m.block})
             for v in range(verifies):
                 rng = random.Random(f"{seed}:{rel}:{v}")
                 chosen = choose_copies(proposed, rng)
@@ -118,7 +120,8 @@ def _samples(planted: str, plan: cp.Plan, corpus: Corpus, rel: str) -> list[Samp
         if len(orig) != 1 or len(copies) != len(names) - 1:
             continue
         ctx = Context.of(planted, g)
-        out.append(Sample(features(g, ctx, corpus), orig[0], rel))
+        out.append(Sample(features(g, ctx, corpus), orig[0], rel,
+                          block=all(plan.copies[n].block for n in copies)))
     return out
 
 

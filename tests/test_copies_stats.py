@@ -10,9 +10,10 @@ other way round): every group is scored by a model that never saw its file.
 
 Corpus: the fixtures, and the test files installed packages ship (numpy,
 pandas, scipy, networkx, sympy, libcst, ...), read where they are installed.
-The default generator (CopyStyle.LEGACY) loses to the same attacker: reading a
+The one-step generator (CopyStyle.LEGACY) loses to the same attacker: reading a
 graded test file is therefore charged by the monitor. The matched generator
-(CopyStyle.MATCHED, not yet the default) is measured by bench/bench_copies.py.
+(CopyStyle.MATCHED) and the exchange blocks (CopyStyle.EXCHANGED, the default,
+tests/test_copy_blocks.py) are measured by bench/bench_copies.py.
 """
 from __future__ import annotations
 

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from taskforge.analysis.pyparse import parse as parse_python
 from taskforge.grade import copies as cp
+from taskforge.grade import copy_blocks
 from taskforge.grade.findings import Policy, Severity, Source
 from taskforge.sandbox import GENERATION_BACKEND
 
@@ -97,6 +98,7 @@ def calibrate(worker, f2p: list[str], seed: str, timeout: float,
         a, b = profiles[0][names[0][i]], profiles[1][names[1][i]]
         if a == b and a and "failed" in a.values() and all(o in ("passed", "failed") for o in a.values()):
             cal.copies.append(m.model_copy(update={"expect": dict(sorted(a.items()))}))
+    cal.copies = copy_blocks.whole_blocks(cal.copies, candidates)
     return cal
 
 

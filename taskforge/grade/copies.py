@@ -24,6 +24,7 @@ passes only if every planted copy ends exactly as it did on the gold.
 from __future__ import annotations
 
 import ast
+import math
 import random
 import re
 import secrets
@@ -37,6 +38,7 @@ from typing import AbstractSet, Literal, cast
 from taskforge.analysis.pyparse import literal_eval
 from taskforge.analysis.pyparse import parse as parse_python
 from taskforge.analysis.testindex import TestRef, test_ref
+from taskforge.grade import copy_blocks as cb
 from taskforge.grade import copy_values
 from taskforge.models import TestCopy
 
@@ -57,16 +59,21 @@ ATOMIC = (ast.Call, ast.Name, ast.Attribute, ast.Subscript)
 class CopyStyle(str, Enum):
     """How copy values are drawn.
 
-    LEGACY, the default: one-step perturbations; a distinguisher that reads the
-    planted file picks the original 81% of the time (chance 50%), so reading a
-    graded test file is charged by the monitor instead. MATCHED draws values from
-    the original's profile in its module (grade/copy_values.py): 55% against 46.5%,
-    but only 7% of hidden tests get any copy (45% under LEGACY), which would
-    leave most tests without the copies' defence against forged results. It
-    stays selectable, measured by bench/bench_copies.py, until it is at chance
-    without the coverage loss."""
+    EXCHANGED, the default: where tests of one file can form a block
+    (grade/copy_blocks.py), their copies exchange the tests' own expected values,
+    and a reader is right exactly once per block size (bench/bench_copies.py:
+    0.41 against chance 0.44 on held-out files); every other test gets the
+    LEGACY copies. LEGACY: one-step perturbations; a distinguisher that reads the
+    planted file picks the original about 80% of the time (chance 50%), which is
+    why reading a graded test file is charged by the monitor. MATCHED draws
+    values from the original's profile in its module (grade/copy_values.py): at
+    chance too, but for 8% of tests, and nothing for the rest."""
     MATCHED = "matched"    # from the original's profile in its module (grade/copy_values.py)
     LEGACY = "legacy"      # one-step perturbations
+    EXCHANGED = "exchanged"   # other tests' expected values, in blocks (grade/copy_blocks.py)
+
+
+DEFAULT_STYLE = CopyStyle.EXCHANGED
 
 
 def find_def(tree: ast.Module, ref: TestRef) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
@@ -864,7 +871,7 @@ def matched_values(lines: list[str], fn, ctx: copy_values.Context, site: Site, r
 
 
 def propose(root: Path, nodeids: list[str], seed: str, sites_per_test: int = 2,
-            values_per_site: int = 2, style: CopyStyle = CopyStyle.LEGACY) -> list[TestCopy]:
+            values_per_site: int = 2, style: CopyStyle | None = None) -> list[TestCopy]:
     """Candidate copies of the test functions behind `nodeids` (not yet validated).
 
     Per test: up to `sites_per_test` literals, each with `values_per_site`
@@ -872,11 +879,13 @@ def propose(root: Path, nodeids: list[str], seed: str, sites_per_test: int = 2,
     same literal: copies that changed different literals would outvote the real
     value at each one ("IV" in the original and in the copy that changed "XIV").
     Literals that occur least in the file come first, for the same reason."""
+    style = style or DEFAULT_STYLE
     rng = random.Random(seed)
     refs = sorted({r for r in map(test_ref, nodeids) if r is not None},
                   key=lambda r: (r.file, r.cls, r.func))
     parsed: dict[str, tuple[ast.Module, list[str], str] | None] = {}
     contexts: dict[str, copy_values.Context] = {}
+    exchanged: dict[str, list] = {}
     out: list[TestCopy] = []
     for ref in refs:
         if ref.file not in parsed:
@@ -892,37 +901,142 @@ def propose(root: Path, nodeids: list[str], seed: str, sites_per_test: int = 2,
         fn = find_def(tree, ref)
         if fn is None:
             continue
-        all_sites = sites(fn, tree)
-        values = [s for s in all_sites if s.kind == "value"]
-        rng.shuffle(values)
-        values.sort(key=lambda s: text.count(_token(lines, s, rng)))
-        made = 0
+        if style is CopyStyle.EXCHANGED:
+            exchanged.setdefault(ref.file, []).append((ref, fn))
+            continue
         if style is CopyStyle.MATCHED:
             ctx = contexts.get(ref.file) or contexts.setdefault(ref.file, copy_values.Context.of(tree))
-            out += _matched_copies(ref, lines, fn, ctx, values, rng, sites_per_test, values_per_site)
+            out += _matched_copies(ref, lines, fn, ctx, _value_sites(fn, tree, lines, text, rng), rng,
+                                   sites_per_test, values_per_site)
             continue
-        for site in values:
-            if made >= sites_per_test:
+        out += _legacy_copies(ref, lines, fn, tree, text, rng, sites_per_test, values_per_site)
+    for file, tests in exchanged.items():
+        entry = parsed[file]
+        assert entry is not None            # only parsed files are listed
+        tree, lines, text = entry
+        out += _exchanged_copies(tests, tree, lines, rng)
+        # Every test keeps one-step copies too. They are planted only where the
+        # test's block is not (no block could take it, or the gold passed one
+        # of the block's copies and calibrate.py dropped the block): such a
+        # group is easier to read, but the task keeps a defence against forged
+        # results.
+        for ref, fn in tests:
+            out += _legacy_copies(ref, lines, fn, tree, text, rng, sites_per_test, values_per_site)
+    return out
+
+
+def _value_sites(fn, tree: ast.Module, lines: list[str], text: str, rng: random.Random) -> list[Site]:
+    """A test's value sites, the literals that occur least in the file first."""
+    values = [s for s in sites(fn, tree) if s.kind == "value"]
+    rng.shuffle(values)
+    values.sort(key=lambda s: text.count(_token(lines, s, rng)))
+    return values
+
+
+def _legacy_copies(ref: TestRef, lines: list[str], fn, tree: ast.Module, text: str, rng: random.Random,
+                   sites_per_test: int, values_per_site: int) -> list[TestCopy]:
+    """CopyStyle.LEGACY: one-step perturbations of up to `sites_per_test` literals."""
+    out: list[TestCopy] = []
+    made = 0
+    for site in _value_sites(fn, tree, lines, text, rng):
+        if made >= sites_per_test:
+            break
+        e = site.edits_for(rng)[0]
+        group = f"{ref.func}@{e.line}:{e.start}:{site.row}"
+        texts: set[str] = set()
+        # The copies form a chain of one-letter changes with the original at a
+        # random place in it (its middle one time in three), so that "the one
+        # closest to both others" is no better than a guess.
+        chain = rng.random() < 2 / 3
+        prev = None
+        for _ in range(values_per_site * 3):
+            if len(texts) >= values_per_site:
                 break
+            r = _render(lines, fn, site, rng, base=prev if chain else None)
+            if r is None or r[0] in texts:
+                continue
+            prev = r[3]
+            texts.add(r[0])
+            out.append(TestCopy(file=ref.file, cls=list(ref.cls), func=ref.func, kind="value",
+                              group=group, site=r[1], source=r[0], original=r[2]))
+        made += bool(texts)
+    return out
+
+
+_SIMPLE_STR = re.compile(r"""^(['"])([^'"\\\r\n]*)\1$""")
+
+
+def _slot_of(lines: list[str], fn, site: Site, rng: random.Random, index: int, owner
+             ) -> cb.Slot | None:
+    """The site as an exchangeable slot: a plain number, a simply quoted string
+    or an expected exception class; None for any other site."""
+    if site.table is not None:
+        return None
+    e = site.edits_for(rng)[0]
+    if e.end_line and e.end_line != e.line:
+        return None
+    token = _source_of(lines, e)
+    if e.text == "\2":
+        kind, value = cb.SlotKind.EXCEPTION, token
+    elif e.text == "\0":
+        try:
+            value = literal_eval(token)
+        except (ValueError, SyntaxError):
+            return None
+        if isinstance(value, str) and _SIMPLE_STR.match(token):
+            kind = cb.SlotKind.STRING
+        elif copy_values._is_number(value) and not isinstance(value, bool) and (
+                not isinstance(value, float) or math.isfinite(value)):
+            kind = cb.SlotKind.NUMBER
+        else:
+            return None
+    else:
+        return None
+    first, last = span(fn)
+    blanked = list(lines)
+    raw = blanked[e.line - 1].encode("utf-8")
+    blanked[e.line - 1] = (raw[:e.start] + b" " + raw[e.end:]).decode("utf-8", "replace")
+    body = "".join(blanked[first - 1:last])
+    strs, nums = _local(fn, value) if kind is not cb.SlotKind.EXCEPTION else _local(fn, None)
+    return cb.Slot(index=index, owner=owner, kind=kind, value=value, strings=tuple(strs),
+                   numbers=tuple(float(x) for x in nums), words=cb.words_of(body))
+
+
+def _exchanged_copies(tests: list, tree: ast.Module, lines: list[str], rng: random.Random
+                      ) -> list[TestCopy]:
+    """CopyStyle.EXCHANGED: the copies of one file's tests, in blocks whose tests
+    exchange their expected values (see grade/copy_blocks.py)."""
+    slots: list[cb.Slot] = []
+    where: list[tuple[TestRef, object, Site]] = []
+    for ref, fn in tests:
+        for site in sites(fn, tree):
+            if site.kind != "value":
+                continue
+            slot = _slot_of(lines, fn, site, rng, len(where), (tuple(ref.cls), ref.func))
+            if slot is not None:
+                slots.append(slot)
+                where.append((ref, fn, site))
+    out: list[TestCopy] = []
+    for n, block in enumerate(cb.form_blocks(slots, rng)):
+        made: list[TestCopy] = []
+        for member in block:
+            ref, fn, site = where[member.index]
             e = site.edits_for(rng)[0]
-            group = f"{ref.func}@{e.line}:{e.start}:{site.row}"
-            texts: set[str] = set()
-            # The copies form a chain of one-letter changes with the original at a
-            # random place in it (its middle one time in three), so that "the one
-            # closest to both others" is no better than a guess.
-            chain = rng.random() < 2 / 3
-            prev = None
-            for _ in range(values_per_site * 3):
-                if len(texts) >= values_per_site:
-                    break
-                r = _render(lines, fn, site, rng, base=prev if chain else None)
-                if r is None or r[0] in texts:
+            quote = _source_of(lines, e)[:1]
+            for other in block:
+                if other is member:
                     continue
-                prev = r[3]
-                texts.add(r[0])
-                out.append(TestCopy(file=ref.file, cls=list(ref.cls), func=ref.func, kind="value",
-                                  group=group, site=r[1], source=r[0], original=r[2]))
-            made += bool(texts)
+                chosen = (quote + str(other.value) + quote if member.kind is cb.SlotKind.STRING
+                          else canonical(repr(other.value), other.value)
+                          if member.kind is cb.SlotKind.NUMBER else str(other.value))
+                r = _render(lines, fn, site, rng, chosen=chosen)
+                if r is None:
+                    break
+                made.append(TestCopy(file=ref.file, cls=list(ref.cls), func=ref.func, kind="value",
+                                     group=f"{ref.func}@{e.line}:{e.start}:{site.row}", site=r[1],
+                                     source=r[0], original=r[2], block=f"{ref.file}#{n}"))
+        if len(made) == len(block) * (len(block) - 1):
+            out += made                   # a block is whole or absent
     return out
 
 

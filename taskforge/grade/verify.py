@@ -157,16 +157,29 @@ def restore_protected(task: Task, tree: Path) -> list[tuple[K, str]]:
 
 def choose_copies(candidates: list[cp.TestCopy], rng: random.Random, limit: int = MAX_PLANTED
                    ) -> list[cp.TestCopy]:
-    """Copies for every hidden test that has any (at most `limit`): per test, one
-    literal and its copies, two of them when few tests have copies, so that a
-    guess between original and copies is right one time in three, not two."""
+    """Copies for every hidden test that has any (at most `limit`). Blocks of
+    exchanged values (grade/copy_blocks.py) are planted whole. Otherwise per
+    test one literal and its copies, two of them when few tests have copies, so
+    that a guess between original and copies is right one time in three, not two."""
+    blocks: dict[str, list[cp.TestCopy]] = {}
+    for m in candidates:
+        if m.block:
+            blocks.setdefault(m.block, []).append(m)
+    out: list[cp.TestCopy] = []
+    names = sorted(blocks)
+    rng.shuffle(names)
+    for name in names:
+        if len(out) + len(blocks[name]) <= limit:
+            out += blocks[name]
+    covered = {(m.file, tuple(m.cls), m.func) for m in out}
     tests: dict[tuple, dict[str, list[cp.TestCopy]]] = {}
     for m in candidates:
-        tests.setdefault((m.file, tuple(m.cls), m.func), {}).setdefault(m.group, []).append(m)
+        key = (m.file, tuple(m.cls), m.func)
+        if not m.block and key not in covered:
+            tests.setdefault(key, {}).setdefault(m.group, []).append(m)
     keys = list(tests)
     rng.shuffle(keys)
     per = 2 if len(keys) < 4 else 1
-    out: list[cp.TestCopy] = []
     for k in keys:
         groups = list(tests[k].values())
         values = [g for g in groups if g[0].kind == "value"]

@@ -1,0 +1,240 @@
+"""Exchanged copies (grade/copy_blocks.py): blocks of tests that trade their
+expected values, so that a reader of the planted file who judges a value by how
+it looks is right exactly once per block size.
+
+The decisions are table-tested; the property is tested on real plantings
+(propose, choose_copies, plant as verify runs them), against the one-step
+copies of the same file, which a value-only reader beats, and over the
+statistical attacker of tests/copies_attack.py on held-out corpus files."""
+from __future__ import annotations
+
+import ast
+import random
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from copies_attack import fit, pick  # noqa: E402
+from copies_harness import corpus_files, corpus_of, planted_samples, split  # noqa: E402
+
+from taskforge.grade import copies as cp  # noqa: E402
+from taskforge.grade import copy_blocks as cb  # noqa: E402
+from taskforge.grade.verify import choose_copies  # noqa: E402
+from taskforge.models import TestCopy  # noqa: E402
+
+N, S, E = cb.SlotKind.NUMBER, cb.SlotKind.STRING, cb.SlotKind.EXCEPTION
+
+
+def slot(value, kind=N, owner=None, strings=(), numbers=(), words=()):
+    return cb.Slot(index=0, owner=owner if owner is not None else object(), kind=kind, value=value,
+                   strings=tuple(strings), numbers=tuple(numbers), words=frozenset(words))
+
+
+@pytest.mark.parametrize("kind,value,s,expect", [
+    # a number: occurrences, as a numeral, inside a string, one step away, made of two
+    (N, 42, slot(0, numbers=(7, 3)), (0, False, 0, 0, False)),
+    (N, 42, slot(0, numbers=(42, 3), words={"42"}), (1, True, 0, 0, False)),
+    (N, 42, slot(0, numbers=(41, 43)), (0, False, 0, 2, False)),
+    (N, 42, slot(0, numbers=(6, 7)), (0, False, 0, 0, True)),
+    (N, 42, slot(0, strings=("id-42",)), (0, False, 1, 0, False)),
+    (N, -42, slot(0, numbers=(42,)), (1, False, 0, 0, False)),     # by magnitude: the sign is the class's
+    # a string: equal, inside, containing, nearest distance (capped), a name
+    (S, "north", slot("", S, strings=("north",)), (1, 0, 0, cb.NEAR_CAP, False)),
+    (S, "north", slot("", S, strings=("northeast",)), (0, 1, 0, 4, False)),
+    (S, "north", slot("", S, strings=("nor",)), (0, 0, 1, 2, False)),
+    (S, "north", slot("", S, strings=("nurth",)), (0, 0, 0, 1, False)),
+    (S, "north", slot("", S, words={"North"}), (0, 0, 0, cb.NEAR_CAP, True)),
+    # an exception: whether its name is written elsewhere in the test
+    (E, "LedgerError", slot("", E, words={"LedgerError"}), (True,)),
+    (E, "pkg.LedgerError", slot("", E, words={"pkg"}), (False, True)),
+])
+def test_profile(kind, value, s, expect):
+    assert cb.profile(kind, value, s) == expect
+
+
+@pytest.mark.parametrize("a,b,ok", [
+    (slot(4913, numbers=(7,)), slot(2718, numbers=(5,)), True),
+    (slot(4913), slot(4913), False),                                 # one value: nothing to exchange
+    (slot(4913), slot(27), False),                                   # another number of digits
+    (slot(4913), slot(-2718), False),                                # another sign
+    (slot(4913), slot(2718.0), False),                               # another type
+    (slot(4913, numbers=(4912,)), slot(2718, numbers=(5,)), False),  # 4913 is near its input, 2718 is not
+    (slot(4913, numbers=(4912,)), slot(2718, numbers=(2717, 4914)), False),   # 2718 near its own, 4913 near it too
+    (slot(4913, numbers=(4912,)), slot(2718, numbers=(2717,)), False),        # 2718 is not near 4913's input
+    (slot(4913, numbers=(4912, 2717)), slot(2718, numbers=(2717, 4912)), True),   # each near one input of each
+    (slot("east", S, strings=("x",)), slot("west", S, strings=("y",)), True),
+    (slot("east", S, strings=("eastern",)), slot("west", S, strings=("y",)), False),
+    (slot("ValueError", E), slot("TypeError", E), True),
+    (slot("LookupError", E), slot("KeyError", E), False),            # KeyError derives from LookupError
+    (slot("LedgerError", E), slot("ValueError", E), False),          # the project's own against a builtin
+])
+def test_compatible(a, b, ok):
+    assert cb.compatible(a, b) is ok and cb.compatible(b, a) is ok
+
+
+def test_a_test_is_in_one_block_at_most():
+    owner = "t1"
+    slots = [slot(1000 + i * 111, owner=owner if i < 2 else f"t{i}") for i in range(6)]
+    blocks = cb.form_blocks(slots, random.Random(0))
+    owners = [m.owner for b in blocks for m in b]
+    assert len(owners) == len(set(owners)) and len(owners) >= 4
+    assert all(cb.compatible(x, y) for b in blocks for x in b for y in b if x is not y)
+    assert all(len(b) in cb.BLOCK_SIZES for b in blocks)
+
+
+def _copy(block: str, func: str) -> TestCopy:
+    return TestCopy(file="t.py", func=func, kind="value", site="", source="", block=block)
+
+
+def test_a_block_is_kept_whole_or_not_at_all():
+    proposed = [_copy("b1", "a"), _copy("b1", "b"), _copy("b2", "c"), _copy("b2", "d"), _copy("", "e")]
+    kept = [proposed[0], proposed[1], proposed[2], proposed[4]]     # the gold passed one copy of b2
+    assert [c.func for c in cb.whole_blocks(kept, proposed)] == ["a", "b", "e"]
+
+
+# ------------------------------------------------------------- real plantings
+
+TESTS = '''\
+from geo import bearing, heading, code, grid
+
+
+def test_bearing_a():
+    assert bearing("alpha", 7) == 4913
+
+
+def test_bearing_b():
+    assert bearing("bravo", 5) == 2718
+
+
+def test_bearing_c():
+    assert bearing("charlie", 3) == 6151
+
+
+def test_heading_a():
+    assert heading(11) == "north-east"
+
+
+def test_heading_b():
+    assert heading(12) == "south-west"
+
+
+def test_code_a():
+    assert code("q") == 86
+
+
+def test_code_b():
+    assert code("z") == 53
+'''
+
+
+def _site_values(text: str) -> dict[str, object]:
+    """Planted test name -> the expected value its one assertion writes."""
+    out = {}
+    for n in ast.parse(text).body:
+        if isinstance(n, ast.FunctionDef):
+            cmp = n.body[0].test                        # type: ignore[attr-defined]
+            out[n.name] = ast.literal_eval(cmp.comparators[0])
+    return out
+
+
+def _plant(tmp_path: Path, style: cp.CopyStyle, seed: int):
+    (tmp_path / "test_geo.py").write_text(TESTS)
+    ids = [f"test_geo.py::{n.name}" for n in ast.parse(TESTS).body if isinstance(n, ast.FunctionDef)]
+    proposed = cp.propose(tmp_path, ids, f"task{seed}", style=style)
+    chosen = choose_copies(proposed, random.Random(seed))
+    plan = cp.plant(tmp_path, ids, chosen, rng=random.Random(seed))
+    return plan, _site_values((tmp_path / "test_geo.py").read_text())
+
+
+WORDS = {"north", "south", "east", "west"}
+
+
+def _value_only_picker(values: list) -> int:
+    """Judges a value by how it looks alone: a string made of real words, then
+    a round number, then the smallest text (any fixed rule of the value)."""
+    def key(v):
+        words = isinstance(v, str) and all(p in WORDS for p in v.split("-"))
+        zeros = len(str(v)) - len(str(v).rstrip("0")) if isinstance(v, int) else 0
+        return (not words, -zeros, str(v))
+    return min(range(len(values)), key=lambda i: key(values[i]))
+
+
+def _score(plan, values, only_blocks: bool, kind=object) -> tuple[int, int]:
+    groups: dict[str, list[str]] = {}
+    for name, c in plan.copies.items():
+        if only_blocks == bool(c.block):
+            groups.setdefault(c.func, []).append(name)
+    right = total = 0
+    for func, names in groups.items():
+        orig = next(n for n, r in plan.originals.items() if r.func == func)
+        if not isinstance(values[orig], kind):
+            continue
+        members = [orig, *names]
+        right += members[_value_only_picker([values[m] for m in members])] == orig
+        total += 1
+    return right, total
+
+
+def test_every_group_of_a_block_shows_the_same_values_and_each_is_home_once(tmp_path):
+    plan, values = _plant(tmp_path, cp.CopyStyle.EXCHANGED, 1)
+    blocks: dict[str, set[str]] = {}
+    for c in plan.copies.values():
+        blocks.setdefault(c.block, set()).add(c.func)
+    assert "" not in blocks and len(blocks) >= 2, blocks
+    home = {r.func: values[n] for n, r in plan.originals.items()}
+    for funcs in blocks.values():
+        per_group = []
+        for f in funcs:
+            names = [n for n, c in plan.copies.items() if c.func == f]
+            per_group.append(Counter([home[f], *(values[n] for n in names)]))
+        assert all(g == per_group[0] for g in per_group)
+        assert sorted(map(repr, per_group[0])) == sorted(repr(home[f]) for f in funcs)
+
+
+def test_a_value_only_reader_beats_one_step_copies_but_not_a_block(tmp_path):
+    """Over many tasks' plantings of one file: on the one-step copies of the
+    strings the rule finds every original; on the blocks it is right exactly
+    once per block, every time."""
+    legacy_right = legacy_groups = 0
+    for seed in range(12):
+        d = tmp_path / f"l{seed}"
+        d.mkdir()
+        plan, values = _plant(d, cp.CopyStyle.LEGACY, seed)
+        r, g = _score(plan, values, only_blocks=False, kind=str)
+        legacy_right += r
+        legacy_groups += g
+    assert legacy_groups and legacy_right / legacy_groups > 0.9, (legacy_right, legacy_groups)
+    for seed in range(12):
+        d = tmp_path / f"x{seed}"
+        d.mkdir()
+        plan, values = _plant(d, cp.CopyStyle.EXCHANGED, seed)
+        blocks = Counter(c.block for c in plan.copies.values() if c.block)
+        r, g = _score(plan, values, only_blocks=True)
+        assert g and r == len(blocks), (seed, r, g, blocks)
+
+
+def test_the_fitted_attacker_is_at_chance_on_blocks_of_held_out_files():
+    """The distinguisher of tests/copies_attack.py, fitted on the block groups
+    of half the corpus files and scored on the other half's (the real test
+    files of installed packages and the fixtures). It beats the one-step copies
+    of the same files (test_copies_stats.py); on blocks it is a guess."""
+    files = corpus_files(8)
+    corpus = corpus_of(files)
+    a, b = split(files)
+    right = total = 0
+    chance = 0.0
+    for train_files, test_files in ((a, b), (b, a)):
+        train = [s for s in planted_samples(train_files, cp.CopyStyle.EXCHANGED, corpus)[0] if s.block]
+        test = [s for s in planted_samples(test_files, cp.CopyStyle.EXCHANGED, corpus)[0] if s.block]
+        w = fit(train)
+        right += sum(pick(w, s.feats) == s.truth for s in test)
+        total += len(test)
+        chance += sum(1 / len(s.feats) for s in test)
+    assert total >= 40, total
+    # At chance: within two standard deviations of the guesser's mean.
+    sd = (chance * (1 - chance / total)) ** 0.5
+    assert right <= chance + 2 * sd, (right, round(chance, 1), total)
