@@ -29,9 +29,9 @@ from taskforge.models import TestCopy  # noqa: E402
 N, S, E = cb.SlotKind.NUMBER, cb.SlotKind.STRING, cb.SlotKind.EXCEPTION
 
 
-def slot(value, kind=N, owner=None, strings=(), numbers=(), words=()):
+def slot(value, kind=N, owner=None, strings=(), numbers=(), words=(), form=""):
     return cb.Slot(index=0, owner=owner if owner is not None else object(), kind=kind, value=value,
-                   strings=tuple(strings), numbers=tuple(numbers), words=frozenset(words))
+                   strings=tuple(strings), numbers=tuple(numbers), words=frozenset(words), form=form)
 
 
 @pytest.mark.parametrize("kind,value,s,expect", [
@@ -67,6 +67,7 @@ def test_profile(kind, value, s, expect):
     (slot(4913, numbers=(4912,)), slot(2718, numbers=(2717,)), False),        # 2718 is not near 4913's input
     (slot(4913, numbers=(4912, 2717)), slot(2718, numbers=(2717, 4912)), True),   # each near one input of each
     (slot("east", S, strings=("x",)), slot("west", S, strings=("y",)), True),
+    (slot("east", S, form="'"), slot("west", S, form='"'), False),    # quoted differently
     (slot("east", S, strings=("eastern",)), slot("west", S, strings=("y",)), False),
     (slot("ValueError", E), slot("TypeError", E), True),
     (slot("LookupError", E), slot("KeyError", E), False),            # KeyError derives from LookupError
@@ -177,6 +178,21 @@ def _score(plan, values, only_blocks: bool, kind=object) -> tuple[int, int]:
         right += members[_value_only_picker([values[m] for m in members])] == orig
         total += 1
     return right, total
+
+
+@pytest.mark.parametrize("a,b,c,blocked", [
+    ("4913", "2718", "6151", True),
+    # written in hex, the original would be the one value of its group in hex
+    # (copies are written in decimal): no block
+    ("0x1331", "0xa9e", "0x1807", False),
+])
+def test_only_decimal_numbers_are_exchanged(tmp_path, a, b, c, blocked):
+    src = "".join(f"def test_{i}():\n    assert f('{w}') == {v}\n\n\n"
+                  for i, (w, v) in enumerate(zip(("alpha", "bravo", "charlie"), (a, b, c))))
+    (tmp_path / "test_x.py").write_text(src)
+    ids = [f"test_x.py::test_{i}" for i in range(3)]
+    made = cp.propose(tmp_path, ids, "seed", style=cp.CopyStyle.EXCHANGED)
+    assert any(m.block for m in made) is blocked
 
 
 def test_every_group_of_a_block_shows_the_same_values_and_each_is_home_once(tmp_path):

@@ -986,8 +986,9 @@ def _slot_of(lines: list[str], fn, site: Site, rng: random.Random, index: int, o
         if isinstance(value, str) and _SIMPLE_STR.match(token):
             kind = cb.SlotKind.STRING
         elif copy_values._is_number(value) and not isinstance(value, bool) and (
-                not isinstance(value, float) or math.isfinite(value)):
-            kind = cb.SlotKind.NUMBER
+                not isinstance(value, float) or math.isfinite(value)) and not re.match(
+                r"-?0[xXoObB]", token):
+            kind = cb.SlotKind.NUMBER         # written in decimal: the copies are
         else:
             return None
     else:
@@ -999,7 +1000,8 @@ def _slot_of(lines: list[str], fn, site: Site, rng: random.Random, index: int, o
     body = "".join(blanked[first - 1:last])
     strs, nums = _local(fn, value) if kind is not cb.SlotKind.EXCEPTION else _local(fn, None)
     return cb.Slot(index=index, owner=owner, kind=kind, value=value, strings=tuple(strs),
-                   numbers=tuple(float(x) for x in nums), words=cb.words_of(body))
+                   numbers=tuple(float(x) for x in nums), words=cb.words_of(body),
+                   form=token[:1] if kind is cb.SlotKind.STRING else "")
 
 
 def _exchanged_copies(tests: list, tree: ast.Module, lines: list[str], rng: random.Random

@@ -53,6 +53,7 @@ class Slot:
     strings: tuple[str, ...] = ()    # the test's other string constants
     numbers: tuple[float, ...] = ()  # the test's other numbers, signs included
     words: frozenset[str] = frozenset()   # names and numerals of the test's text, the site left out
+    form: str = ""                   # how the value is written (a string's quote): one per block
 
 
 def value_class(kind: SlotKind, value: object) -> tuple:
@@ -124,11 +125,13 @@ def profile(kind: SlotKind, value: object, slot: Slot) -> tuple:
 
 
 def compatible(a: Slot, b: Slot) -> bool:
-    """Two slots may share a block: two tests, one class, different values, each
+    """Two slots may share a block: two tests, one class, one written form (the
+    same token counts the same everywhere), different values, each
     value related to each test as the test's own value is (`profile`), and
     (exceptions) neither builtin class derived from the other, or a copy would
     pass where its original does."""
-    return (a.owner != b.owner and value_class(a.kind, a.value) == value_class(b.kind, b.value)
+    return (a.owner != b.owner and a.form == b.form
+            and value_class(a.kind, a.value) == value_class(b.kind, b.value)
             and a.value != b.value and type(a.value) is type(b.value)
             and (a.kind is not SlotKind.EXCEPTION or _unrelated_classes(str(a.value), str(b.value)))
             and profile(a.kind, b.value, a) == profile(a.kind, a.value, a)
