@@ -172,3 +172,32 @@ def test_since_and_style_refuse_what_they_cannot_use(args, message, tmp_path):
     assert message in res.stderr and "Traceback" not in res.stderr, res.stderr
     assert len(res.stderr.strip().splitlines()) == 1, res.stderr
     assert not (tmp_path / "out" / "report.json").exists()
+
+
+def test_candidates_settling_at_once_all_see_the_history(tmp_path):
+    """Candidates settle in threads and share one Settler: every thread that
+    asks for the blame gets it, not only the first (the others once read None
+    while the first still asked git, and a task went out with no code age)."""
+    import threading
+    from types import SimpleNamespace
+
+    from taskforge.orchestrate.settle import Settler
+
+    repo = _repo(tmp_path / "r", ("a = 1\n", OLD), ("a = 1\nb = 2\n", NEW))
+    fields = dict.fromkeys(("opts", "ctx", "cov", "texts", "image_scan", "image", "n_flaky",
+                            "protected", "state", "out_dir"))
+    settler = Settler(src=SimpleNamespace(path=repo), **fields)
+    start = threading.Barrier(8)
+    seen: list = []
+
+    def ask():
+        start.wait()
+        seen.append(settler.blame)
+
+    threads = [threading.Thread(target=ask) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(seen) == 8 and all(isinstance(b, Blame) for b in seen), seen
+    assert len({id(b) for b in seen}) == 1

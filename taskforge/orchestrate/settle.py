@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import secrets
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -85,14 +86,17 @@ class Settler:
     out_dir: Path
     _blame: Blame | None = None
     _blame_read: bool = False
+    _blame_lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
     def blame(self) -> Blame | None:
         """Line dates of the source, or None where they would say nothing
-        (a shallow clone, one commit)."""
-        if not self._blame_read:
-            self._blame_read = True
-            self._blame = None if no_history(self.src.path) else Blame(self.src.path)
+        (a shallow clone, one commit). Candidates settle in threads: the lock
+        keeps a second thread from reading None while the first still asks git."""
+        with self._blame_lock:
+            if not self._blame_read:
+                self._blame = None if no_history(self.src.path) else Blame(self.src.path)
+                self._blame_read = True
         return self._blame
 
     @property
