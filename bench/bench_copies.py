@@ -44,7 +44,9 @@ def measure(style: CopyStyle, per_package: int, verifies: int) -> dict:
         k = next(n for n, x in zip(NAMES[:4], s.feats[0][:4]) if x) if any(s.feats[0][:4]) else "?"
         kinds.setdefault(k, []).append(int(pick(w, s.feats) == s.truth))
     split_by = {}
-    for name, part in (("in_blocks", [s for s in test if s.block]), ("outside", [s for s in test if not s.block])):
+    for name, part in (("in_blocks", [s for s in test if s.block]),
+                       ("matched", [s for s in test if s.matched and not s.block]),
+                       ("one_step", [s for s in test if not s.block and not s.matched])):
         if part:
             right = sum(1 for s in part if pick(w, s.feats) == s.truth)
             split_by[name] = {"groups": len(part), "chance": round(chance(part), 3),
@@ -59,6 +61,7 @@ def measure(style: CopyStyle, per_package: int, verifies: int) -> dict:
             "groups": len(btest), "chance": round(chance(btest), 3), "accuracy": round(right / len(btest), 3),
             "p_value": binomial_upper_p(right, [1 / len(s.feats) for s in btest])}
     return {"style": style.value, "tests_in_blocks": st1.get("blocked", 0) + st2.get("blocked", 0),
+            "tests_matched": st1.get("matched", 0) + st2.get("matched", 0),
             "split": split_by, "groups_train": len(train), "groups_test": len(test),
             "tests": st1["tests"] + st2["tests"], "tests_copied": st1["copied"] + st2["copied"],
             "chance": round(chance(test), 3), "accuracy": round(acc, 3),

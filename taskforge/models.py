@@ -170,6 +170,10 @@ class TestCopy(BaseModel):
     # Copies of one block (grade/copy_blocks.py) exchange their tests' expected
     # values: planted all together or not at all. "": not in a block.
     block: str = ""
+    # Values drawn from the original's profile in its module
+    # (grade/copy_values.py): as likely as the original, so verify prefers them
+    # to one-step copies for a test outside a block.
+    matched: bool = False
 
 
 class GradingPlan(BaseModel):

@@ -90,6 +90,8 @@ def planted_samples(files: list[tuple[Path, str]], style: cp.CopyStyle, corpus: 
             stats["copied"] += len({(tuple(m.cls), m.func) for m in proposed})
             stats["blocked"] = stats.get("blocked", 0) + len({(tuple(m.cls), m.func) for m in proposed
                                                               if m.block})
+            stats["matched"] = stats.get("matched", 0) + len({(tuple(m.cls), m.func) for m in proposed
+                                                              if m.matched})
             for v in range(verifies):
                 rng = random.Random(f"{seed}:{rel}:{v}")
                 chosen = choose_copies(proposed, rng)
@@ -121,7 +123,8 @@ def _samples(planted: str, plan: cp.Plan, corpus: Corpus, rel: str) -> list[Samp
             continue
         ctx = Context.of(planted, g)
         out.append(Sample(features(g, ctx, corpus), orig[0], rel,
-                          block=all(plan.copies[n].block for n in copies)))
+                          block=all(plan.copies[n].block for n in copies),
+                          matched=all(plan.copies[n].matched for n in copies)))
     return out
 
 

@@ -233,19 +233,25 @@ def test_a_value_only_reader_beats_one_step_copies_but_not_a_block(tmp_path):
         assert g and r == len(blocks), (seed, r, g, blocks)
 
 
-def test_the_fitted_attacker_is_at_chance_on_blocks_of_held_out_files():
+@pytest.mark.parametrize("tier", ["block", "matched"])
+def test_the_fitted_attacker_is_at_chance_on_blocks_of_held_out_files(tier):
     """The distinguisher of tests/copies_attack.py, fitted on the block groups
-    of half the corpus files and scored on the other half's (the real test
-    files of installed packages and the fixtures). It beats the one-step copies
-    of the same files (test_copies_stats.py); on blocks it is a guess."""
+    (or the matched groups outside blocks) of half the corpus files and scored
+    on the other half's (the real test files of installed packages and the
+    fixtures). It beats the one-step copies of the same files
+    (test_copies_stats.py); on blocks and matched copies it is a guess."""
     files = corpus_files(8)
     corpus = corpus_of(files)
     a, b = split(files)
     right = total = 0
     chance = 0.0
+
+    def of_tier(samples):
+        return [s for s in samples if (s.block if tier == "block" else s.matched and not s.block)]
+
     for train_files, test_files in ((a, b), (b, a)):
-        train = [s for s in planted_samples(train_files, cp.CopyStyle.EXCHANGED, corpus)[0] if s.block]
-        test = [s for s in planted_samples(test_files, cp.CopyStyle.EXCHANGED, corpus)[0] if s.block]
+        train = of_tier(planted_samples(train_files, cp.CopyStyle.EXCHANGED, corpus)[0])
+        test = of_tier(planted_samples(test_files, cp.CopyStyle.EXCHANGED, corpus)[0])
         w = fit(train)
         right += sum(pick(w, s.feats) == s.truth for s in test)
         total += len(test)
@@ -254,3 +260,27 @@ def test_the_fitted_attacker_is_at_chance_on_blocks_of_held_out_files():
     # At chance: within two standard deviations of the guesser's mean.
     sd = (chance * (1 - chance / total)) ** 0.5
     assert right <= chance + 2 * sd, (right, round(chance, 1), total)
+
+
+def test_outside_a_block_the_matched_copies_of_a_literal_are_planted_not_the_one_step_ones():
+    """A test outside any block has matched copies (values from its module's
+    profile, at chance) and one-step copies of the same literal under the same
+    group id: verify plants the matched group alone, never a mixture, and the
+    one-step copies only where a test has no matched ones."""
+    from taskforge.grade.verify import choose_copies
+    from taskforge.models import TestCopy
+
+    def copy(func: str, n: int, matched: bool) -> TestCopy:
+        return TestCopy(file="tests/test_m.py", func=func, kind="value", group=f"{func}@3:11:",
+                        site=f"line 3: {n}", source=f"def __tf_mutant_name__(): assert f() == {n}\n",
+                        matched=matched)
+
+    both = [copy("test_a", 7, False), copy("test_a", 8, False), copy("test_a", 40, True),
+            copy("test_a", 52, True)]
+    legacy_only = [copy("test_b", 3, False), copy("test_b", 4, False)]
+    for seed in range(20):
+        chosen = choose_copies(both + legacy_only, random.Random(seed))
+        a = [m for m in chosen if m.func == "test_a"]
+        b = [m for m in chosen if m.func == "test_b"]
+        assert a and all(m.matched for m in a), (seed, [m.site for m in a])
+        assert b and not any(m.matched for m in b)

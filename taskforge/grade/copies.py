@@ -62,8 +62,9 @@ class CopyStyle(str, Enum):
     EXCHANGED, the default: where tests of one file can form a block
     (grade/copy_blocks.py), their copies exchange the tests' own expected values,
     and a reader is right exactly once per block size (bench/bench_copies.py:
-    0.41 against chance 0.44 on held-out files); every other test gets the
-    LEGACY copies. LEGACY: one-step perturbations; a distinguisher that reads the
+    0.44 against chance 0.46 on held-out files); every other test gets the
+    MATCHED copies where its module has values of its profile, else the LEGACY
+    copies. LEGACY: one-step perturbations; a distinguisher that reads the
     planted file picks the original about 80% of the time (chance 50%), which is
     why reading a graded test file is charged by the monitor. MATCHED draws
     values from the original's profile in its module (grade/copy_values.py): at
@@ -915,12 +916,16 @@ def propose(root: Path, nodeids: list[str], seed: str, sites_per_test: int = 2,
         assert entry is not None            # only parsed files are listed
         tree, lines, text = entry
         out += _exchanged_copies(tests, tree, lines, rng)
-        # Every test keeps one-step copies too. They are planted only where the
-        # test's block is not (no block could take it, or the gold passed one
-        # of the block's copies and calibrate.py dropped the block): such a
-        # group is easier to read, but the task keeps a defence against forged
-        # results.
+        # Every test keeps copies outside its block too, planted only where the
+        # block is not (no block could take the test, or the gold passed one of
+        # the block's copies and calibrate.py dropped it): values matched to the
+        # original's profile where the module has them (at chance as well), and
+        # one-step copies, easier to read but still a defence against forged
+        # results, for the tests that have neither.
+        ctx = copy_values.Context.of(tree)
         for ref, fn in tests:
+            out += _matched_copies(ref, lines, fn, ctx, _value_sites(fn, tree, lines, text, rng), rng,
+                                   sites_per_test, values_per_site)
             out += _legacy_copies(ref, lines, fn, tree, text, rng, sites_per_test, values_per_site)
     return out
 
@@ -1062,7 +1067,8 @@ def _matched_copies(ref: TestRef, lines: list[str], fn, ctx: copy_values.Context
                 continue
             texts.add(r[0])
             out.append(TestCopy(file=ref.file, cls=list(ref.cls), func=ref.func, kind="value",
-                              group=group, site=r[1], source=r[0], original=r[2], tables=tables))
+                              group=group, site=r[1], source=r[0], original=r[2], tables=tables,
+                              matched=True))
         made += bool(texts)
     return out
 

@@ -159,7 +159,8 @@ def choose_copies(candidates: list[cp.TestCopy], rng: random.Random, limit: int 
                    ) -> list[cp.TestCopy]:
     """Copies for every hidden test that has any (at most `limit`). Blocks of
     exchanged values (grade/copy_blocks.py) are planted whole. Otherwise per
-    test one literal and its copies, two of them when few tests have copies, so
+    test one literal and its copies (values matched to the original's profile
+    where the test has them, grade/copy_values.py; else one-step copies), two of them when few tests have copies, so
     that a guess between original and copies is right one time in three, not two."""
     blocks: dict[str, list[cp.TestCopy]] = {}
     for m in candidates:
@@ -172,18 +173,19 @@ def choose_copies(candidates: list[cp.TestCopy], rng: random.Random, limit: int 
         if len(out) + len(blocks[name]) <= limit:
             out += blocks[name]
     covered = {(m.file, tuple(m.cls), m.func) for m in out}
-    tests: dict[tuple, dict[str, list[cp.TestCopy]]] = {}
+    tests: dict[tuple, dict[tuple[str, bool], list[cp.TestCopy]]] = {}
     for m in candidates:
         key = (m.file, tuple(m.cls), m.func)
-        if not m.block and key not in covered:
-            tests.setdefault(key, {}).setdefault(m.group, []).append(m)
+        if not m.block and key not in covered:      # matched and one-step copies of a literal apart
+            tests.setdefault(key, {}).setdefault((m.group, m.matched), []).append(m)
     keys = list(tests)
     rng.shuffle(keys)
     per = 2 if len(keys) < 4 else 1
     for k in keys:
         groups = list(tests[k].values())
         values = [g for g in groups if g[0].kind == "value"]
-        group = list(rng.choice(values or groups))
+        matched = [g for g in values if g[0].matched]
+        group = list(rng.choice(matched or values or groups))
         rng.shuffle(group)
         out += group[:per]
         if len(out) >= limit:
