@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from pathlib import Path
@@ -40,9 +41,12 @@ def measure(style: CopyStyle, per_package: int, verifies: int) -> dict:
     top = sorted(zip(NAMES, w), key=lambda x: -abs(x[1]))[:6]
     from copies_attack import pick
     kinds: dict[str, list[int]] = {}
+    block_kinds: dict[str, list[int]] = {}
     for s in test:
         k = next(n for n, x in zip(NAMES[:4], s.feats[0][:4]) if x) if any(s.feats[0][:4]) else "?"
         kinds.setdefault(k, []).append(int(pick(w, s.feats) == s.truth))
+        if s.block:
+            block_kinds.setdefault(k, []).append(int(pick(w, s.feats) == s.truth))
     split_by = {}
     for name, part in (("in_blocks", [s for s in test if s.block]),
                        ("matched", [s for s in test if s.matched and not s.block]),
@@ -52,6 +56,14 @@ def measure(style: CopyStyle, per_package: int, verifies: int) -> dict:
             split_by[name] = {"groups": len(part), "chance": round(chance(part), 3),
                               "accuracy": round(right / len(part), 3),
                               "p_value": binomial_upper_p(right, [1 / len(s.feats) for s in part])}
+    # What the reward depends on: every group of a planted file picked right.
+    per_file: dict[str, list] = {}
+    for s in test:
+        per_file.setdefault(s.source, []).append(s)
+    all_right = sum(1 for ss in per_file.values() if all(pick(w, s.feats) == s.truth for s in ss))
+    by_chance = sum(math.prod(1 / len(s.feats) for s in ss) for ss in per_file.values())
+    split_by["files_all_right"] = {"files": len(per_file), "fitted": all_right,
+                                   "by_chance": round(by_chance, 1)}
     btrain = [s for s in train if s.block]
     btest = [s for s in test if s.block]
     if len(btrain) >= 10 and btest:
@@ -69,6 +81,7 @@ def measure(style: CopyStyle, per_package: int, verifies: int) -> dict:
             "best_single": NAMES[j], "best_single_accuracy": round(single, 3),
             "top_weights": [(n, round(x, 2)) for n, x in top],
             "by_kind": {k: (len(v), round(sum(v) / len(v), 2)) for k, v in sorted(kinds.items())},
+            "in_blocks_by_kind": {k: (len(v), round(sum(v) / len(v), 2)) for k, v in sorted(block_kinds.items())},
             "seconds": round(time.monotonic() - t0, 1)}
 
 

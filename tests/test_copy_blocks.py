@@ -18,7 +18,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from copies_attack import fit, pick  # noqa: E402
+from copies_attack import NAMES, fit, pick  # noqa: E402
 from copies_harness import corpus_files, corpus_of, planted_samples, split  # noqa: E402
 
 from taskforge.grade import copies as cp  # noqa: E402
@@ -26,7 +26,7 @@ from taskforge.grade import copy_blocks as cb  # noqa: E402
 from taskforge.grade.verify import choose_copies  # noqa: E402
 from taskforge.models import TestCopy  # noqa: E402
 
-N, S, E = cb.SlotKind.NUMBER, cb.SlotKind.STRING, cb.SlotKind.EXCEPTION
+N, S, E, P = cb.SlotKind.NUMBER, cb.SlotKind.STRING, cb.SlotKind.EXCEPTION, cb.SlotKind.POLARITY
 
 
 def slot(value, kind=N, owner=None, strings=(), numbers=(), words=(), form=""):
@@ -72,9 +72,41 @@ def test_profile(kind, value, s, expect):
     (slot("ValueError", E), slot("TypeError", E), True),
     (slot("LookupError", E), slot("KeyError", E), False),            # KeyError derives from LookupError
     (slot("LedgerError", E), slot("ValueError", E), False),          # the project's own against a builtin
+    # complements: the two forms of one family, the tests agreeing on negative words
+    (slot("", P, form="assert:False"), slot("not", P, form="assert:False"), True),
+    (slot("is", P, form="is-none:True"), slot("is not", P, form="is-none:True"), True),
+    (slot("not", P, form="assert:False"), slot("not", P, form="assert:False"), False),   # one form
+    (slot("", P, form="assert:False"), slot("not", P, form="assert:True"), False),       # "invalid" in one
+    (slot("True", P, form="bool:False"), slot("not", P, form="assert:False"), False),    # two families
 ])
 def test_compatible(a, b, ok):
     assert cb.compatible(a, b) is ok and cb.compatible(b, a) is ok
+
+
+@pytest.mark.parametrize("words,cue", [
+    ({"parse", "x", "assert"}, False),
+    ({"is_invalid"}, True),            # split at underscores
+    ({"rejectsEmpty"}, True),          # and at case changes
+    ({"nothing_here"}, True),
+    ({"notation", "Note"}, False),     # whole parts only
+    (set(), False),
+])
+def test_negative_cue(words, cue):
+    assert cb.negative_cue(words) is cue
+
+
+def test_complements_come_after_values_and_pair_the_two_forms():
+    """A test with a number and a complement joins a number block when it can;
+    complement blocks pair one test of each form."""
+    nums = [slot(1000 + i * 111, owner=f"t{i}") for i in range(3)]
+    pols = [slot(v, P, owner=f"t{i}", form="assert:False") for i, v in enumerate(["", "not", "", "not", ""])]
+    for seed in range(20):
+        blocks = cb.form_blocks(nums + pols, random.Random(seed))
+        kinds = sorted(tuple(m.kind.value for m in b) for b in blocks)
+        assert ("number",) * 3 in kinds, (seed, kinds)
+        pol = [b for b in blocks if b[0].kind is P]
+        assert len(pol) == 1 and sorted(m.value for m in pol[0]) == ["", "not"]
+        assert {m.owner for m in pol[0]} == {"t3", "t4"}, seed   # t0..t2 are in the number block
 
 
 def test_a_test_is_in_one_block_at_most():
@@ -233,7 +265,86 @@ def test_a_value_only_reader_beats_one_step_copies_but_not_a_block(tmp_path):
         assert g and r == len(blocks), (seed, r, g, blocks)
 
 
-@pytest.mark.parametrize("tier", ["block", "matched"])
+COMPLEMENTS = '''\
+from sets import covers, lookup
+
+
+def test_a():
+    assert covers(3, 9)
+
+
+def test_b():
+    assert not covers(4, 2)
+
+
+def test_c():
+    assert covers(5, 7)
+
+
+def test_d():
+    assert lookup("k1") is None
+
+
+def test_e():
+    assert lookup("k2") is not None
+
+
+def test_f():
+    assert covers(8, 8)
+'''
+
+
+def _positive(text: str) -> dict[str, bool]:
+    """Planted test name -> whether its assertion has the positive form."""
+    out = {}
+    for n in ast.parse(text).body:
+        if isinstance(n, ast.FunctionDef):
+            t = n.body[0].test                          # type: ignore[attr-defined]
+            out[n.name] = not (isinstance(t, ast.UnaryOp) or (
+                isinstance(t, ast.Compare) and isinstance(t.ops[0], ast.IsNot)))
+    return out
+
+
+def test_a_polarity_reader_beats_one_step_negations_but_not_a_complement_block(tmp_path):
+    """Most tests assert the positive form, so "the positive one is the
+    original" finds most originals among one-step negations. In an exchange
+    block a positive test is paired with a negative one: each group shows both
+    forms, and the rule is right in exactly one group of each block."""
+    ids = [f"test_c.py::{n.name}" for n in ast.parse(COMPLEMENTS).body if isinstance(n, ast.FunctionDef)]
+
+    def plant(style: cp.CopyStyle, seed: int):
+        d = tmp_path / f"{style.value}{seed}"
+        d.mkdir()
+        (d / "test_c.py").write_text(COMPLEMENTS)
+        chosen = choose_copies(cp.propose(d, ids, f"task{seed}", style=style), random.Random(seed))
+        plan = cp.plant(d, ids, chosen, rng=random.Random(seed))
+        return plan, _positive((d / "test_c.py").read_text())
+
+    legacy = [0, 0]
+    blocks_seen = 0
+    for seed in range(12):
+        plan, positive = plant(cp.CopyStyle.LEGACY, seed)
+        for func in {c.func for c in plan.copies.values()}:
+            orig = next(n for n, r in plan.originals.items() if r.func == func)
+            members = [orig, *(n for n, c in plan.copies.items() if c.func == func)]
+            legacy[0] += positive[next((m for m in members if positive[m]), members[0])] == positive[orig]
+            legacy[1] += 1
+        plan, positive = plant(cp.CopyStyle.EXCHANGED, seed)
+        blocks: dict[str, list[str]] = {}
+        for c in plan.copies.values():
+            if c.block:                # two of the three positive `assert`s have no partner
+                blocks.setdefault(c.block, []).append(c.func)
+        assert len(blocks) == 2, blocks
+        for funcs in blocks.values():
+            assert len(funcs) == 2
+            origs = [next(n for n, r in plan.originals.items() if r.func == f) for f in funcs]
+            assert sorted(positive[o] for o in origs) == [False, True]     # one of each form
+            blocks_seen += 1
+    assert legacy[1] and legacy[0] / legacy[1] > 0.6, legacy
+    assert blocks_seen == 24
+
+
+@pytest.mark.parametrize("tier", ["block", "complement", "matched"])
 def test_the_fitted_attacker_is_at_chance_on_blocks_of_held_out_files(tier):
     """The distinguisher of tests/copies_attack.py, fitted on the block groups
     (or the matched groups outside blocks) of half the corpus files and scored
@@ -247,6 +358,8 @@ def test_the_fitted_attacker_is_at_chance_on_blocks_of_held_out_files(tier):
     chance = 0.0
 
     def of_tier(samples):
+        if tier == "complement":        # complement blocks: the group's kind is "other"
+            return [s for s in samples if s.block and s.feats[0][NAMES.index("kind_other")]]
         return [s for s in samples if (s.block if tier == "block" else s.matched and not s.block)]
 
     for train_files, test_files in ((a, b), (b, a)):
@@ -256,7 +369,7 @@ def test_the_fitted_attacker_is_at_chance_on_blocks_of_held_out_files(tier):
         right += sum(pick(w, s.feats) == s.truth for s in test)
         total += len(test)
         chance += sum(1 / len(s.feats) for s in test)
-    assert total >= 40, total
+    assert total >= (20 if tier == "complement" else 40), total
     # At chance: within two standard deviations of the guesser's mean.
     sd = (chance * (1 - chance / total)) ** 0.5
     assert right <= chance + 2 * sd, (right, round(chance, 1), total)

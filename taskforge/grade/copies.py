@@ -60,9 +60,10 @@ class CopyStyle(str, Enum):
     """How copy values are drawn.
 
     EXCHANGED, the default: where tests of one file can form a block
-    (grade/copy_blocks.py), their copies exchange the tests' own expected values,
-    and a reader is right exactly once per block size (bench/bench_copies.py:
-    0.44 against chance 0.46 on held-out files); every other test gets the
+    (grade/copy_blocks.py), their copies exchange the tests' own expected values
+    or the forms of their complements, and a reader is right exactly once per
+    block size (bench/bench_copies.py: 0.48 against chance 0.49 on held-out
+    files); every other test gets the
     MATCHED copies where its module has values of its profile, else the LEGACY
     copies. LEGACY: one-step perturbations; a distinguisher that reads the
     planted file picks the original about 80% of the time (chance 50%), which is
@@ -142,6 +143,9 @@ class Site:
     table: tuple | None = None     # a parametrize table given by name, its value
     column: int = 0                # the expected value's position in each row
     row: int = 0                   # the row this site changes
+    # A complement (`is None` / `is not None`, assertTrue / assertFalse, `assert x`
+    # / `assert not x`): its family and the form the test has, for copy_blocks.
+    polarity: tuple[str, str] | None = None
 
 
 def _module_constants(module: ast.Module) -> dict[str, ast.AST]:
@@ -491,8 +495,10 @@ def _param_sites(fn, expected: set[str], by_identity: set[str], consts: dict[str
 
 def _none_sites(plain: list[ast.AST]) -> list[Site]:
     """`is None` against `is not None`."""
-    return [Site("value", lambda rng, c=node.test: [_none_swap(c)], node.test.lineno) for node in plain
-            if isinstance(node, ast.Assert) and _none_check(node.test) is not None]
+    return [Site("value", lambda rng, c=node.test: [_none_swap(c)], node.test.lineno,
+                 polarity=("is-none", "is" if isinstance(cast(ast.Compare, node.test).ops[0], ast.Is)
+                           else "is not"))
+            for node in plain if isinstance(node, ast.Assert) and _none_check(node.test) is not None]
 
 
 def _complement_sites(plain: list[ast.AST]) -> list[Site]:
@@ -505,17 +511,20 @@ def _complement_sites(plain: list[ast.AST]) -> list[Site]:
             f = node.func
             out.append(Site("value", lambda rng, f=f: [
                 Edit(f.end_lineno, f.end_col_offset - len(f.attr), f.end_col_offset,
-                     NEGATABLE[f.attr])], node.lineno))
+                     NEGATABLE[f.attr])], node.lineno,
+                polarity=("|".join(sorted((f.attr, NEGATABLE[f.attr]))), f.attr)))
         elif isinstance(node, ast.Assert) and not _eq_sides(node.test) and _none_check(node.test) is None:
             t = node.test
             if isinstance(t, ast.UnaryOp) and isinstance(t.op, ast.Not) and isinstance(t.operand, ATOMIC) \
                     and not _literal(t.operand):
                 out.append(Site("value", lambda rng, t=t: [
-                    Edit(t.lineno, t.col_offset, t.operand.col_offset, "")], node.lineno))
+                    Edit(t.lineno, t.col_offset, t.operand.col_offset, "")], node.lineno,
+                    polarity=("assert", "not")))
             elif isinstance(t, ATOMIC) and not _literal(t) and not (
                     isinstance(t, ast.Compare) and len(t.ops) > 1):
                 out.append(Site("value", lambda rng, t=t: [
-                    Edit(t.lineno, t.col_offset, t.col_offset, "not ")], node.lineno))
+                    Edit(t.lineno, t.col_offset, t.col_offset, "not ")], node.lineno,
+                    polarity=("assert", "")))
     return out
 
 
@@ -973,22 +982,29 @@ _SIMPLE_STR = re.compile(r"""^(['"])([^'"\\\r\n]*)\1$""")
 
 def _slot_of(lines: list[str], fn, site: Site, rng: random.Random, index: int, owner
              ) -> cb.Slot | None:
-    """The site as an exchangeable slot: a plain number, a simply quoted string
-    or an expected exception class; None for any other site."""
+    """The site as an exchangeable slot: a plain number, a simply quoted string,
+    an expected exception class or a complement (`True`/`False` included); None
+    for any other site."""
     if site.table is not None:
         return None
     e = site.edits_for(rng)[0]
     if e.end_line and e.end_line != e.line:
         return None
     token = _source_of(lines, e)
-    if e.text == "\2":
+    family = ""
+    value: object
+    if site.polarity is not None:
+        kind, (family, value) = cb.SlotKind.POLARITY, site.polarity
+    elif e.text == "\2":
         kind, value = cb.SlotKind.EXCEPTION, token
     elif e.text == "\0":
         try:
             value = literal_eval(token)
         except (ValueError, SyntaxError):
             return None
-        if isinstance(value, str) and _SIMPLE_STR.match(token):
+        if isinstance(value, bool) and token in ("True", "False"):
+            kind, family, value = cb.SlotKind.POLARITY, "bool", token
+        elif isinstance(value, str) and _SIMPLE_STR.match(token):
             kind = cb.SlotKind.STRING
         elif copy_values._is_number(value) and not isinstance(value, bool) and (
                 not isinstance(value, float) or math.isfinite(value)) and not re.match(
@@ -1003,9 +1019,15 @@ def _slot_of(lines: list[str], fn, site: Site, rng: random.Random, index: int, o
     raw = blanked[e.line - 1].encode("utf-8")
     blanked[e.line - 1] = (raw[:e.start] + b" " + raw[e.end:]).decode("utf-8", "replace")
     body = "".join(blanked[first - 1:last])
+    words = cb.words_of(body)
+    if kind is cb.SlotKind.POLARITY:
+        # The form is the family and whether the test's own words lean negative
+        # (its name is random in the planted file, so it does not count).
+        return cb.Slot(index=index, owner=owner, kind=kind, value=value, words=words,
+                       form=f"{family}:{cb.negative_cue(words - {fn.name})}")
     strs, nums = _local(fn, value) if kind is not cb.SlotKind.EXCEPTION else _local(fn, None)
     return cb.Slot(index=index, owner=owner, kind=kind, value=value, strings=tuple(strs),
-                   numbers=tuple(float(x) for x in nums), words=cb.words_of(body),
+                   numbers=tuple(float(x) for x in nums), words=words,
                    form=token[:1] if kind is cb.SlotKind.STRING else "")
 
 
@@ -1033,6 +1055,8 @@ def _exchanged_copies(tests: list, tree: ast.Module, lines: list[str], rng: rand
             for other in block:
                 if other is member:
                     continue
+                # A complement's copy is its complement edit (a `True`/`False`
+                # literal is the other's token), the value the other test has.
                 chosen = (quote + str(other.value) + quote if member.kind is cb.SlotKind.STRING
                           else canonical(repr(other.value), other.value)
                           if member.kind is cb.SlotKind.NUMBER else str(other.value))

@@ -17,7 +17,14 @@ What is left is how a value relates to the test around it: its inputs, its
 other constants, its comments. Values share a block only where each relates to
 each test of the block as that test's own value does (`profile`): the same
 counts of occurrences, near numbers and near strings. Tests no block takes
-keep the one-step copies (copies.py, CopyStyle.LEGACY).
+keep the matched or one-step copies (copies.py).
+
+Complements (`assert x` / `assert not x`, `is None` / `is not None`, True /
+False) are exchanged the same way: a block pairs a test whose assertion is
+positive with one whose assertion is negative, so each group shows both forms
+and a reader who prefers one form (most tests assert the positive) is right in
+one group of the two. Both tests must agree on negative words ("invalid",
+"empty", `negative_cue`), or the words would tell the forms apart.
 
 The decisions here are pure; copies.py renders the copies and calibrate.py
 drops a block whose copies the gold did not all fail (`whole_blocks`).
@@ -41,6 +48,28 @@ class SlotKind(str, Enum):
     NUMBER = "number"
     STRING = "string"
     EXCEPTION = "exception"
+    # A complement: `is None` / `is not None`, assertTrue / assertFalse, `assert x`
+    # / `assert not x`, `True` / `False`. Its value is the form the test has; a
+    # block of two pairs a test of each form, so "the positive one" is right once.
+    POLARITY = "polarity"
+
+
+# Words that make a test read as a negative one ("rejects an invalid date"): the
+# two tests of a complement block agree on them, so a reader who lets them decide
+# picks the same form in both groups.
+NEGATIVE_CUES = frozenset("""
+    not no non none nothing never neither nor without cannot cant isnt doesnt dont
+    invalid bad fail fails failed failure false error errors err wrong illegal
+    missing empty absent unknown unsupported reject rejects rejected refuse refused
+    deny denied forbidden disallowed disallow raise raises negative null nan
+    mismatch unequal different exclude excluded out outside off disabled
+""".split())
+_PART = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+
+
+def negative_cue(words: Iterable[str]) -> bool:
+    """Whether any word, split at underscores and case changes, is a negative cue."""
+    return any(part.lower() in NEGATIVE_CUES for w in words for part in _PART.findall(w))
 
 
 @dataclass(frozen=True)
@@ -70,6 +99,8 @@ def value_class(kind: SlotKind, value: object) -> tuple:
         n = len(str(value))
         band = n if n <= 3 else 4 if n <= 6 else 5 if n <= 12 else 6 if n <= 24 else 7
         return (kind, band)
+    if kind is SlotKind.POLARITY:
+        return (kind,)
     import builtins
     return (kind, isinstance(getattr(builtins, str(value), None), type))
 
@@ -103,6 +134,8 @@ def profile(kind: SlotKind, value: object, slot: Slot) -> tuple:
     whatever a reader derives from these relations is the same for each."""
     if kind is SlotKind.EXCEPTION:
         return tuple(sorted(part in slot.words for part in str(value).split(".")))
+    if kind is SlotKind.POLARITY:
+        return ()               # what a test's words say of it is in its form
     if kind is SlotKind.NUMBER:
         assert isinstance(value, (int, float))
         a = abs(value)
@@ -150,9 +183,11 @@ def _unrelated_classes(a: str, b: str) -> bool:
 def form_blocks(slots: Sequence[Slot], rng: random.Random,
                 sizes: Iterable[int] = BLOCK_SIZES) -> list[list[Slot]]:
     """Blocks of pairwise compatible slots, at most one per test, largest
-    first; slots left over get no copies of this kind."""
+    first, complements last (two forms: a guess is right once in two); slots left
+    over get no copies of this kind."""
     free = list(slots)
     rng.shuffle(free)
+    free.sort(key=lambda s: s.kind is SlotKind.POLARITY)
     out: list[list[Slot]] = []
     used: set = set()
     for size in sorted(set(sizes), reverse=True):
