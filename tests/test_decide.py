@@ -6,6 +6,7 @@ import pytest
 
 from taskforge.grade import decide
 from taskforge.grade.findings import FindingKind as K
+from taskforge.grade.findings import exemptions
 
 A, B = "tests/test_a.py::test_a", "tests/test_b.py::test_b"
 P, F = "passed", "failed"
@@ -82,8 +83,22 @@ def test_task_facts_of_a_record():
     rec = SimpleNamespace(FAIL_TO_PASS=[A], PASS_TO_PASS=[B],
                           grading=SimpleNamespace(allowed=[("process", "pkg/x.py")]))
     facts = decide.TaskFacts.of(rec)
-    assert facts == decide.TaskFacts((A,), (B,), frozenset({("process", "pkg/x.py")}))
+    # A task written before program starts became "unwatched-code" recorded the
+    # gold's as "process": they stay exempt in that file.
+    assert facts == decide.TaskFacts((A,), (B,), frozenset({("process", "pkg/x.py"),
+                                                            ("unwatched-code", "pkg/x.py")}))
     assert facts.expected == [A, B]
+
+
+@pytest.mark.parametrize("kind,site,fatal", [
+    ("unwatched-code", "pkg/x.py:3", False),     # the gold starts a program in that file too
+    ("unwatched-code", "pkg/y.py:3", True),      # not in this one
+    ("process", "pkg/y.py:3", False),            # a fork keeps the monitor: review only
+])
+def test_a_program_start_scores_unless_the_gold_does_it_there(kind, site, fatal):
+    found = decide.monitor_findings([mon(kind=kind, site=site)], 0,
+                                    exemptions([("process", "pkg/x.py")]), Policy.SCORE)
+    assert [f.severity is Severity.FATAL for f in found] == [fatal]
 
 
 def mon(kind="process", site="pkg/x.py:3", detail="d"):

@@ -21,7 +21,7 @@ from taskforge.grade import decide
 from taskforge.grade.copies import Plan
 from taskforge.grade.defences import Defences
 from taskforge.grade.events import read_run
-from taskforge.grade.findings import Finding
+from taskforge.grade.findings import Finding, exemptions
 from taskforge.grade.result import VerifyResult
 from taskforge.models import TestCopy, renamed
 from taskforge.sandbox.base import ExecResult
@@ -64,7 +64,7 @@ class GradingCase(BaseModel):
 
     def facts(self) -> decide.TaskFacts:
         return decide.TaskFacts(tuple(self.fail_to_pass), tuple(self.pass_to_pass),
-                                frozenset(map(tuple, self.allowed)))  # type: ignore[arg-type]
+                                exemptions(self.allowed))
 
 
 def case_of(rec, d: Defences, prior: list[Finding], plan: Plan, raw: ExecResult,

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from taskforge.grade.copies import Plan
 from taskforge.grade.defences import Defences
 from taskforge.grade.events import Monitor, RunMeta, RunResult
-from taskforge.grade.findings import Finding, Policy, Severity, Source, finding
+from taskforge.grade.findings import Finding, Policy, Severity, Source, exemptions, finding
 from taskforge.grade.findings import FindingKind as K
 from taskforge.models import TestCopy
 
@@ -33,8 +33,7 @@ class TaskFacts:
 
     @classmethod
     def of(cls, rec) -> "TaskFacts":
-        return cls(tuple(rec.FAIL_TO_PASS), tuple(rec.PASS_TO_PASS),
-                   frozenset((k, f) for k, f in rec.grading.allowed))
+        return cls(tuple(rec.FAIL_TO_PASS), tuple(rec.PASS_TO_PASS), exemptions(rec.grading.allowed))
 
     @property
     def expected(self) -> list[str]:

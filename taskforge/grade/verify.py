@@ -40,7 +40,7 @@ from taskforge.grade.bounds import Bounds, in_workspace, patch_breach, patch_fac
 from taskforge.grade.cases import GradingCase, case_of
 from taskforge.grade.decide import MAX_MONITOR_FINDINGS  # noqa: F401 - re-exported
 from taskforge.grade.defences import Defences
-from taskforge.grade.findings import Finding, Policy, Severity, Source, clean, finding
+from taskforge.grade.findings import Finding, Policy, Severity, Source, clean, exemptions, finding
 from taskforge.grade.findings import FindingKind as K
 from taskforge.grade.result import VerifyResult
 from taskforge.grade.testrun import PytestRunner, RunResult, monitor_env, runner_mount, supervisor_standby
@@ -264,7 +264,7 @@ def _scan(task: Task, tree: Path, defences: Defences) -> list[Finding]:
     copies, an object equal to everything that the tests compare passes them
     and scores 0 there; one they never compare (a sentinel) is no reason to."""
     rec = task.record
-    allowed = {(k, f) for k, f in rec.grading.allowed}
+    allowed = set(exemptions(rec.grading.allowed))
     scan_bounds = {} if defences.bounds else {"max_file": None, "max_total": None}
     scanned = static.scan_solution(tree, task.workspace, defences.policy, allowed,
                                    skip=set(rec.protected_files), **scan_bounds)
