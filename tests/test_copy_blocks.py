@@ -69,6 +69,11 @@ def test_profile(kind, value, s, expect):
     (slot("east", S, strings=("x",)), slot("west", S, strings=("y",)), True),
     (slot("east", S, form="'"), slot("west", S, form='"'), False),    # quoted differently
     (slot("east", S, strings=("eastern",)), slot("west", S, strings=("y",)), False),
+    # written in another style: to_camel's value against to_kebab's (the fresh
+    # attack of 2026-12-03 told the originals by the style each function makes)
+    (slot("fooBar", S), slot("foo-bar", S), False),
+    (slot("fooBar", S), slot("FooBar", S), False),
+    (slot("foo_bar", S), slot("baz_qux", S), True),
     (slot("ValueError", E), slot("TypeError", E), True),
     (slot("LookupError", E), slot("KeyError", E), False),            # KeyError derives from LookupError
     (slot("LedgerError", E), slot("ValueError", E), False),          # the project's own against a builtin
@@ -397,3 +402,43 @@ def test_outside_a_block_the_matched_copies_of_a_literal_are_planted_not_the_one
         b = [m for m in chosen if m.func == "test_b"]
         assert a and all(m.matched for m in a), (seed, [m.site for m in a])
         assert b and not any(m.matched for m in b)
+
+
+def test_blocks_never_leave_a_test_without_a_planted_copy():
+    """Blocks are planted first and cost two copies a test (a block of three,
+    six): with many tests, blocks used to take the whole budget and leave the
+    rest with none, on every verify (the planted set is fixed per task). Every
+    test with a copy now gets one, and the budget grows to one a test."""
+    def block_copies(n: int) -> list[TestCopy]:
+        out = []
+        for b in range(n // 3):
+            funcs = [f"t{b}_{i}" for i in range(3)]
+            out += [TestCopy(file="t.py", func=f, kind="value", group=f"{f}@1:1:", site=f"{f}>{o}",
+                             source="", block=f"t.py#{b}") for f in funcs for o in funcs if o != f]
+        return out
+
+    def own_copies(funcs) -> list[TestCopy]:
+        return [TestCopy(file="t.py", func=f, kind="value", group=f"{f}@2:1:", site=f"{f}~{k}", source="")
+                for f in funcs for k in range(2)]
+
+    for n in (9, 45, 60, 90):
+        cands = block_copies(n)
+        funcs = sorted({c.func for c in cands})
+        cands += own_copies(funcs)
+        for seed in range(5):
+            chosen = choose_copies(cands, random.Random(seed))
+            assert {c.func for c in chosen} == set(funcs), (n, seed, len({c.func for c in chosen}))
+            assert len(chosen) <= max(64, n)
+            blocks = Counter(c.block for c in chosen if c.block)
+            assert all(k == 6 for k in blocks.values())          # whole blocks only
+            if n == 9:
+                assert len(blocks) == 3                           # room for every block
+
+
+def test_complement_copies_do_not_count_against_an_object_equal_to_everything():
+    assert cp.is_complement(TestCopy(file="t.py", func="f", kind="value", site="line 3: negated an assertion",
+                                     source=""))
+    assert cp.is_complement(TestCopy(file="t.py", func="f", kind="value", site="line 3: True -> False",
+                                     source=""))
+    assert not cp.is_complement(TestCopy(file="t.py", func="f", kind="value", site="line 3: 'IV' -> 'IX'",
+                                         source=""))

@@ -1097,6 +1097,17 @@ def _matched_copies(ref: TestRef, lines: list[str], fn, ctx: copy_values.Context
     return out
 
 
+_FLIP = re.compile(r"^line \d+: (True|False) -> (True|False)$")
+
+
+def is_complement(copy: TestCopy) -> bool:
+    """A copy that swaps an assertion for its complement (`not`, `is not None`,
+    assertFalse, True for False). It stops forged reports, not an object equal
+    to everything: that object is truthy, so it passes `assert x` and fails
+    `assert not x` exactly as the gold's value does."""
+    return copy.site.endswith("negated an assertion") or bool(_FLIP.match(copy.site))
+
+
 # ------------------------------------------------------------ planting, naming
 
 

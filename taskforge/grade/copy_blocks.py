@@ -98,11 +98,25 @@ def value_class(kind: SlotKind, value: object) -> tuple:
     if kind is SlotKind.STRING:
         n = len(str(value))
         band = n if n <= 3 else 4 if n <= 6 else 5 if n <= 12 else 6 if n <= 24 else 7
-        return (kind, band)
+        return (kind, band, shape(str(value)))
     if kind is SlotKind.POLARITY:
         return (kind,)
     import builtins
     return (kind, isinstance(getattr(builtins, str(value), None), type))
+
+
+def _char_class(ch: str) -> str:
+    return "a" if ch.islower() else "A" if ch.isupper() else "0" if ch.isdigit() else \
+        " " if ch.isspace() else ch
+
+
+def shape(text: str) -> tuple[str, str]:
+    """A string's written style: the class of its first character and the set of
+    classes it uses (lower, upper, digit, space, each punctuation mark), so that
+    camelCase, PascalCase, kebab-case, snake_case and CONSTANT_CASE differ. A
+    block of one style gives no value away to a reader who checks which style
+    the function under test makes (`to_kebab` returns kebab-case)."""
+    return (_char_class(text[0]) if text else "", "".join(sorted({_char_class(c) for c in text})))
 
 
 def levenshtein(a: str, b: str, cap: int) -> int:

@@ -53,7 +53,7 @@ from taskforge.sandbox.warm import Lease, WarmPool
 
 INFRA_RETRIES = 2
 DEFAULT_TIMEOUT = 900.0
-MAX_PLANTED = 64          # copies planted per verify: in practice every test that has any
+MAX_PLANTED = 64          # copies planted per verify, or one per test that has any where more
 BOUNDS = Bounds()
 # Bounds as good as none: what the naive grader (and `bounds=False`) walks with.
 UNBOUNDED = Bounds(patch_bytes=1 << 62, file_bytes=1 << 62, tree_bytes=1 << 62, extra_files=1 << 62,
@@ -157,22 +157,32 @@ def restore_protected(task: Task, tree: Path) -> list[tuple[K, str]]:
 
 def choose_copies(candidates: list[cp.TestCopy], rng: random.Random, limit: int = MAX_PLANTED
                    ) -> list[cp.TestCopy]:
-    """Copies for every hidden test that has any (at most `limit`). Blocks of
-    exchanged values (grade/copy_blocks.py) are planted whole. Otherwise per
-    test one literal and its copies (values matched to the original's profile
-    where the test has them, grade/copy_values.py; else one-step copies), two of them when few tests have copies, so
-    that a guess between original and copies is right one time in three, not two."""
+    """Copies for every hidden test that has any: at least `limit` copies, more
+    where a task has more such tests (one copy each). Blocks of exchanged values
+    (grade/copy_blocks.py) are planted whole, while what is left of the budget
+    still gives every other test a copy. Otherwise per test one literal and its
+    copies (values matched to the original's profile where the test has them,
+    grade/copy_values.py; else one-step copies), two of them when few tests have
+    copies, so that a guess between original and copies is right one time in
+    three, not two."""
     blocks: dict[str, list[cp.TestCopy]] = {}
     for m in candidates:
         if m.block:
             blocks.setdefault(m.block, []).append(m)
+    everyone = {(m.file, tuple(m.cls), m.func) for m in candidates}
+    limit = max(limit, len(everyone))
     out: list[cp.TestCopy] = []
+    covered: set[tuple] = set()
     names = sorted(blocks)
     rng.shuffle(names)
     for name in names:
-        if len(out) + len(blocks[name]) <= limit:
+        takes = {(m.file, tuple(m.cls), m.func) for m in blocks[name]}
+        if takes & covered:
+            continue
+        left = len(everyone - covered - takes)       # tests that still need a copy each
+        if len(out) + len(blocks[name]) + left <= limit:
             out += blocks[name]
-    covered = {(m.file, tuple(m.cls), m.func) for m in out}
+            covered |= takes
     tests: dict[tuple, dict[tuple[str, bool], list[cp.TestCopy]]] = {}
     for m in candidates:
         key = (m.file, tuple(m.cls), m.func)
@@ -181,16 +191,16 @@ def choose_copies(candidates: list[cp.TestCopy], rng: random.Random, limit: int 
     keys = list(tests)
     rng.shuffle(keys)
     per = 2 if len(keys) < 4 else 1
-    for k in keys:
+    for n, k in enumerate(keys):
         groups = list(tests[k].values())
         values = [g for g in groups if g[0].kind == "value"]
         matched = [g for g in values if g[0].matched]
         group = list(rng.choice(matched or values or groups))
         rng.shuffle(group)
-        out += group[:per]
-        if len(out) >= limit:
-            return out[:limit]
-    return out
+        # two copies where the budget leaves one for every test still to come
+        room = limit - len(out) - (len(keys) - n - 1)
+        out += group[:max(1, min(per, room))]
+    return out[:limit]
 
 
 def prepare(task: Task, solution: Solution, tree: Path, defences: Defences,
@@ -261,15 +271,19 @@ def _scrub(task: Task, tree: Path, defences: Defences, links: list[str]) -> list
 
 def _scan(task: Task, tree: Path, defences: Defences) -> list[Finding]:
     """The static scan of the changed files. Where every hidden test has value
-    copies, an object equal to everything that the tests compare passes them
-    and scores 0 there; one they never compare (a sentinel) is no reason to."""
+    copies planted, an object equal to everything that the tests compare passes
+    them and scores 0 there; one they never compare (a sentinel) is no reason
+    to. Complement copies do not count: an object equal to everything is truthy,
+    so it fails `assert not x` just as the gold's value does."""
     rec = task.record
     allowed = set(exemptions(rec.grading.allowed))
     scan_bounds = {} if defences.bounds else {"max_file": None, "max_total": None}
     scanned = static.scan_solution(tree, task.workspace, defences.policy, allowed,
                                    skip=set(rec.protected_files), **scan_bounds)
     g = rec.grading
-    if defences.copies and g.hidden_functions and g.hidden_with_copy >= g.hidden_functions:
+    guarded = {(m.file, tuple(m.cls), m.func) for m in planted_set(rec)
+               if not cp.is_complement(m)} if defences.copies and g.copies else set()
+    if g.hidden_functions and len(guarded) >= g.hidden_functions:
         scanned = [f.model_copy(update={"severity": Severity.REVIEW})
                    if f.kind is K.ALWAYS_EQUAL and f.severity is Severity.FATAL else f
                    for f in scanned]

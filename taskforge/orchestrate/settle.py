@@ -350,7 +350,8 @@ def _record_builder(tid, src, image, v: Verdict, ctx: Context, cov: CoverageMap,
     grading = GradingPlan(
         copies=cal.copies, rename=cal.rename, timeout=verify_timeout(measured),
         measured_seconds=round(measured, 3),
-        # Negated copies stop blind forgers only: not counted as protection.
+        # Tests with any candidate copy, complements included (what verify
+        # decides always-equal by is the planted set, complements left out).
         hidden_with_copy=len({(m.file, tuple(m.cls), m.func) for m in cal.copies
                                 if m.kind == "value"}),
         hidden_functions=len({(r.file, tuple(r.cls), r.func) for r in map(test_ref, f2p) if r}),
