@@ -465,8 +465,26 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
                 return
         if kind is not None:
             site = package_site(3, True)
+            if site is None and kind == "graded-test-read":
+                site = under_test(3)
             if site is not None:
                 report(kind, site, detail)
+
+    def under_test(depth):
+        """file:line of the test frame under which installed code alone opened a
+        graded test file: a standard-library callable the package installed as
+        a special method (`__del__ = partial(linecache.getlines, path)`) runs
+        there with no package frame. A test that does this itself does so on
+        the gold too, and is exempt by its file."""
+        f = getframe(depth)
+        while f is not None:
+            co = f.f_code
+            if is_test(co):
+                return f"{rel_of(co.co_filename)}:{f.f_lineno}"
+            if not co.co_filename.startswith(installed):
+                return None
+            f = f.f_back
+        return None
 
     def test_frame(obj, attr):
         """The test frame or test code `obj.attr` hands out, if it does."""
