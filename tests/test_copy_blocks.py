@@ -442,3 +442,31 @@ def test_complement_copies_do_not_count_against_an_object_equal_to_everything():
                                      source=""))
     assert not cp.is_complement(TestCopy(file="t.py", func="f", kind="value", site="line 3: 'IV' -> 'IX'",
                                          source=""))
+
+
+EXC_TESTS = """\
+import pytest
+from ledger import post, close, UnbalancedError, ClosedError
+
+
+def test_post():
+    with pytest.raises(UnbalancedError):
+        post(1)
+
+
+def test_close():
+    with pytest.raises(ClosedError):
+        close(2)
+"""
+
+
+@pytest.mark.parametrize("removed,blocked", [(frozenset(), True), (frozenset({"UnbalancedError"}), False)])
+def test_an_exception_the_removal_takes_out_is_never_exchanged(tmp_path, removed, blocked):
+    """The gold defines UnbalancedError with the feature; an honest solution may
+    derive it from ClosedError, and would then pass the copy that expects
+    ClosedError where the original expects UnbalancedError (the fresh attacker's
+    false 0 of 2026-12-03)."""
+    (tmp_path / "test_l.py").write_text(EXC_TESTS)
+    ids = ["test_l.py::test_post", "test_l.py::test_close"]
+    made = cp.propose(tmp_path, ids, "seed", removed=removed)
+    assert any(m.block for m in made) is blocked

@@ -18,6 +18,7 @@ import math
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import AbstractSet
 
 from taskforge.analysis.pyparse import parse as parse_python
 from taskforge.grade import copies as cp
@@ -46,7 +47,7 @@ class Calibration:
 
 
 def calibrate(worker, f2p: list[str], seed: str, timeout: float,
-               passing: set[str] | None = None) -> Calibration:
+               passing: set[str] | None = None, removed: AbstractSet[str] = frozenset()) -> Calibration:
     """Run the candidates on the worker's pristine (gold) tree, placed before
     their originals and then after them, the hidden tests renamed at random each
     time (as verify does), with every test of their files. Keep the copies the
@@ -56,7 +57,7 @@ def calibrate(worker, f2p: list[str], seed: str, timeout: float,
     cal = Calibration()
     refs = {r for r in map(cp.test_ref, f2p) if r is not None}
     cal.functions = len(refs)
-    candidates = cp.propose(worker.src, f2p, seed)
+    candidates = cp.propose(worker.src, f2p, seed, removed=removed)
     files = sorted({m.file for m in candidates} | {r.file for r in refs})
     must_pass = {t for t in (passing or set(f2p)) if t.split("::")[0] in files} | set(f2p)
     profiles: list[dict[str, dict[str, str]]] = []

@@ -881,14 +881,17 @@ def matched_values(lines: list[str], fn, ctx: copy_values.Context, site: Site, r
 
 
 def propose(root: Path, nodeids: list[str], seed: str, sites_per_test: int = 2,
-            values_per_site: int = 2, style: CopyStyle | None = None) -> list[TestCopy]:
+            values_per_site: int = 2, style: CopyStyle | None = None,
+            removed: AbstractSet[str] = frozenset()) -> list[TestCopy]:
     """Candidate copies of the test functions behind `nodeids` (not yet validated).
 
     Per test: up to `sites_per_test` literals, each with `values_per_site`
     different replacements. Copies of one test only ever differ from it at the
     same literal: copies that changed different literals would outvote the real
     value at each one ("IV" in the original and in the copy that changed "XIV").
-    Literals that occur least in the file come first, for the same reason."""
+    Literals that occur least in the file come first, for the same reason.
+    `removed`: names the feature's removal takes out of the workspace (no
+    exchange block swaps an exception class the solution will define)."""
     style = style or DEFAULT_STYLE
     rng = random.Random(seed)
     refs = sorted({r for r in map(test_ref, nodeids) if r is not None},
@@ -924,7 +927,7 @@ def propose(root: Path, nodeids: list[str], seed: str, sites_per_test: int = 2,
         entry = parsed[file]
         assert entry is not None            # only parsed files are listed
         tree, lines, text = entry
-        out += _exchanged_copies(tests, tree, lines, rng)
+        out += _exchanged_copies(tests, tree, lines, rng, removed)
         # Every test keeps copies outside its block too, planted only where the
         # block is not (no block could take the test, or the gold passed one of
         # the block's copies and calibrate.py dropped it): values matched to the
@@ -1031,10 +1034,13 @@ def _slot_of(lines: list[str], fn, site: Site, rng: random.Random, index: int, o
                    form=token[:1] if kind is cb.SlotKind.STRING else "")
 
 
-def _exchanged_copies(tests: list, tree: ast.Module, lines: list[str], rng: random.Random
-                      ) -> list[TestCopy]:
+def _exchanged_copies(tests: list, tree: ast.Module, lines: list[str], rng: random.Random,
+                      removed: AbstractSet[str] = frozenset()) -> list[TestCopy]:
     """CopyStyle.EXCHANGED: the copies of one file's tests, in blocks whose tests
-    exchange their expected values (see grade/copy_blocks.py)."""
+    exchange their expected values (see grade/copy_blocks.py). An exception class
+    the removal takes out is never exchanged: the solution defines it again, and
+    may derive it from the other class of the block (an honest choice the copy
+    expecting that class would then pass)."""
     slots: list[cb.Slot] = []
     where: list[tuple[TestRef, object, Site]] = []
     for ref, fn in tests:
@@ -1042,7 +1048,8 @@ def _exchanged_copies(tests: list, tree: ast.Module, lines: list[str], rng: rand
             if site.kind != "value":
                 continue
             slot = _slot_of(lines, fn, site, rng, len(where), (tuple(ref.cls), ref.func))
-            if slot is not None:
+            if slot is not None and not (slot.kind is cb.SlotKind.EXCEPTION
+                                         and str(slot.value).rpartition(".")[2] in removed):
                 slots.append(slot)
                 where.append((ref, fn, site))
     out: list[TestCopy] = []

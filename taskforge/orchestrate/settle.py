@@ -168,7 +168,8 @@ class Settler:
         ctx, opts = self.ctx, self.opts
         f2p = sorted(v.hidden & ctx.passing)
         cal = calibrate(w, f2p, seed=s.tid, timeout=ctx.timeout,
-                          passing=ctx.passing - v.hidden - v.vanished | set(f2p))
+                          passing=ctx.passing - v.hidden - v.vanished | set(f2p),
+                          removed={sym.qualname.rpartition(".")[2] for sym in v.candidate.symbols})
         s.calibration = cal
         v.test_seconds_total += cal.seconds
         if not set(f2p) - cal.unstable:
