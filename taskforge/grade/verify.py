@@ -25,7 +25,6 @@ import filecmp
 import os
 import random
 import shutil
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -49,6 +48,7 @@ from taskforge.package.store import Task, load_task
 from taskforge.package.writer import ApplyError, apply_patch
 from taskforge.repo.layout import package_dirs, task_test_roots, unshipped_test_file, walk, walk_all
 from taskforge.sandbox import Limits, Mount, SandboxSpec, default_backend, open_sandbox
+from taskforge.sandbox.owner import owned_dir
 from taskforge.sandbox.warm import Lease, WarmPool
 
 INFRA_RETRIES = 2
@@ -360,7 +360,7 @@ def verify(task_dir: str | Path, solution: Solution, timeout: float | None = Non
             lease = None                     # the cold path below says what is wrong
     # Not TemporaryDirectory: its cleanup is shutil.rmtree, which a deep enough
     # tree made by the solution turns into a RecursionError after the run.
-    tmp = Path(tempfile.mkdtemp(prefix="tf-verify-"))
+    tmp = owned_dir("tf-verify-")
     try:
         tree = lease.workspace if lease else tmp / "workspace"
         try:

@@ -17,17 +17,16 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import logging
-import tempfile
 from pathlib import Path
 from typing import IO
 
 from pydantic import BaseModel
 
 from taskforge.errors import TaskforgeError, UserError
-from taskforge.fsutil import atomic_write, rmtree
+from taskforge.fsutil import atomic_write
 from taskforge.models import FeatureKind, Stage
 from taskforge.sandbox import BACKENDS, backend_class
-from taskforge.sandbox.owner import owner_alive, owner_token
+from taskforge.sandbox.owner import owned_dir, owner_alive, reap_dirs
 
 log = logging.getLogger(__name__)
 
@@ -66,21 +65,11 @@ def reap_dead_runs() -> int:
             n += backend_class(name).reap_orphans(owner_alive)
         except TaskforgeError as exc:       # a backend not usable here left nothing
             log.debug("not reaping %s sandboxes: %s", name, exc.message)
-    for d in Path(tempfile.gettempdir()).glob("taskforge-*"):
-        try:
-            token = (d / ".owner").read_text().strip()
-        except OSError:
-            continue
-        if not owner_alive(token):
-            rmtree(d)
-            n += 1
-    return n
+    return n + reap_dirs()
 
 
 def make_scratch() -> Path:
-    d = Path(tempfile.mkdtemp(prefix="taskforge-"))
-    (d / ".owner").write_text(owner_token() + "\n")
-    return d
+    return owned_dir("taskforge-")
 
 
 class RunState:

@@ -37,3 +37,40 @@ def owner_alive(token: str) -> bool:
     except PermissionError:
         pass
     return _start_time(pid_i) == start
+
+
+# Scratch directories of ours in the temporary directory, each with an .owner
+# file: a generate run's, a warm sandbox's, a verify's graded tree.
+SCRATCH_PREFIXES = ("taskforge-", "tf-warm-", "tf-verify-")
+
+
+def owned_dir(prefix: str) -> Path:
+    """A new scratch directory that names its owner, so that what a killed
+    process leaves behind (a warm pool's filled workspaces) is removed later."""
+    import tempfile
+
+    assert prefix in SCRATCH_PREFIXES, prefix
+    d = Path(tempfile.mkdtemp(prefix=prefix))
+    (d / ".owner").write_text(owner_token() + "\n")
+    return d
+
+
+def reap_dirs() -> int:
+    """Remove the scratch directories whose owner died; returns how many.
+    A directory with no .owner file (an older taskforge's, or one still being
+    made) is left alone."""
+    import tempfile
+
+    from taskforge.fsutil import rmtree
+
+    n = 0
+    for prefix in SCRATCH_PREFIXES:
+        for d in Path(tempfile.gettempdir()).glob(prefix + "*"):
+            try:
+                token = (d / ".owner").read_text().strip()
+            except OSError:
+                continue
+            if not owner_alive(token):
+                rmtree(d)
+                n += 1
+    return n

@@ -16,7 +16,6 @@ from __future__ import annotations
 import atexit
 import logging
 import os
-import tempfile
 import threading
 import weakref
 from collections import OrderedDict
@@ -26,6 +25,7 @@ from pathlib import Path
 from taskforge.errors import InfraError
 from taskforge.fsutil import rmtree
 from taskforge.sandbox.base import Mount, Sandbox, SandboxSpec
+from taskforge.sandbox.owner import owned_dir, reap_dirs
 
 log = logging.getLogger(__name__)
 _LIVE: "weakref.WeakSet[WarmPool]" = weakref.WeakSet()
@@ -68,6 +68,7 @@ class WarmPool:
         self._leases: dict[int, Lease] = {}    # taken and not given back
         self.started = self.taken_warm = self.taken_cold = self.failed = 0
         _LIVE.add(self)
+        reap_dirs()       # what pools of killed processes left in the temporary directory
 
     # -- public -----------------------------------------------------------------
     def take(self, spec: SandboxSpec) -> Lease:
@@ -171,7 +172,7 @@ class WarmPool:
         from taskforge.fsutil import share_with_sandbox
         from taskforge.sandbox import open_sandbox
 
-        scratch = Path(tempfile.mkdtemp(prefix="tf-warm-"))
+        scratch = owned_dir("tf-warm-")
         workspace = scratch / "workspace"
         workspace.mkdir()
         share_with_sandbox(workspace)
