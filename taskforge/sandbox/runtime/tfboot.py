@@ -660,7 +660,7 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
     # is an audited act, reading a closure cell is not.
     import _posixsubprocess
 
-    def fork_exec(*args, _fork_exec=_posixsubprocess.fork_exec):
+    def fork_exec(*args, _fork_exec=_posixsubprocess.fork_exec, **kwargs):
         me = get_ident()
         if me not in busy:
             busy.add(me)
@@ -674,7 +674,7 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
                 pass
             finally:
                 busy.discard(me)
-        return _fork_exec(*args)
+        return _fork_exec(*args, **kwargs)
 
     guards.add(fork_exec)
     _posixsubprocess.fork_exec = fork_exec
