@@ -195,14 +195,113 @@ ACTS: dict[str, tuple[str, set[str]]] = {
                             "    with ThreadPoolExecutor(1) as pool:\n"
                             "        return pool.submit(traceback.StackSummary.extract, traceback.walk_stack(frame),"
                             " capture_locals=True).result()\n", {"test-code-access"}),
-    "unwrapped_thread_starter": ("import _thread, linecache, time\ndef act(arg):\n"
-                                 "    raw = next(c.cell_contents for c in _thread.start_new_thread.__closure__\n"
-                                 "               if callable(c.cell_contents)\n"
-                                 "               and getattr(c.cell_contents, '__name__', '') == 'start_new_thread')\n"
-                                 "    p = '@WS@/tests/test_acts.py'\n    linecache.cache.pop(p, None)\n"
-                                 "    raw(linecache.updatecache, (p,))\n"
-                                 "    while p not in linecache.cache:\n        time.sleep(0.01)\n",
-                                 {"graded-test-read@<a thread started around the monitor>"}),
+    # The old monitor kept its state in its wrappers' closures (cells, which no
+    # audit event guards): its `busy` set, once it held this thread, blinded it.
+    "wrapper_closures": ("import _posixsubprocess, _thread, threading\ndef act(arg):\n"
+                         "    cells = [c.cell_contents for w in (_thread.start_new_thread,"
+                         " _posixsubprocess.fork_exec) for c in (w.__closure__ or ())]\n"
+                         "    for v in cells:\n        if type(v) is set:\n"
+                         "            v.add(threading.get_ident())\n"
+                         "    try:\n        return open('@WS@/tests/test_acts.py').read()\n"
+                         "    finally:\n        for v in cells:\n            if type(v) is set:\n"
+                         "                v.discard(threading.get_ident())\n", {"graded-test-read"}),
+    # Asking the hook for an original as a wrapper does, from another frame.
+    "forged_wrapper_event": ("import sys\ndef act(arg):\n    box = []\n"
+                             "    sys.audit('taskforge.fork_exec', box, ())\n    return box\n",
+                             {"code-swap"}),
+    "wrapper_defaults": ("import _posixsubprocess\ndef act(arg):\n"
+                         "    return _posixsubprocess.fork_exec.__kwdefaults__\n", {"code-swap"}),
+    # Objects of the package's in an event's arguments: the hook calls none of
+    # their methods (a str subclass's startswith made a graded file installed).
+    "str_subclass_path": ("class P(str):\n    def startswith(self, prefix, *a):\n"
+                          "        return isinstance(prefix, tuple) or str.startswith(self, prefix, *a)\n"
+                          "def act(arg):\n    return open(P('@WS@/tests/test_acts.py')).read()\n",
+                          {"graded-test-read"}),
+    "bytes_subclass_path": ("class B(bytes):\n    def decode(self, *a):\n        return '/dev/null'\n"
+                            "def act(arg):\n    return open(B(b'@WS@/tests/test_acts.py')).read()\n",
+                            {"graded-test-read"}),
+    # Code run inside the hook is judged there: a signal handler lands in it.
+    "signal_inside_the_hook": (textwrap.dedent('''\
+        import signal, sys
+        HITS = []
+        def inside():
+            f = sys._getframe(1)
+            while f is not None:
+                if f.f_code.co_name == "hook" and f.f_code.co_filename.endswith("tfboot.py"):
+                    return True
+                f = f.f_back
+            return False
+        def handler(signum, frame):
+            if not HITS and inside():
+                HITS.append(open("@WS@/tests/test_acts.py").read()[:10])
+        def act(arg):
+            old = signal.signal(signal.SIGALRM, handler)
+            signal.setitimer(signal.ITIMER_REAL, 0.0005, 0.0005)
+            try:
+                for _ in range(400000):
+                    open("/dev/null").close()
+                    if HITS:
+                        break
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                signal.signal(signal.SIGALRM, old)
+            assert HITS
+        '''), {"graded-test-read"}),
+    # No collection runs inside the hook, so no finaliser or gc callback of
+    # the package's does (the act fails if one ever finds itself there).
+    "finaliser_inside_the_hook": (textwrap.dedent('''\
+        import gc, sys
+        INSIDE = []
+        def inside():
+            # The hook's frames, known by their globals (reading f_code would
+            # be an act of its own): the monitor's snapshot, a dict of builtins.
+            f = sys._getframe(2)
+            while f is not None:
+                g = f.f_globals
+                if "STDLIB_COMMANDS" in g and type(g.get("__builtins__")) is dict:
+                    return True
+                f = f.f_back
+            return False
+        class Cycle:
+            def __init__(self):
+                self.me = self
+            def __del__(self):
+                if inside():
+                    INSIDE.append("finaliser")
+        def callback(phase, info):
+            if inside():
+                INSIDE.append("callback")
+        def act(arg):
+            old = gc.get_threshold()
+            gc.callbacks.append(callback)
+            gc.set_threshold(1, 1, 1)
+            try:
+                for _ in range(300):
+                    Cycle()
+                    open("/dev/null").close()
+            finally:
+                gc.set_threshold(*old)
+                gc.callbacks.remove(callback)
+            assert not INSIDE, INSIDE
+        '''), set()),
+    "own_audit_hook": ("import sys\ndef act(arg):\n    sys.addaudithook(lambda event, args: None)\n",
+                       {"audit-hook"}),
+    # A fixed command of the standard library's, run from a directory of the
+    # package's on PATH: the package's program.
+    "stdlib_command_hijacked": (textwrap.dedent('''\
+        import os, platform, tempfile
+        def act(arg):
+            d = tempfile.mkdtemp()
+            with open(os.path.join(d, "uname"), "w") as f:
+                f.write("#!/bin/sh\\ncat @WS@/tests/test_acts.py\\n")
+            os.chmod(os.path.join(d, "uname"), 0o755)
+            old = os.environ["PATH"]
+            os.environ["PATH"] = d + ":" + old
+            try:
+                return platform._Processor.from_subprocess()
+            finally:
+                os.environ["PATH"] = old
+        '''), {"unwatched-code"}),
     "thread_module_afresh": ("import sys\ndef act(arg):\n    saved = sys.modules.pop('_thread')\n"
                              "    try:\n        import _thread\n        return _thread.start_new_thread\n"
                              "    finally:\n        sys.modules['_thread'] = saved\n", {"code-swap"}),
@@ -297,6 +396,14 @@ ACTS: dict[str, tuple[str, set[str]]] = {
                                   "    finally:\n        sys.pycache_prefix = None\n", set()),
     "own_data_file": ("import os\ndef act(arg):\n"
                       "    return open(os.path.join(os.path.dirname(__file__), 'data.json')).read()\n", set()),
+    # The standard library's own fixed commands (uname -p, file -b, ldconfig)
+    # and multiprocessing's resource tracker.
+    "stdlib_commands": ("import ctypes.util, platform\ndef act(arg):\n"
+                        "    return (platform._Processor.from_subprocess(), platform.architecture(),"
+                        " ctypes.util.find_library('m'))\n", set()),
+    "shared_memory": ("from multiprocessing import shared_memory\ndef act(arg):\n"
+                      "    m = shared_memory.SharedMemory(create=True, size=16)\n"
+                      "    m.close()\n    m.unlink()\n", set()),
     "visible_test_file": ("def act(arg):\n    return open('@WS@/tests/conftest.py').read()\n",
                           {"test-file-read"}),
 }

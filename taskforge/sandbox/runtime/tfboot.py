@@ -58,11 +58,11 @@ pipe before its first audited act goes unseen, and acts CPython does not audit
 (os.dup2, writes to inherited fds) are invisible: the grade rests on the
 copy tests, and the monitor is reported beside it.
 """
-import json
 import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+O_WRONLY, O_RDWR, O_APPEND, O_CREAT = os.O_WRONLY, os.O_RDWR, os.O_APPEND, os.O_CREAT
 WS = "/workspace/"
 
 # /proc files a process may read about the machine or itself: sizes, counts,
@@ -100,22 +100,38 @@ def proc_verdict(path, own_pid, write=False):
     return None if rest[0] in PROC_OWN else "proc-access"
 
 
+def text(x):
+    """`x` as an exact str, made without running any method of its type, or None
+    if it is neither str nor bytes. Any event's arguments may be the package's
+    objects (sys.audit raises any event with anything): a str subclass's
+    startswith or __eq__, called by the hook, would run package code inside it,
+    where the monitor does not look."""
+    t = type(x)
+    if t is str:
+        return x
+    if t is bytes or issubclass(t, bytes):
+        return bytes.decode(x, "utf-8", "surrogateescape")
+    if issubclass(t, str):
+        return str.join("", (x,))
+    return None
+
+
 def is_writing(args):
     """An `open` audit event's (path, mode, flags) opens for writing."""
-    mode = args[1] if len(args) > 1 else None
+    mode = text(args[1]) if len(args) > 1 else None
     flags = args[2] if len(args) > 2 else None
-    if isinstance(flags, int) and flags & (os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT):
+    if type(flags) is int and flags & (O_WRONLY | O_RDWR | O_APPEND | O_CREAT):
         return True
-    return isinstance(mode, str) and any(c in mode for c in "wax+")
+    return mode is not None and any(c in mode for c in "wax+")
 
 
 def pyc_source(pyc, prefix=None):
     """(directory, module stem) of the source a cached .pyc stands for, in a
     __pycache__ beside it or under sys.pycache_prefix; None otherwise."""
-    d, name = os.path.split(pyc)
+    d, _, name = pyc.rpartition("/")
     stem = name.split(".")[0]
-    if os.path.basename(d) == "__pycache__":
-        return os.path.dirname(d), stem
+    if d.rpartition("/")[2] == "__pycache__":
+        return d.rpartition("/")[0], stem
     if prefix and d.startswith(prefix.rstrip("/") + "/"):
         return "/" + d[len(prefix.rstrip("/")):].lstrip("/"), stem
     return None
@@ -142,20 +158,136 @@ def read_test_files(environ):
     return files, graded
 
 
+# The wrappers the monitor puts around starters of threads, programs and
+# builtin modules. They hold no state (no closure, no global): each asks the
+# hook, by an audit event, for the original it stands for, and the hook hands
+# it over only to a frame running one of these codes, bound or charged as it
+# must be. The originals and all the monitor's state live only in the hook's
+# closure: nothing the package can reach without an audited act leads there.
+def _started_by(function, *args, _audit=sys.audit, _which="", **kwargs):
+    box = []
+    _audit("taskforge.start", box, function, _which)
+    return box.pop()(*args, **kwargs)
+
+
+def _booted(ticket, function, *args, _audit=sys.audit, **kwargs):
+    _audit("taskforge.boot", ticket)
+    return function(*args, **kwargs)
+
+
+def _fork_exec(*args, _audit=sys.audit, **kwargs):
+    box = []
+    _audit("taskforge.fork_exec", box, args)
+    return box.pop()(*args, **kwargs)
+
+
+def _create_builtin(spec, *, _audit=sys.audit):
+    box = []
+    _audit("taskforge.builtin", box)
+    module = box.pop()(spec)
+    _audit("taskforge.built", module)
+    return module
+
+
+# Programs the standard library starts on its own behalf with a fixed command
+# line (`platform`'s `uname -p` and `file -b`, `ctypes.util`'s ldconfig, gcc,
+# ld and objdump, multiprocessing's resource tracker): (stdlib file, function).
+# Started with a system program, an unchanged environment and no preexec hook,
+# such a start is only reviewed.
+STDLIB_COMMANDS = {("platform.py", "_syscmd_file"), ("platform.py", "from_subprocess"),
+                   ("ctypes/util.py", "_findSoname_ldconfig"), ("ctypes/util.py", "_findLib_gcc"),
+                   ("ctypes/util.py", "_findLib_ld"), ("ctypes/util.py", "_get_soname"),
+                   ("multiprocessing/resource_tracker.py", "ensure_running")}
+SYSTEM_PROGRAMS = ("/usr/bin/", "/bin/", "/usr/sbin/", "/sbin/")
+# Environment variables that change what a started program loads or runs.
+LOADER_VARS = ("LD_", "PYTHON", "GCC_EXEC_PREFIX", "COMPILER_PATH", "LIBRARY_PATH", "GCONV_PATH",
+               "PATH")
+TRACKER_FLAG = "-[sSEIbBqu]+|-W[a-z]+(::[A-Za-z]*Warning)?"
+
+
+def _install(fd, ws=WS, test_files=(), graded=()):
+    """Install the monitor with globals of its own: a snapshot of this module's
+    and of the builtins, taken before any workspace code runs, so that the
+    package patching this module, `builtins`, `json` or `posixpath` changes
+    nothing the hook calls."""
+    import builtins
+    import types
+
+    own = dict(globals())
+    own["__builtins__"] = dict(vars(builtins))
+    for name in ("_install_monitor", "proc_verdict", "is_writing", "pyc_source", "text"):
+        fn = own[name]
+        own[name] = types.FunctionType(fn.__code__, own, fn.__name__, fn.__defaults__)
+    own["_install_monitor"](fd, ws, test_files, graded)
+
+
 def _install_monitor(fd, ws=WS, test_files=(), graded=()):
     """Install the audit hook. Its state lives only in this closure."""
-    write, dumps, getframe = os.write, json.dumps, sys._getframe
-    getcwd, normpath, join, realpath = os.getcwd, os.path.normpath, os.path.join, os.path.realpath
-    stat, exists, getpid = os.stat, os.path.exists, os.getpid
+    import gc
+    import posix
+    import re
+    from _thread import allocate_lock, get_ident
+    from functools import partial
+
+    write, getframe, audit = posix.write, sys._getframe, sys.audit
+    getcwd, normpath, stat, lstat, readlink = (posix.getcwd, posix._path_normpath, posix.stat,
+                                               posix.lstat, posix.readlink)
+    getpid, environ_data = posix.getpid, os.environ._data
+    gc_on, gc_off, gc_back = gc.isenabled, gc.disable, gc.enable
+    s_islnk = __import__("stat").S_ISLNK
+    tracker_flag = re.compile(TRACKER_FLAG).fullmatch
+    code_type, frame_type = type(_install_monitor.__code__), type(sys._getframe())
+    function_type, module_type = type(_install_monitor), type(sys)
     ws = ws.rstrip("/") + "/"
+
+    def join(a, *rest):
+        for b in rest:
+            a = b if b.startswith("/") else (a + b if a.endswith("/") or not a else a + "/" + b)
+        return a
+
+    def exists(path):
+        try:
+            stat(path)
+        except (OSError, ValueError):
+            return False
+        return True
+
+    def realpath(path, _limit=40):
+        """os.path.realpath with the monitor's own C calls (posixpath's module
+        globals are the package's to change)."""
+        path = normpath(join(getcwd(), path))
+        done, todo = "", [p for p in path.split("/") if p]
+        while todo and _limit:
+            part = todo.pop(0)
+            cand = normpath(done + "/" + part)
+            try:
+                st = lstat(cand)
+            except (OSError, ValueError):
+                return normpath("/".join([cand] + todo))
+            if not s_islnk(st.st_mode):
+                done = cand
+                continue
+            _limit -= 1
+            target = readlink(cand)
+            todo = [p for p in target.split("/") if p] + todo
+            if target.startswith("/"):
+                done = ""
+        return normpath("/".join([done] + todo)) if done or todo else "/"
+
     seen = set()          # (kind, site)
-    # Threads inside the hook (its own reads raise events too). Per thread: one
-    # thread's busy hook must not blind the monitor to another thread's acts.
-    busy = set()
-    from _thread import get_ident
+    # How deep each thread is inside the hook. The hook's own frame walks raise
+    # `own` events (read f_code, _getframe, marshal.loads): those it ignores.
+    # Any other event raised while a thread is inside is code that is not the
+    # monitor's running there (a signal handler, a finaliser): judged as
+    # anywhere else, one level deep.
+    depth = {}
+    own = frozenset({"object.__getattr__", "sys._getframe", "marshal.loads"})
+    # The collector is off while any thread is inside the hook: a collection
+    # there would run the package's finalisers and gc.callbacks inside it.
+    collector, collector_lock = [0, False], allocate_lock()
     high = {"code-swap", "gc-walk", "trace-hook", "proc-access", "bytecode",
             "ctypes", "test-code-access", "graded-test-read", "name-spoof", "foreign-loader",
-            "test-tampered", "unwatched-code"}
+            "test-tampered", "unwatched-code", "audit-hook"}
     frame_attrs = {"tb_frame", "f_code", "gi_frame", "gi_code", "cr_frame", "cr_code",
                    "ag_frame", "ag_code"}
     simple = {
@@ -172,25 +304,35 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
         "os.posix_spawn": "unwatched-code", "os.system": "unwatched-code", "os.exec": "unwatched-code",
         "os.spawn": "unwatched-code", "cpython.PyInterpreterState_New": "unwatched-code",
         "os.kill": "signal", "os.killpg": "signal",
+        # A hook of the package's own receives every compile (the tests' source)
+        # and every exec (their code).
         "signal.pthread_kill": "signal", "sys.addaudithook": "audit-hook",
     }
     watched = frozenset(simple) | {"object.__getattr__", "object.__setattr__", "open",
                                    "os.listdir", "os.scandir", "compile", "exec",
                                    "socket.connect", "socket.getaddrinfo", "import",
-                                   "sys._getframe", "marshal.loads"}
+                                   "sys._getframe", "marshal.loads", "os.putenv", "os.unsetenv",
+                                   "taskforge.start", "taskforge.boot", "taskforge.fork_exec",
+                                   "taskforge.builtin", "taskforge.built"}
 
     # The image's read-only directories: code there is installed code, never
     # the package's (nothing at run time can write a file there).
-    installed = tuple(sorted({os.path.join(p, "") for p in
+    installed = tuple(sorted({join(p, "") for p in
                               {sys.prefix, sys.base_prefix, sys.exec_prefix, HERE}
                               for p in (p, realpath(p)) if p and p != "/"})) + ("<frozen ",)
     stdlib = os.path.dirname(os.__file__)
+    os_files = (os.__file__, "<frozen os>")     # 3.11+ may run os.py frozen
     ctypes_dir = join(stdlib, "ctypes", "")
     loaders = ("<frozen ", join(stdlib, "importlib", ""), join(stdlib, "runpy.py"),
                join(stdlib, "pkgutil.py"), join(stdlib, "zipimport.py"))
     # Frames whose reads of a test frame are the standard library's own
     # bookkeeping (logging's caller lookup, warnings' stacklevel).
     quiet = (join(stdlib, "logging", ""), join(stdlib, "warnings.py"))
+    stdlib_commands = {(join(stdlib, f), name) for f, name in STDLIB_COMMANDS}
+    start_env = {text(k): text(v) for k, v in environ_data.items()}
+    stdlib_names = frozenset(getattr(sys, "stdlib_module_names", ())) - {"test"}
+    tracker_command = re.compile(r"from multiprocessing\.resource_tracker import main;main\(\d+\)").fullmatch
+    env_changed = [False]     # a loader variable set by os.putenv itself
 
     snap = {}             # realpath -> (dev, ino, size, mtime_ns, ctime_ns) at start-up
     names = {}            # the path as given (and its realpath) -> realpath
@@ -207,7 +349,7 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
         snap[real] = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
         names[p] = names[real] = real
         by_inode[(st.st_dev, st.st_ino)] = (rel, rel in graded)
-        pyc_keys[(os.path.dirname(real), os.path.basename(real)[:-3])] = real
+        pyc_keys[(real.rpartition("/")[0], real.rpartition("/")[2][:-3])] = real
     try:
         proc_dev = stat("/proc").st_dev
     except OSError:
@@ -223,6 +365,9 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
     def is_test(co):
         return registered.get(id(co)) is co
 
+    def filename(co):
+        return text(co.co_filename) or "?"
+
     def package_site(depth, walk, skip=()):
         """file:line of the package frame responsible, or None: the nearest frame
         on the stack that is neither installed code nor test code (an act
@@ -236,7 +381,7 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
             co = f.f_code
             if is_test(co):
                 return None
-            fn = co.co_filename
+            fn = filename(co)
             if skip and fn.startswith(skip):
                 bottom, f = f, f.f_back
                 continue
@@ -249,46 +394,43 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
             return None
         return thread_site(bottom)
 
+    def stdlib_command(depth):
+        """The standard library's own fixed command is being started: one of
+        STDLIB_COMMANDS is on the stack below the nearest package frame."""
+        f = getframe(depth)
+        while f is not None:
+            co = f.f_code
+            fn = filename(co)
+            if is_test(co) or not fn.startswith(installed):
+                return False
+            if (fn, text(co.co_name)) in stdlib_commands:
+                return True
+            f = f.f_back
+        return False
+
+    around = "<a thread started around the monitor>:0"
+
     def thread_site(bottom):
         """The bottom of a stack with no package frame: a thread the package
         started (or one started by such a thread) acts for the package, even
         when its stack holds only installed code (a stdlib function as the
-        target). A thread that did not start through the wrapped starters
-        (their originals dug out of a wrapper) is charged as the package's."""
+        target). A thread that did not start through the wrapped starters, or
+        whose start skipped telling the monitor, is charged as the package's."""
         me = get_ident()
         if me == main_thread:
             return None
         if bottom is not None and bottom.f_code is boot_code:
-            return origins.get(me)
-        return "<a thread started around the monitor>:0"
+            return origins.get(me, around)
+        return around
 
     origins = {}          # thread ident -> the package site that started it (None: not the package)
-    guards = set()        # the monitor's wrappers around starters
+    pending, tickets = {}, [0]    # ticket -> the site of a start not yet booted
+    originals = {}        # what a wrapper stands for -> the original
+    guards = {}           # id -> each of the monitor's wrappers
     main_thread = get_ident()
-
-    from functools import partial
-
-    def boot(site, function, *a, **k):
-        """The bottom frame of every thread started through `spawner`."""
-        origins[get_ident()] = site
-        return function(*a, **k)
-
-    boot_code = boot.__code__
-
-    def spawner(start):
-        """`start` (a thread-starting builtin) that remembers, in the new
-        thread, which package site started it."""
-        def started_by(function, *args, **kwargs):
-            me = get_ident()
-            busy.add(me)          # its own stack walk is no act of the package's
-            try:
-                site = package_site(2, True)
-            except Exception:  # noqa: BLE001 - the monitor never breaks the run it watches
-                site = None
-            finally:
-                busy.discard(me)
-            return start(partial(boot, site, function), *args, **kwargs)
-        return started_by
+    boot_code, start_code = _booted.__code__, _started_by.__code__
+    fork_exec_code, builtin_code = _fork_exec.__code__, _create_builtin.__code__
+    escapes = str.maketrans({**{chr(i): "\\u%04x" % i for i in range(32)}, '"': '\\"', "\\": "\\\\"})
 
     def report(kind, site, detail):
         key = (kind, site)
@@ -301,10 +443,10 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
         if len(seen) >= 5000:
             return
         seen.add(key)
-        line = dumps({"$report_type": "Monitor", "kind": kind, "site": site,
-                      "detail": str(detail)[:200]}) + "\n"
+        line = '{"$report_type": "Monitor", "kind": "%s", "site": "%s", "detail": "%s"}\n' % tuple(
+            str.translate(v, escapes) for v in (kind, site, (text(detail) or "?")[:200]))
         try:
-            write(fd, line.encode())
+            write(fd, line.encode("utf-8", "replace"))
         except OSError:
             pass
 
@@ -326,7 +468,7 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
 
     def loaded_by_import_system(co, real):
         """The import system itself is executing `co`, made from `real`'s source."""
-        f = getframe(3)           # the frame that called exec (hook, on_exec, here)
+        f = getframe(4)           # the frame that called exec (judge, on_exec, here)
         if f is None:
             return False
         fc = f.f_code
@@ -340,18 +482,16 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
             loader = back.f_locals.get("self")
             if type(loader) is not trusted["source_loader"] or real not in from_source:
                 return False
-            try:
-                same = realpath(loader.path) == real
-            except (TypeError, ValueError, AttributeError):
-                return False
+            path = text(vars(loader).get("path"))
+            same = path is not None and realpath(path) == real
             from_source.discard(real)
             return same
         return False
 
     def on_exec(co):
-        fn = getattr(co, "co_filename", None)
-        if not isinstance(fn, str):
+        if type(co) is not code_type:
             return
+        fn = filename(co)
         real = names.get(fn)
         if real is None and fn.startswith(ws):
             real = realpath(fn)
@@ -366,7 +506,7 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
                        f"{rel_of(real)} changed after the run started")
             return
         if fn == "<string>":
-            site = package_site(3, False)
+            site = package_site(4, False)
             if site is not None:
                 report("dynamic-code", site, "exec")
 
@@ -384,15 +524,10 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
             type(f.f_locals.get("self")) is trusted["source_loader"]
 
     def on_compile(args):
-        try:
-            fn = os.fspath(args[1])
-        except (TypeError, IndexError):
+        fn = text(args[1]) if len(args) > 1 else None
+        if fn is None:
             return
-        if isinstance(fn, bytes):
-            fn = fn.decode("utf-8", "replace")
-        if not isinstance(fn, str):
-            return
-        if imported_source(getframe(2)):       # the frame that called compile
+        if imported_source(getframe(3)):       # the frame that called compile
             real = names.get(fn) or (realpath(fn) if fn.startswith(ws) else None)
             if real in snap:
                 from_source.add(real)
@@ -402,29 +537,27 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
         path = fn if not fn.startswith(ws) else normpath(fn)
         if path.startswith(ws):
             if not path.endswith(".py"):
-                site = package_site(3, False, loaders)
+                site = package_site(4, False, loaders)
                 if site is not None:
                     report("foreign-loader", site, f"compiles {path[len(ws):][:100]} as code")
                 return
             if realpath(path) in snap:
-                site = package_site(3, True)
+                site = package_site(4, True)
                 if site is not None:
                     report("name-spoof", site, f"compiles code named {path[len(ws):][:100]}")
                 return
         elif fn.startswith(installed):
-            site = package_site(3, True)
+            site = package_site(4, True)
             if site is not None:
                 report("name-spoof", site, f"compiles code named {fn[:100]}")
             return
-        site = package_site(3, False)
+        site = package_site(4, False)
         if site is not None:
             report("dynamic-code", site, "compile")
 
     def on_open(event, args):
-        path = args[0] if args else None
-        if isinstance(path, bytes):
-            path = path.decode("utf-8", "replace")
-        if not isinstance(path, str):
+        path = text(args[0]) if args else None
+        if path is None or not path:
             return
         if not path.startswith("/"):      # relative to the cwd
             path = normpath(join(getcwd(), path))
@@ -432,7 +565,7 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
             path = normpath(path)
         writing = event == "open" and is_writing(args)
         if path.endswith(".pyc") and pyc_keys:
-            key = pyc_source(path, getattr(sys, "pycache_prefix", None))
+            key = pyc_source(path, text(getattr(sys, "pycache_prefix", None)))
             real = pyc_keys.get(key) if key else None
             if real is not None and exists(path):
                 # No listed test file has bytecode at start-up: someone wrote it.
@@ -464,9 +597,9 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
             else:
                 return
         if kind is not None:
-            site = package_site(3, True)
+            site = package_site(4, True)
             if site is None and kind == "graded-test-read":
-                site = under_test(3)
+                site = under_test(4)
             if site is not None:
                 report(kind, site, detail)
 
@@ -480,128 +613,285 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
         while f is not None:
             co = f.f_code
             if is_test(co):
-                return f"{rel_of(co.co_filename)}:{f.f_lineno}"
-            if not co.co_filename.startswith(installed):
+                return f"{rel_of(filename(co))}:{f.f_lineno}"
+            if not filename(co).startswith(installed):
                 return None
             f = f.f_back
         return None
 
     def test_frame(obj, attr):
-        """The test frame or test code `obj.attr` hands out, if it does."""
+        """The test frame or test code `obj.attr` hands out, if it does. Only
+        the interpreter's own frame, traceback and generator types are asked:
+        an attribute of any other object (a forged event's) could run code."""
+        if type(obj) not in frame_holders:
+            return False
         if attr == "f_code":
-            return is_test(obj.f_code)
+            return type(obj) is frame_type and is_test(obj.f_code)
         if attr in ("gi_code", "cr_code", "ag_code"):
-            return is_test(getattr(obj, attr))
+            return is_test(getattr(obj, attr, None))
         target = getattr(obj, attr, None)
-        return target is not None and is_test(target.f_code)
+        return type(target) is frame_type and is_test(target.f_code)
+
+    def on_program(args):
+        """A program started through fork_exec: the package's unless the
+        standard library starts its own fixed command (STDLIB_COMMANDS) as a
+        system program, with the loader variables it had at start-up and no
+        preexec hook; that start is reviewed."""
+        site = package_site(5, True)
+        if site is None:
+            return
+        argv = [text(a) for a in seq(args[0])] if args else []
+        what = "starts " + " ".join(a or "?" for a in argv[:3])
+        if stdlib_command(5) and fixed_start(args, argv):
+            report("process", site, "the standard library " + what)
+        else:
+            report("unwatched-code", site, what[:120])
+
+    def seq(x):
+        t = type(x)
+        if t is list or t is tuple:
+            return x
+        if issubclass(t, list):
+            return list.__getitem__(x, slice(None))
+        if issubclass(t, tuple):
+            return tuple.__getitem__(x, slice(None))
+        return ()
+
+    def fixed_start(args, argv):
+        if len(args) < 6 or None in argv or not argv or any(callable(a) for a in args[6:]):
+            return False
+        exe = next((p for p in (text(a) for a in seq(args[1])) if p is None or exists(p)), None)
+        if exe is None or not realpath(exe).startswith(SYSTEM_PROGRAMS + installed):
+            return False
+        env = args[5]
+        if env is None:
+            if env_changed[0]:
+                return False
+            pairs = [(text(k), text(v)) for k, v in environ_data.items()
+                     if type(k) is bytes and type(v) is bytes]
+        else:
+            pairs = [(text(e) or "?=").partition("=")[::2] for e in seq(env)]
+        if any(k.startswith(LOADER_VARS) and start_env.get(k) != v for k, v in pairs):
+            return False
+        if "-c" in argv:
+            # The resource tracker: `python [flags] -c <fixed command>`; from the
+            # cwd it imports the standard library, unless the cwd shadows it.
+            i = argv.index("-c")
+            if not all(tracker_flag(a) for a in argv[1:i]) or i + 2 != len(argv) or \
+                    not tracker_command(argv[i + 1]):
+                return False
+            cwd = text(args[4]) or getcwd()
+            try:
+                entries = posix.listdir(cwd)
+            except OSError:
+                return False
+            if any(e.partition(".")[0] in stdlib_names for e in entries if type(e) is str):
+                return False
+        return True
 
     def hook(event, args):
         if event not in watched:
             return
         me = get_ident()
-        if me in busy:
+        d = depth.get(me, 0)
+        if d and (d > 1 or event in own):
             return
-        busy.add(me)
+        if not d:
+            # Off before anything that allocates (a `with` would), back on as
+            # the last act, shared by the threads inside.
+            on = gc_on()
+            gc_off()
+            collector_lock.acquire()
+            if not collector[0]:
+                collector[1] = on
+            collector[0] += 1
+            collector_lock.release()
+        depth[me] = d + 1
         try:
-            kind, detail, walk, skip = simple.get(event), event, True, ()
-            if kind == "ctypes":
-                # ctypes used by the package itself, not by the standard library
-                # on its behalf (multiprocessing.Value imports it).
-                walk, skip = False, (ctypes_dir,)
-            elif kind == "trace-hook" and getframe(1).f_code is trusted.get("thread_bootstrap"):
-                return        # a new thread taking the hook threading.settrace set
-            elif kind == "bytecode" and event == "marshal.load" and \
-                    getframe(1).f_code is trusted.get("compile_bytecode"):
-                return
-            if kind is None:
-                if event == "exec":
-                    on_exec(args[0])
-                    return
-                if event == "compile":
-                    on_compile(args)
-                    return
-                if event in ("open", "os.listdir", "os.scandir"):
-                    on_open(event, args)
-                    return
-                if event == "marshal.loads":
-                    if getframe(1).f_code is trusted.get("compile_bytecode"):
-                        return    # the import system loading a cached module
-                    if not holds_code(args[0]):
-                        return    # data (a cache): marshal is a fast serialiser
-                    kind = "bytecode"
-                elif event == "sys._getframe":
-                    # A frame is not code: f_back reaches the same frame with no
-                    # event at all, and the caller's module name (namedtuple's,
-                    # enum's idiom) is honest. Its f_code is charged when read.
-                    kind = "frame-inspection"
-                    if args and is_test(args[0].f_code):
-                        detail = "sys._getframe of a test frame"
-                elif event == "object.__getattr__":
-                    attr = args[1]
-                    if attr in ("__defaults__", "__kwdefaults__") and any(args[0] is g for g in guards):
-                        kind, detail = "code-swap", "digs out a starter the monitor wraps"
-                    elif attr == "__code__":
-                        # The code of a test function, read by package code: the
-                        # graded tests' constants, or a way to tell them apart.
-                        co = getattr(args[0], "__code__", None)
-                        if not is_test(co):
-                            return
-                        if co.co_name.startswith("test"):
-                            kind, detail = "test-code-access", f"reads the code of {co.co_name}"
-                        else:
-                            kind, detail = "test-file-read", f"reads the code of {co.co_name}"
-                    elif attr not in frame_attrs:
-                        return
-                    elif test_frame(args[0], attr):
-                        # A test's code object (its constants, its names) is the
-                        # act; a test's frame handed out is as f_back gives it.
-                        kind = "test-code-access" if attr.endswith("_code") else "frame-inspection"
-                        detail, skip = f"{type(args[0]).__name__}.{attr} of a test", quiet
-                    else:
-                        kind, detail = "frame-inspection", f"{type(args[0]).__name__}.{attr}"
-                elif event == "object.__setattr__":
-                    # Only the package's own statement counts (namedtuple sets
-                    # __defaults__ for honest code, through the standard library).
-                    if args[1] != "__code__":
-                        return
-                    kind, detail, walk = "code-swap", "sets __code__", False
-                elif event in ("socket.connect", "socket.getaddrinfo"):
-                    host = args[1] if event == "socket.connect" else args[0]
-                    if isinstance(host, tuple):
-                        host = host[0] if host else ""
-                    host = str(host)
-                    if host in ("127.0.0.1", "localhost", "::1", "") or host.startswith("127."):
-                        return
-                    kind, detail = "network", host[:80]
-                elif event == "import":
-                    mod = str(args[0]).split(".")[0]
-                    if mod in ("_thread", "_posixsubprocess", "_imp"):
-                        # Loaded afresh, it has the starters unwrapped.
-                        kind, detail = "code-swap", f"imports {mod} afresh"
-                    elif mod not in ("_pytest", "pytest", "pluggy", "tf_guard", "unittest"):
-                        return
-                    else:
-                        kind, detail = "runner-import", mod
-                else:
-                    return
-            if skip is quiet:
-                # A read done by logging or warnings for their own caller lookup.
-                f = getframe(1)
-                if f is not None and f.f_code.co_filename.startswith(quiet):
-                    return
-                skip = ()
-            site = package_site(2, walk, skip)
-            if site is not None:
-                report(kind, site, detail)
+            judge(event, args)
         except Exception:  # noqa: BLE001 - the monitor never breaks the run it watches
             pass
         finally:
-            busy.discard(me)
+            if d:
+                depth[me] = d
+            else:
+                del depth[me]
+                collector_lock.acquire()
+                collector[0] -= 1
+                back = not collector[0] and collector[1]
+                collector_lock.release()
+                if back:
+                    gc_back()
+
+    def wrapper_called(code):
+        """The event comes from a frame running `code`, one of the wrappers."""
+        f = getframe(4)
+        return f is not None and f.f_code is code
+
+    def judge(event, args):
+        if event.startswith("taskforge."):
+            on_wrapper(event, args)
+            return
+        kind, detail, walk, skip = simple.get(event), event, True, ()
+        if kind == "ctypes":
+            # ctypes used by the package itself, not by the standard library
+            # on its behalf (multiprocessing.Value imports it).
+            walk, skip = False, (ctypes_dir,)
+        elif kind == "trace-hook" and getframe(2).f_code is trusted.get("thread_bootstrap"):
+            return        # a new thread taking the hook threading.settrace set
+        elif kind == "bytecode" and event == "marshal.load" and \
+                getframe(2).f_code is trusted.get("compile_bytecode"):
+            return
+        elif kind == "unwatched-code" and event == "subprocess.Popen" and stdlib_command(3):
+            # Judged again, with the resolved program, when it starts (fork_exec).
+            kind, detail = "process", "the standard library starts a program"
+        if kind is None:
+            if event == "exec":
+                on_exec(args[0] if args else None)
+                return
+            if event == "compile":
+                on_compile(args)
+                return
+            if event in ("open", "os.listdir", "os.scandir"):
+                on_open(event, args)
+                return
+            if event in ("os.putenv", "os.unsetenv"):
+                # os.environ's own calls keep it true; a direct one does not.
+                key = text(args[0]) if args else None
+                if (key is None or key.startswith(LOADER_VARS)) and \
+                        filename(getframe(2).f_code) not in os_files:
+                    env_changed[0] = True
+                return
+            if event == "marshal.loads":
+                if getframe(2).f_code is trusted.get("compile_bytecode"):
+                    return    # the import system loading a cached module
+                if not args or type(args[0]) is not bytes or not holds_code(args[0]):
+                    return    # data (a cache): marshal is a fast serialiser
+                kind = "bytecode"
+            elif event == "sys._getframe":
+                # A frame is not code: f_back reaches the same frame with no
+                # event at all, and the caller's module name (namedtuple's,
+                # enum's idiom) is honest. Its f_code is charged when read.
+                kind = "frame-inspection"
+                if args and type(args[0]) is frame_type and is_test(args[0].f_code):
+                    detail = "sys._getframe of a test frame"
+            elif event == "object.__getattr__":
+                obj, attr = (args[0], text(args[1])) if len(args) > 1 else (None, None)
+                if attr in ("__defaults__", "__kwdefaults__", "__code__") and id(obj) in guards:
+                    kind, detail = "code-swap", "reaches into a wrapper of the monitor's"
+                elif attr == "__code__":
+                    # The code of a test function, read by package code: the
+                    # graded tests' constants, or a way to tell them apart.
+                    co = obj.__code__ if type(obj) is function_type else None
+                    if not is_test(co):
+                        return
+                    if text(co.co_name).startswith("test"):
+                        kind, detail = "test-code-access", f"reads the code of {co.co_name}"
+                    else:
+                        kind, detail = "test-file-read", f"reads the code of {co.co_name}"
+                elif attr not in frame_attrs or type(obj) not in frame_holders:
+                    return
+                elif test_frame(obj, attr):
+                    # A test's code object (its constants, its names) is the
+                    # act; a test's frame handed out is as f_back gives it.
+                    kind = "test-code-access" if attr.endswith("_code") else "frame-inspection"
+                    detail, skip = f"{type(obj).__name__}.{attr} of a test", quiet
+                else:
+                    kind, detail = "frame-inspection", f"{type(obj).__name__}.{attr}"
+            elif event == "object.__setattr__":
+                # Only the package's own statement counts (namedtuple sets
+                # __defaults__ for honest code, through the standard library).
+                attr = text(args[1]) if len(args) > 1 else None
+                if attr in ("__defaults__", "__kwdefaults__") and id(args[0]) in guards:
+                    kind, detail, walk = "code-swap", "changes a wrapper of the monitor's", False
+                elif attr != "__code__":
+                    return
+                else:
+                    kind, detail, walk = "code-swap", "sets __code__", False
+            elif event in ("socket.connect", "socket.getaddrinfo"):
+                host = (args[1] if event == "socket.connect" else args[0]) if len(args) > 1 else None
+                if issubclass(type(host), tuple):
+                    host = tuple.__getitem__(host, 0) if tuple.__len__(host) else ""
+                host = text(host) if host is not None else ""
+                if host is None:
+                    host = "?"
+                if host in ("127.0.0.1", "localhost", "::1", "") or host.startswith("127."):
+                    return
+                kind, detail = "network", host[:80]
+            elif event == "import":
+                mod = (text(args[0]) or "?").split(".")[0] if args else "?"
+                if mod in ("_thread", "_posixsubprocess", "_imp"):
+                    # Loaded afresh, it has the starters unwrapped.
+                    kind, detail = "code-swap", f"imports {mod} afresh"
+                elif mod not in ("_pytest", "pytest", "pluggy", "tf_guard", "unittest"):
+                    return
+                else:
+                    kind, detail = "runner-import", mod
+            else:
+                return
+        if skip is quiet:
+            # A read done by logging or warnings for their own caller lookup.
+            f = getframe(2)
+            if f is not None and filename(f.f_code).startswith(quiet):
+                return
+            skip = ()
+        site = package_site(3, walk, skip)
+        if site is not None:
+            report(kind, site, detail)
+
+    def on_wrapper(event, args):
+        """A wrapper asks for its original (taskforge.start, .fork_exec,
+        .builtin) or tells what it did (.boot, .built). Asked from any other
+        frame (a forged event, or a wrapper given another `_audit`), nothing
+        is handed over, and asking is charged."""
+        code = {"taskforge.start": start_code, "taskforge.boot": boot_code,
+                "taskforge.fork_exec": fork_exec_code, "taskforge.builtin": builtin_code,
+                "taskforge.built": builtin_code}[event]
+        if not wrapper_called(code):
+            site = package_site(4, True)
+            if site is not None:
+                report("code-swap", site, f"raises {event} itself")
+            return
+        if event == "taskforge.boot":
+            # A ticket the hook issued for this start, good once: a thread
+            # cannot take another start's site (thread idents are reused).
+            ticket = args[0] if args else None
+            origins[get_ident()] = pending.pop(ticket, around) if type(ticket) is int else around
+            return
+        if event == "taskforge.built":
+            module = args[0] if args else None
+            name = text(vars(module).get("__name__")) if type(module) is module_type else None
+            if name in originals and module is not originals[name]:
+                site = package_site(4, True)
+                if site is not None:
+                    report("code-swap", site, f"makes a second {name}")
+            return
+        box = args[0] if args else None
+        if type(box) is not list:
+            return
+        if event == "taskforge.start":
+            original = originals.get(("start", text(args[2]) if len(args) > 2 else None))
+            if original is None:
+                return
+            try:
+                site = package_site(4, True)
+            except Exception:  # noqa: BLE001 - the monitor never breaks the run it watches
+                site = None
+            tickets[0] += 1
+            pending[tickets[0]] = site
+            box.append(partial(original, partial(_booted, tickets[0], args[1])))
+        elif event == "taskforge.fork_exec":
+            call = args[1] if len(args) > 1 else ()
+            try:
+                on_program(call if type(call) is tuple else ())
+            finally:
+                box.append(originals["fork_exec"])
+        else:
+            box.append(originals["create_builtin"])
 
     import marshal
 
     loads = marshal.loads
-    code_type = type(_install_monitor.__code__)
     containers = (tuple, list, set, frozenset)
 
     def holds_code(data):
@@ -623,7 +913,19 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
                 stack.extend(o.values())
         return bool(stack)              # too large to look through: charged
 
-    sys.addaudithook(hook)
+    def gen():
+        yield
+
+    async def coro():
+        pass
+
+    async def agen():
+        yield
+
+    c = coro()
+    frame_holders = frozenset({frame_type, type(gen()), type(c), type(agen()), types_traceback()})
+    c.close()
+
     # The import system's own code, taken before any workspace code can run.
     import importlib._bootstrap as bs
     import importlib._bootstrap_external as bx
@@ -643,63 +945,47 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
         pass                    # no rewriting: pytest imports through importlib
 
     # Every way to start a thread, wrapped before any workspace code runs (the
-    # thread-start audit event is 3.13's only).
+    # thread-start audit event is 3.13's only). subprocess and multiprocessing
+    # start programs through fork_exec, which raises no audit event
+    # (multiprocessing.util.spawnv_passfds calls it directly). A second copy of
+    # a builtin module is made from its state at start-up, with the starters
+    # unwrapped; an extension module's raises the "import" event.
+    import _imp
+    import _posixsubprocess
     import _thread
     import threading
 
+    trusted["thread_bootstrap"] = threading.Thread._bootstrap_inner.__code__
     for owner, starters in ((_thread, ("start_new_thread", "start_new", "start_joinable_thread")),
                             (threading, ("_start_new_thread", "_start_joinable_thread"))):
         for starter in starters:
-            if getattr(owner, starter, None) is not None:
-                setattr(owner, starter, spawner(getattr(owner, starter)))
-    trusted["thread_bootstrap"] = threading.Thread._bootstrap_inner.__code__
+            original = getattr(owner, starter, None)
+            if original is None:
+                continue
+            which = f"{owner.__name__}.{starter}"
+            originals[("start", which)] = original
+            wrapper = function_type(start_code, {}, starter, None, None)
+            wrapper.__kwdefaults__ = {"_audit": audit, "_which": which}
+            guards[id(wrapper)] = wrapper
+            setattr(owner, starter, wrapper)
+    originals["fork_exec"] = _posixsubprocess.fork_exec
+    originals["create_builtin"] = _imp.create_builtin
+    for name in ("_thread", "_posixsubprocess", "_imp"):
+        originals[name] = sys.modules[name]
+    for owner, name, code in ((_posixsubprocess, "fork_exec", fork_exec_code),
+                              (_imp, "create_builtin", builtin_code)):
+        wrapper = function_type(code, {}, name, None, None)
+        wrapper.__kwdefaults__ = {"_audit": audit}
+        guards[id(wrapper)] = wrapper
+        setattr(owner, name, wrapper)
+    sys.addaudithook(hook)
 
-    # subprocess and multiprocessing start programs through fork_exec, which
-    # raises no audit event (multiprocessing.util.spawnv_passfds calls it
-    # directly). The original sits in a keyword default: reading one of those
-    # is an audited act, reading a closure cell is not.
-    import _posixsubprocess
 
-    def fork_exec(*args, _fork_exec=_posixsubprocess.fork_exec, **kwargs):
-        me = get_ident()
-        if me not in busy:
-            busy.add(me)
-            try:
-                site = package_site(2, True)
-                if site is not None:
-                    argv = args[0] if args and isinstance(args[0], (list, tuple)) else ()
-                    report("unwatched-code", site, "starts " + " ".join(
-                        os.fsdecode(a) if isinstance(a, (bytes, str)) else "?" for a in argv[:3])[:120])
-            except Exception:  # noqa: BLE001 - the monitor never breaks the run it watches
-                pass
-            finally:
-                busy.discard(me)
-        return _fork_exec(*args, **kwargs)
-
-    guards.add(fork_exec)
-    _posixsubprocess.fork_exec = fork_exec
-
-    # A second copy of a builtin module is made from its state at start-up, with
-    # the starters unwrapped; an extension module's raises the "import" event.
-    import _imp
-
-    def create_builtin(spec, _create=_imp.create_builtin):
-        name = getattr(spec, "name", None)
-        me = get_ident()
-        if name in ("_thread", "_posixsubprocess", "_imp") and name in sys.modules and me not in busy:
-            busy.add(me)
-            try:
-                site = package_site(2, True)
-                if site is not None:
-                    report("code-swap", site, f"makes a second {name}")
-            except Exception:  # noqa: BLE001 - the monitor never breaks the run it watches
-                pass
-            finally:
-                busy.discard(me)
-        return _create(spec)
-
-    guards.add(create_builtin)
-    _imp.create_builtin = create_builtin
+def types_traceback():
+    try:
+        raise ValueError
+    except ValueError as e:
+        return type(e.__traceback__)
 
 
 def main() -> None:
@@ -709,7 +995,7 @@ def main() -> None:
     if sys.path and os.path.abspath(sys.path[0] or ".") == HERE:
         sys.path.pop(0)
     if fd >= 0:
-        _install_monitor(fd, ws, files, graded)
+        _install(fd, ws, files, graded)
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("tf_guard", os.path.join(HERE, "tf_guard.py"))
