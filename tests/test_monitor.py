@@ -189,12 +189,13 @@ ACTS: dict[str, tuple[str, set[str]]] = {
                                     "    _thread.start_new_thread(linecache.updatecache, (p,))\n"
                                     "    while p not in linecache.cache:\n        time.sleep(0.01)\n",
                                     {"graded-test-read"}),
-    "test_code_in_a_pool": ("import sys, threading, traceback\n"
+    # (traceback's own reads of a stack are not charged: it hands out no code)
+    "test_code_in_a_pool": ("import inspect, sys\n"
                             "from concurrent.futures import ThreadPoolExecutor\ndef act(arg):\n"
-                            "    frame = sys._current_frames()[threading.get_ident()]\n"
+                            "    frame = sys._getframe(1)\n"
                             "    with ThreadPoolExecutor(1) as pool:\n"
-                            "        return pool.submit(traceback.StackSummary.extract, traceback.walk_stack(frame),"
-                            " capture_locals=True).result()\n", {"test-code-access"}),
+                            "        return pool.submit(inspect.getmembers, frame).result()\n",
+                            {"test-code-access"}),
     # The old monitor kept its state in its wrappers' closures (cells, which no
     # audit event guards): its `busy` set, once it held this thread, blinded it.
     "wrapper_closures": ("import _posixsubprocess, _thread, threading\ndef act(arg):\n"
@@ -220,33 +221,140 @@ ACTS: dict[str, tuple[str, set[str]]] = {
     "bytes_subclass_path": ("class B(bytes):\n    def decode(self, *a):\n        return '/dev/null'\n"
                             "def act(arg):\n    return open(B(b'@WS@/tests/test_acts.py')).read()\n",
                             {"graded-test-read"}),
-    # Code run inside the hook is judged there: a signal handler lands in it.
+    # A signal handler of the package's never runs inside the hook (from there
+    # f_back led to the hook's frames and state): it is held and raised again
+    # as the hook returns. The act fails if it ever finds itself there.
     "signal_inside_the_hook": (textwrap.dedent('''\
         import signal, sys
-        HITS = []
+        RUNS, INSIDE = [], []
         def inside():
             f = sys._getframe(1)
             while f is not None:
-                if f.f_code.co_name == "hook" and f.f_code.co_filename.endswith("tfboot.py"):
+                g = f.f_globals
+                if "STDLIB_COMMANDS" in g and type(g.get("__builtins__")) is dict:
                     return True
                 f = f.f_back
             return False
         def handler(signum, frame):
-            if not HITS and inside():
-                HITS.append(open("@WS@/tests/test_acts.py").read()[:10])
+            RUNS.append(1)
+            if inside():
+                INSIDE.append(open("@WS@/tests/test_acts.py").read()[:10])
         def act(arg):
             old = signal.signal(signal.SIGALRM, handler)
             signal.setitimer(signal.ITIMER_REAL, 0.0005, 0.0005)
             try:
                 for _ in range(400000):
                     open("/dev/null").close()
-                    if HITS:
+                    if len(RUNS) >= 300:
                         break
             finally:
                 signal.setitimer(signal.ITIMER_REAL, 0)
+                assert signal.signal(signal.SIGALRM, old) is handler
+            assert len(RUNS) >= 300 and not INSIDE, (len(RUNS), INSIDE)
+        '''), set()),
+    # ... and so an exception it raises reaches the code it interrupted (the
+    # hook used to swallow it: an honest alarm-bounded loop ran on).
+    "alarm_timeout": (textwrap.dedent('''\
+        import signal
+        def stop(signum, frame):
+            raise TimeoutError
+        def act(arg):
+            old = signal.signal(signal.SIGALRM, stop)
+            try:
+                for _ in range(30):
+                    signal.setitimer(signal.ITIMER_REAL, 0.002)
+                    try:
+                        while True:
+                            open("/dev/null").close()
+                    except TimeoutError:
+                        pass
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
                 signal.signal(signal.SIGALRM, old)
-            assert HITS
+        '''), set()),
+    # An open relative to a directory descriptor: the open event names the
+    # path alone, which the hook read against the cwd.
+    "open_with_dir_fd": ("import os\ndef act(arg):\n    d = os.open('@WS@/tests', os.O_RDONLY)\n"
+                         "    fd = os.open('test_acts.py', os.O_RDONLY, dir_fd=d)\n"
+                         "    return os.read(fd, 1 << 20)\n", {"graded-test-read"}),
+    # sys given a class of the package's: the hook read sys.pycache_prefix
+    # through it, running the property inside the hook.
+    "sys_class_property": (textwrap.dedent('''\
+        import sys, types
+        INSIDE = []
+        class M(types.ModuleType):
+            @property
+            def pycache_prefix(self):
+                INSIDE.append(1)
+                return None
+        def act(arg):
+            sys.__class__ = M
+            try:
+                open("/nonexistent/a.pyc")
+            except OSError:
+                pass
+            finally:
+                sys.__class__ = types.ModuleType
+            assert not INSIDE
+        '''), set()),
+    # The act at the recursion limit: the hook has room of its own to judge it.
+    "act_at_the_recursion_limit": (textwrap.dedent('''\
+        READ = []
+        def attempt():
+            try:
+                READ.append(open("@WS@/tests/test_acts.py").read()[:5])
+            except RecursionError:
+                pass
+        def dive(k):
+            try:
+                r = dive(k)
+            except RecursionError:
+                return ["up", k]
+            if type(r) is list:
+                if r[1] == 0:
+                    attempt()
+                    return True
+                r[1] -= 1
+            return r
+        def act(arg):
+            for k in range(40):
+                dive(k)
+                if READ:
+                    return READ
         '''), {"graded-test-read"}),
+    # readline reads a file it is given with no audit event of its own.
+    "readline_history": ("import readline\ndef act(arg):\n"
+                         "    readline.read_history_file('@WS@/tests/test_acts.py')\n", {"graded-test-read"}),
+    # The resource tracker with a PYTHONPATH the C environment has and
+    # os.environ does not: its interpreter would import the package's code.
+    "tracker_with_a_hidden_path": (textwrap.dedent('''\
+        import os, tempfile
+        from multiprocessing import resource_tracker
+        def act(arg):
+            d = tempfile.mkdtemp()
+            os.makedirs(os.path.join(d, "multiprocessing"))
+            with open(os.path.join(d, "multiprocessing", "__init__.py"), "w") as f:
+                f.write("import os\\nos._exit(0)\\n")
+            os.environ["PYTHONPATH"] = d
+            del os.environ._data[b"PYTHONPATH"]
+            try:
+                resource_tracker.ResourceTracker().ensure_running()
+            finally:
+                os.unsetenv("PYTHONPATH")
+        '''), {"unwatched-code"}),
+    # `file -b` of a test file, with a magic database of the package's.
+    "file_with_a_magic_of_its_own": (textwrap.dedent('''\
+        import os, platform, tempfile
+        def act(arg):
+            m = os.path.join(tempfile.mkdtemp(), "magic")
+            with open(m, "w") as f:
+                f.write("0\\tbyte\\tx\\t%c\\n")
+            os.environ["MAGIC"] = m
+            try:
+                return platform._syscmd_file("@WS@/tests/test_acts.py", "")
+            finally:
+                del os.environ["MAGIC"]
+        '''), {"unwatched-code"}),
     # No collection runs inside the hook, so no finaliser or gc callback of
     # the package's does (the act fails if one ever finds itself there).
     "finaliser_inside_the_hook": (textwrap.dedent('''\
@@ -404,6 +512,17 @@ ACTS: dict[str, tuple[str, set[str]]] = {
     "shared_memory": ("from multiprocessing import shared_memory\ndef act(arg):\n"
                       "    m = shared_memory.SharedMemory(create=True, size=16)\n"
                       "    m.close()\n    m.unlink()\n", set()),
+    # A stack in a log line, the source of a test's callback: traceback and
+    # inspect read no code of a test's and are denied the graded file.
+    "stack_in_a_log_line": ("import linecache, logging, traceback\ndef act(arg):\n"
+                            "    linecache.cache.pop('@WS@/tests/test_acts.py', None)\n"
+                            "    logging.getLogger('pkg').warning('here', stack_info=True)\n"
+                            "    assert '@WS@/tests/test_acts.py' not in linecache.cache\n"
+                            "    return traceback.format_stack()\n", set()),
+    "source_of_a_callback": ("import inspect, linecache\ndef act(arg):\n"
+                             "    linecache.cache.pop('@WS@/tests/test_acts.py', None)\n    try:\n"
+                             "        return inspect.getsource(arg)\n    except OSError:\n"
+                             "        return None\n", set()),
     "visible_test_file": ("def act(arg):\n    return open('@WS@/tests/conftest.py').read()\n",
                           {"test-file-read"}),
 }

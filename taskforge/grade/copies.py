@@ -146,6 +146,9 @@ class Site:
     # A complement (`is None` / `is not None`, assertTrue / assertFalse, `assert x`
     # / `assert not x`): its family and the form the test has, for copy_blocks.
     polarity: tuple[str, str] | None = None
+    # An expected exception: the classes of its kind (builtin, or the
+    # project's) the module itself names, which a copy may expect instead.
+    choices: tuple[str, ...] | None = None
 
 
 def _module_constants(module: ast.Module) -> dict[str, ast.AST]:
@@ -528,8 +531,42 @@ def _complement_sites(plain: list[ast.AST]) -> list[Site]:
     return out
 
 
-def _exception_sites(fn, imported: AbstractSet[str]) -> list[Site]:
-    """Expected exceptions: a copy expects an unrelated one."""
+def _named_exceptions(module: ast.Module | None, imported: AbstractSet[str]) -> list[str]:
+    """Exception classes the module names, as it writes them: builtins and the
+    names (`Err`, `mod.Err`) it imports."""
+    import builtins
+
+    out: list[str] = []
+    for node in ast.walk(module) if module is not None else ():
+        if isinstance(node, ast.Name) and _CUSTOM_EXC.search(node.id):
+            b = getattr(builtins, node.id, None)
+            if (isinstance(b, type) and issubclass(b, BaseException)) or node.id in imported:
+                out.append(node.id)
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+                and node.value.id in imported and node.value.id != "builtins" and _CUSTOM_EXC.search(node.attr):
+            out.append(f"{node.value.id}.{node.attr}")
+    return out
+
+
+def _is_builtin_exc(name: str) -> bool:
+    import builtins
+
+    b = getattr(builtins, name, None) if "." not in name else None
+    return isinstance(b, type) and issubclass(b, BaseException)
+
+
+def exception_choices(orig: str, named: list[str]) -> tuple[str, ...]:
+    """What a copy of `pytest.raises(orig)` may expect instead: classes of the
+    same kind (builtin, or the project's) that the module itself names, so that
+    neither kind nor a count in the file tells the original (a project's error
+    swapped for ZeroDivisionError was told 80% of the time)."""
+    kind = _is_builtin_exc(orig)
+    return tuple(sorted({n for n in named if _is_builtin_exc(n) == kind and _unrelated(n, orig)}))
+
+
+def _exception_sites(fn, imported: AbstractSet[str], named: list[str] | None = None) -> list[Site]:
+    """Expected exceptions: a copy expects an unrelated one the module names
+    (`named`, see exception_choices; None: the fixed pools of old)."""
     out: list[Site] = []
     for stmt in _plain_statements(fn.body):
         calls = ([item.context_expr for item in stmt.items] if isinstance(stmt, (ast.With, ast.AsyncWith))
@@ -537,8 +574,11 @@ def _exception_sites(fn, imported: AbstractSet[str]) -> list[Site]:
         for call in calls:
             exc = _raises_site(call, imported)
             if exc is not None:
+                choices = None if named is None else exception_choices(ast.unparse(exc), named)
+                if choices == ():
+                    continue
                 out.append(Site("value", lambda rng, x=exc: [
-                    Edit(x.lineno, x.col_offset, x.end_col_offset, "\2")], exc.lineno))
+                    Edit(x.lineno, x.col_offset, x.end_col_offset, "\2")], exc.lineno, choices=choices))
     return out
 
 
@@ -552,8 +592,10 @@ def sites(fn, module: ast.Module | None = None) -> list[Site]:
                    and len(t.ops) == 1 and isinstance(t.ops[0], ast.Is)
                    and isinstance(t.comparators[0], ast.Name)}
     plain = _plain_nodes(fn)
+    imported = _imported(module)
     return (_literal_sites(plain, expected) + _param_sites(fn, expected, by_identity, consts)
-            + _none_sites(plain) + _complement_sites(plain) + _exception_sites(fn, _imported(module)))
+            + _none_sites(plain) + _complement_sites(plain)
+            + _exception_sites(fn, imported, _named_exceptions(module, imported) if module is not None else None))
 
 
 # ------------------------------------------------------------ changing literals
@@ -754,7 +796,7 @@ def _render(src_lines: list[str], fn, site: Site, rng: random.Random, base=None,
         e = edits[0]
         orig = src_lines[e.line - 1].encode("utf-8")[e.start:e.end].decode("utf-8")
         start = orig if base is None else base
-        pool = SWAPPABLE if orig in SWAPPABLE else FOR_CUSTOM
+        pool = site.choices if site.choices is not None else SWAPPABLE if orig in SWAPPABLE else FOR_CUSTOM
         options = [x for x in pool if _unrelated(x, orig) and _unrelated(x, start)]
         if not options and chosen is None:
             return None

@@ -45,6 +45,19 @@ package frame on a thread that did not start through them (a starter taken
 out of a wrapper's closure). A test's frame handed out
 (sys._getframe, tb_frame) is no act, since f_back hands it out unaudited; its
 code object is.
+The hook runs no code of the package's: it calls no method of an event's
+arguments (text(); attributes only of the interpreter's own types; sys through
+its __dict__), the collector is off while a thread is inside it, it has 200
+frames of recursion of its own, it uses globals, builtins and path helpers of
+its own (_install), and its state is reachable only from its own frames: the
+wrappers it installs (thread starters, fork_exec, create_builtin, os.open,
+readline's file readers, signal.signal) ask it for their originals by an audit
+event. A signal handler of the package's never runs where it interrupted the
+hook: the monitor holds the signal and a thread of its own sends it again. An
+event raised inside the hook that is not its own frame walk (f_code,
+_getframe) is code of the package's there: judged, and charged (code-swap);
+an act the hook fails to judge for recursion or memory scores 0.
+
 What does not: f_back and f_locals raise no audit event, so a package frame
 that walks up from its own frame to a test frame's locals without reading its
 f_code is invisible (the copy tests catch what it reads); a caller who
@@ -55,7 +68,10 @@ through a cache (linecache filled by pytest's own tracebacks) or a child
 process raises no open event; marshal.load (from a file) carries no data in
 its event and is charged as loading bytecode. An attacker who silences the
 pipe before its first audited act goes unseen, and acts CPython does not audit
-(os.dup2, writes to inherited fds) are invisible: the grade rests on the
+(os.dup2, writes to inherited fds) are invisible, and so, on 3.12 and later,
+is a finaliser the collector runs at the hook's first or last step (it
+collects where the interpreter checks for signals) that changes the hook's
+state through f_back: the grade rests on the
 copy tests, and the monitor is reported beside it.
 """
 import os
@@ -181,6 +197,50 @@ def _fork_exec(*args, _audit=sys.audit, **kwargs):
     return box.pop()(*args, **kwargs)
 
 
+def _os_open(path, flags, mode=0o777, *, dir_fd=None, _audit=sys.audit):
+    box = []
+    _audit("taskforge.open", box, path, flags, dir_fd)
+    return box.pop()(path, flags, mode, dir_fd=dir_fd)
+
+
+def _set_signal(signalnum, handler, *, _audit=sys.audit):
+    box = []
+    _audit("taskforge.set_signal", box, handler)
+    original, handler = box
+    box = []
+    _audit("taskforge.unwrap", box, original(signalnum, handler))
+    return box.pop()
+
+
+def _get_signal(signalnum, *, _audit=sys.audit):
+    box = []
+    _audit("taskforge.get_signal", box)
+    previous = box.pop()(signalnum)
+    _audit("taskforge.unwrap", box, previous)
+    return box.pop()
+
+
+def _in_signal(signum, frame, *, _handler=None, _audit=sys.audit):
+    """A Python signal handler as the monitor runs it: never where it
+    interrupted the monitor's hook (f_back would lead it to the hook's frames
+    and state). There the monitor keeps the signal and has it sent again a
+    moment later, until it lands outside."""
+    box = []
+    _audit("taskforge.signal", box, signum, frame)
+    if box:
+        return None
+    return _handler(signum, frame)
+
+
+def _reads_file(*args, _audit=sys.audit, _which="", **kwargs):
+    """A C function that reads a named file with no audit event of its own
+    (readline.read_history_file): the monitor judges the file as it would an
+    open of it."""
+    box = []
+    _audit("taskforge.reads", box, _which, args, kwargs)
+    return box.pop()(*args, **kwargs)
+
+
 def _create_builtin(spec, *, _audit=sys.audit):
     box = []
     _audit("taskforge.builtin", box)
@@ -190,18 +250,22 @@ def _create_builtin(spec, *, _audit=sys.audit):
 
 
 # Programs the standard library starts on its own behalf with a fixed command
-# line (`platform`'s `uname -p` and `file -b`, `ctypes.util`'s ldconfig, gcc,
-# ld and objdump, multiprocessing's resource tracker): (stdlib file, function).
-# Started with a system program, an unchanged environment and no preexec hook,
-# such a start is only reviewed.
-STDLIB_COMMANDS = {("platform.py", "_syscmd_file"), ("platform.py", "from_subprocess"),
-                   ("ctypes/util.py", "_findSoname_ldconfig"), ("ctypes/util.py", "_findLib_gcc"),
-                   ("ctypes/util.py", "_findLib_ld"), ("ctypes/util.py", "_get_soname"),
-                   ("multiprocessing/resource_tracker.py", "ensure_running")}
+# line: (stdlib file, function) -> the program names it runs (None: the
+# interpreter, for multiprocessing's resource tracker). Started as a system
+# program, with the loader variables of start-up and no preexec hook, such a
+# start is only reviewed.
+STDLIB_COMMANDS = {("platform.py", "_syscmd_file"): ("file",),
+                   ("platform.py", "from_subprocess"): ("uname",),
+                   ("ctypes/util.py", "_findSoname_ldconfig"): ("ldconfig",),
+                   ("ctypes/util.py", "_findLib_gcc"): ("gcc", "cc"),
+                   ("ctypes/util.py", "_findLib_ld"): ("ld",),
+                   ("ctypes/util.py", "_get_soname"): ("objdump",),
+                   ("multiprocessing/resource_tracker.py", "ensure_running"): None}
 SYSTEM_PROGRAMS = ("/usr/bin/", "/bin/", "/usr/sbin/", "/sbin/")
-# Environment variables that change what a started program loads or runs.
-LOADER_VARS = ("LD_", "PYTHON", "GCC_EXEC_PREFIX", "COMPILER_PATH", "LIBRARY_PATH", "GCONV_PATH",
-               "PATH")
+# What the standard library itself sets for its fixed commands (ctypes.util);
+# any other variable new or changed since start-up (LD_PRELOAD, MAGIC, PATH,
+# PYTHONPATH, ...) can make the program run or read what the package wants.
+ENV_FREE = ("LC_ALL", "LANG")
 TRACKER_FLAG = "-[sSEIbBqu]+|-W[a-z]+(::[A-Za-z]*Warning)?"
 
 
@@ -226,14 +290,15 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
     import gc
     import posix
     import re
-    from _thread import allocate_lock, get_ident
+    from _thread import RLock, allocate_lock, get_ident
     from functools import partial
 
     write, getframe, audit = posix.write, sys._getframe, sys.audit
     getcwd, normpath, stat, lstat, readlink = (posix.getcwd, posix._path_normpath, posix.stat,
                                                posix.lstat, posix.readlink)
-    getpid, environ_data = posix.getpid, os.environ._data
+    getpid, environ_data, environ_obj = posix.getpid, os.environ._data, os.environ
     gc_on, gc_off, gc_back = gc.isenabled, gc.disable, gc.enable
+    get_limit, set_limit = sys.getrecursionlimit, sys.setrecursionlimit
     s_islnk = __import__("stat").S_ISLNK
     tracker_flag = re.compile(TRACKER_FLAG).fullmatch
     code_type, frame_type = type(_install_monitor.__code__), type(sys._getframe())
@@ -284,14 +349,16 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
     own = frozenset({"object.__getattr__", "sys._getframe", "marshal.loads"})
     # The collector is off while any thread is inside the hook: a collection
     # there would run the package's finalisers and gc.callbacks inside it.
-    collector, collector_lock = [0, False], allocate_lock()
+    # Reentrant: a signal can land inside the hook while this thread holds it.
+    collector, collector_lock = [0, False], RLock()
     high = {"code-swap", "gc-walk", "trace-hook", "proc-access", "bytecode",
             "ctypes", "test-code-access", "graded-test-read", "name-spoof", "foreign-loader",
             "test-tampered", "unwatched-code", "audit-hook"}
     frame_attrs = {"tb_frame", "f_code", "gi_frame", "gi_code", "cr_frame", "cr_code",
                    "ag_frame", "ag_code"}
     simple = {
-        "sys._current_frames": "frame-inspection",
+        # Every thread's frames, the hook's own among them while it runs.
+        "sys._current_frames": "code-swap",
         "gc.get_objects": "gc-walk", "gc.get_referrers": "gc-walk", "gc.get_referents": "gc-walk",
         "sys.settrace": "trace-hook", "sys.setprofile": "trace-hook",
         "marshal.load": "bytecode", "code.__new__": "bytecode",
@@ -313,7 +380,9 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
                                    "socket.connect", "socket.getaddrinfo", "import",
                                    "sys._getframe", "marshal.loads", "os.putenv", "os.unsetenv",
                                    "taskforge.start", "taskforge.boot", "taskforge.fork_exec",
-                                   "taskforge.builtin", "taskforge.built"}
+                                   "taskforge.builtin", "taskforge.built", "taskforge.open",
+                                   "taskforge.set_signal", "taskforge.get_signal", "taskforge.unwrap",
+                                   "taskforge.signal", "taskforge.reads"}
 
     # The image's read-only directories: code there is installed code, never
     # the package's (nothing at run time can write a file there).
@@ -321,18 +390,24 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
                               {sys.prefix, sys.base_prefix, sys.exec_prefix, HERE}
                               for p in (p, realpath(p)) if p and p != "/"})) + ("<frozen ",)
     stdlib = os.path.dirname(os.__file__)
-    os_files = (os.__file__, "<frozen os>")     # 3.11+ may run os.py frozen
+    sys_dict = sys.__dict__       # sys itself may get another class, with properties
     ctypes_dir = join(stdlib, "ctypes", "")
     loaders = ("<frozen ", join(stdlib, "importlib", ""), join(stdlib, "runpy.py"),
                join(stdlib, "pkgutil.py"), join(stdlib, "zipimport.py"))
     # Frames whose reads of a test frame are the standard library's own
     # bookkeeping (logging's caller lookup, warnings' stacklevel).
-    quiet = (join(stdlib, "logging", ""), join(stdlib, "warnings.py"))
-    stdlib_commands = {(join(stdlib, f), name) for f, name in STDLIB_COMMANDS}
+    quiet = (join(stdlib, "logging", ""), join(stdlib, "warnings.py"), join(stdlib, "traceback.py"))
+    # Frames that read source for a stack or a callable (a stack in a log
+    # line, inspect.getsource of a test's callback): a graded file they open
+    # is denied them, not charged.
+    formatters = (join(stdlib, "traceback.py"), join(stdlib, "inspect.py"))
+    stdlib_commands = {(join(stdlib, f), name): progs for (f, name), progs in STDLIB_COMMANDS.items()}
+    interpreters = {realpath(p) for p in (sys.executable, join(sys.base_prefix, "bin", "python3")) if p}
     start_env = {text(k): text(v) for k, v in environ_data.items()}
     stdlib_names = frozenset(getattr(sys, "stdlib_module_names", ())) - {"test"}
     tracker_command = re.compile(r"from multiprocessing\.resource_tracker import main;main\(\d+\)").fullmatch
-    env_changed = [False]     # a loader variable set by os.putenv itself
+    c_env = dict(start_env)   # the environment children get, as os.putenv/unsetenv leave it
+    base_env = dict(start_env)    # ... as installed code alone would have left it
 
     snap = {}             # realpath -> (dev, ino, size, mtime_ns, ctime_ns) at start-up
     names = {}            # the path as given (and its realpath) -> realpath
@@ -395,18 +470,20 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
         return thread_site(bottom)
 
     def stdlib_command(depth):
-        """The standard library's own fixed command is being started: one of
-        STDLIB_COMMANDS is on the stack below the nearest package frame."""
+        """The programs the standard library's own fixed command may run (an
+        empty tuple: the interpreter), if one of STDLIB_COMMANDS is on the
+        stack below the nearest package frame; else None."""
         f = getframe(depth)
         while f is not None:
             co = f.f_code
             fn = filename(co)
             if is_test(co) or not fn.startswith(installed):
-                return False
-            if (fn, text(co.co_name)) in stdlib_commands:
-                return True
+                return None
+            key = (fn, text(co.co_name))
+            if key in stdlib_commands:
+                return stdlib_commands[key] or ()
             f = f.f_back
-        return False
+        return None
 
     around = "<a thread started around the monitor>:0"
 
@@ -421,6 +498,8 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
             return None
         if bottom is not None and bottom.f_code is boot_code:
             return origins.get(me, around)
+        if bottom is not None and bottom.f_code is resend.__code__:
+            return None
         return around
 
     origins = {}          # thread ident -> the package site that started it (None: not the package)
@@ -430,6 +509,38 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
     main_thread = get_ident()
     boot_code, start_code = _booted.__code__, _started_by.__code__
     fork_exec_code, builtin_code = _fork_exec.__code__, _create_builtin.__code__
+    open_code, in_signal_code, reads_code = _os_open.__code__, _in_signal.__code__, _reads_file.__code__
+    set_signal_code, get_signal_code = _set_signal.__code__, _get_signal.__code__
+    handlers = {}         # id(guard) -> (guard, the package's handler)
+    monitor_codes = set()     # ids of the code of the hook and its helpers
+    later = []            # signals that interrupted the hook, to be sent again
+    resender, wake = [], allocate_lock()
+    wake.acquire()
+
+    def in_the_hook(frame):
+        """`frame` (where a signal interrupted) is the monitor's, or above it."""
+        f = frame if type(frame) is frame_type else None
+        while f is not None:
+            if id(f.f_code) in monitor_codes:
+                return True
+            f = f.f_back
+        return False
+
+    def resend():
+        """The monitor's own thread: sends the signals that interrupted the
+        hook again, a moment later, to the main thread."""
+        kill, pause, finalizing = originals["pthread_kill"], originals["sleep"], sys.is_finalizing
+        while True:
+            wake.acquire()
+            pause(0.0005)
+            signals = set(later)
+            later.clear()
+            for signum in signals:
+                try:
+                    if id(originals["getsignal"](signum)) in handlers and not finalizing():
+                        kill(main_thread, signum)
+                except (OSError, ValueError):
+                    pass
     escapes = str.maketrans({**{chr(i): "\\u%04x" % i for i in range(32)}, '"': '\\"', "\\": "\\\\"})
 
     def report(kind, site, detail):
@@ -555,7 +666,7 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
         if site is not None:
             report("dynamic-code", site, "compile")
 
-    def on_open(event, args):
+    def on_open(event, args, depth=4):
         path = text(args[0]) if args else None
         if path is None or not path:
             return
@@ -565,7 +676,7 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
             path = normpath(path)
         writing = event == "open" and is_writing(args)
         if path.endswith(".pyc") and pyc_keys:
-            key = pyc_source(path, text(getattr(sys, "pycache_prefix", None)))
+            key = pyc_source(path, text(sys_dict.get("pycache_prefix")))
             real = pyc_keys.get(key) if key else None
             if real is not None and exists(path):
                 # No listed test file has bytecode at start-up: someone wrote it.
@@ -597,11 +708,30 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
             else:
                 return
         if kind is not None:
-            site = package_site(4, True)
+            site = package_site(depth, True)
             if site is None and kind == "graded-test-read":
-                site = under_test(4)
-            if site is not None:
-                report(kind, site, detail)
+                site = under_test(depth)
+            if site is None:
+                return None
+            if kind == "graded-test-read" and not writing and formatting(depth):
+                report("test-file-read", site, detail + ", denied to traceback or inspect")
+                return DENY
+            report(kind, site, detail)
+        return None
+
+    def formatting(depth):
+        """traceback or inspect is between the open and the package frame."""
+        f = getframe(depth)
+        while f is not None:
+            fn = filename(f.f_code)
+            if not fn.startswith(installed):
+                return False
+            if fn in formatters:
+                return True
+            f = f.f_back
+        return False
+
+    DENY = "deny"
 
     def under_test(depth):
         """file:line of the test frame under which installed code alone opened a
@@ -642,7 +772,8 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
             return
         argv = [text(a) for a in seq(args[0])] if args else []
         what = "starts " + " ".join(a or "?" for a in argv[:3])
-        if stdlib_command(5) and fixed_start(args, argv):
+        programs = stdlib_command(5)
+        if programs is not None and fixed_start(args, argv, programs):
             report("process", site, "the standard library " + what)
         else:
             report("unwatched-code", site, what[:120])
@@ -657,22 +788,34 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
             return tuple.__getitem__(x, slice(None))
         return ()
 
-    def fixed_start(args, argv):
+    def fixed_start(args, argv, programs):
         if len(args) < 6 or None in argv or not argv or any(callable(a) for a in args[6:]):
             return False
-        exe = next((p for p in (text(a) for a in seq(args[1])) if p is None or exists(p)), None)
-        if exe is None or not realpath(exe).startswith(SYSTEM_PROGRAMS + installed):
+        candidates = [text(a) for a in seq(args[1])]
+        if None in candidates:
+            return False
+        if programs:
+            # The named program, looked up on PATH or by the path it was given;
+            # one that is not there runs nothing.
+            if any(c.rpartition("/")[2] not in programs for c in candidates):
+                return False
+            exe = next((c for c in candidates if exists(c)), None)
+            if exe is not None and not realpath(exe).startswith(SYSTEM_PROGRAMS):
+                return False
+        elif len(candidates) != 1 or realpath(candidates[0]) not in interpreters:
             return False
         env = args[5]
-        if env is None:
-            if env_changed[0]:
-                return False
-            pairs = [(text(k), text(v)) for k, v in environ_data.items()
-                     if type(k) is bytes and type(v) is bytes]
-        else:
-            pairs = [(text(e) or "?=").partition("=")[::2] for e in seq(env)]
-        if any(k.startswith(LOADER_VARS) and start_env.get(k) != v for k, v in pairs):
+        pairs = c_env.items() if env is None else [(text(e) or "?=").partition("=")[::2] for e in seq(env)]
+        if any(k not in ENV_FREE and base_env.get(k) != v for k, v in pairs):
             return False
+        cwd = text(args[4]) or getcwd()
+        for a in argv[1:]:
+            try:
+                st = stat(a if a.startswith("/") else join(cwd, a))
+            except (OSError, ValueError):
+                continue
+            if (st.st_dev, st.st_ino) in by_inode:
+                return False          # `file -b tests/test_x.py`: the program reads a test
         if "-c" in argv:
             # The resource tracker: `python [flags] -c <fixed command>`; from the
             # cwd it imports the standard library, unless the cwd shadows it.
@@ -680,12 +823,7 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
             if not all(tracker_flag(a) for a in argv[1:i]) or i + 2 != len(argv) or \
                     not tracker_command(argv[i + 1]):
                 return False
-            cwd = text(args[4]) or getcwd()
-            try:
-                entries = posix.listdir(cwd)
-            except OSError:
-                return False
-            if any(e.partition(".")[0] in stdlib_names for e in entries if type(e) is str):
+            if any(exists(join(cwd, n)) or exists(join(cwd, n + ".py")) for n in stdlib_names):
                 return False
         return True
 
@@ -694,7 +832,7 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
             return
         me = get_ident()
         d = depth.get(me, 0)
-        if d and (d > 1 or event in own):
+        if d and (d > 2 or event in own):
             return
         if not d:
             # Off before anything that allocates (a `with` would), back on as
@@ -706,9 +844,22 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
                 collector[1] = on
             collector[0] += 1
             collector_lock.release()
+            # Room for the hook's own frames: at the recursion limit it would
+            # fail, and an act it failed to judge would pass unseen.
+            limit = get_limit()
+            set_limit(limit + 200)
         depth[me] = d + 1
+        denied = False
         try:
-            judge(event, args)
+            if d and event != "taskforge.signal":
+                # Nothing but the hook's own frame walk raises events inside it:
+                # this is code of the package's running there.
+                site = package_site(2, True)
+                if site is not None:
+                    report("code-swap", site, f"{event} inside the monitor's hook")
+            denied = judge(event, args) is DENY
+        except (RecursionError, MemoryError) as exc:
+            report("code-swap", "<the monitor>:0", f"{event}: an act it could not judge ({type(exc).__name__})")
         except Exception:  # noqa: BLE001 - the monitor never breaks the run it watches
             pass
         finally:
@@ -716,12 +867,18 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
                 depth[me] = d
             else:
                 del depth[me]
+                try:
+                    set_limit(limit)
+                except RecursionError:
+                    pass              # deeper than the old limit here: it stays raised
                 collector_lock.acquire()
                 collector[0] -= 1
                 back = not collector[0] and collector[1]
                 collector_lock.release()
                 if back:
                     gc_back()
+        if denied:
+            raise PermissionError(13, "Permission denied: a graded test file")
 
     def wrapper_called(code):
         """The event comes from a frame running `code`, one of the wrappers."""
@@ -729,9 +886,10 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
         return f is not None and f.f_code is code
 
     def judge(event, args):
+        """Judge one event; DENY: the act must fail (the hook raises)."""
         if event.startswith("taskforge."):
             on_wrapper(event, args)
-            return
+            return None
         kind, detail, walk, skip = simple.get(event), event, True, ()
         if kind == "ctypes":
             # ctypes used by the package itself, not by the standard library
@@ -742,9 +900,20 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
         elif kind == "bytecode" and event == "marshal.load" and \
                 getframe(2).f_code is trusted.get("compile_bytecode"):
             return
-        elif kind == "unwatched-code" and event == "subprocess.Popen" and stdlib_command(3):
+        elif kind == "unwatched-code" and event == "subprocess.Popen" and stdlib_command(3) is not None:
             # Judged again, with the resolved program, when it starts (fork_exec).
             kind, detail = "process", "the standard library starts a program"
+        elif kind == "unwatched-code" and event == "os.posix_spawn":
+            # subprocess's other way (3.13 takes it for a plain check_output).
+            programs = stdlib_command(3)
+            path, argv, env = (tuple(args) + (None, None, None))[:3]
+            if programs is not None:
+                env_list = None if env is environ_obj else [
+                    f"{text(k)}={text(v)}" for k, v in dict.items(env)] if type(env) is dict else ["?=?"]
+                names = [text(a) for a in seq(argv)]
+                if fixed_start((argv, [path], None, None, None, env_list), names, programs):
+                    kind, detail = "process", "the standard library starts " + " ".join(
+                        a or "?" for a in names[:3])
         if kind is None:
             if event == "exec":
                 on_exec(args[0] if args else None)
@@ -753,14 +922,19 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
                 on_compile(args)
                 return
             if event in ("open", "os.listdir", "os.scandir"):
-                on_open(event, args)
-                return
+                return on_open(event, args)
             if event in ("os.putenv", "os.unsetenv"):
-                # os.environ's own calls keep it true; a direct one does not.
+                # Whoever calls them (os.environ, or os.putenv itself): what the
+                # C environment holds, which os.environ need not show.
                 key = text(args[0]) if args else None
-                if (key is None or key.startswith(LOADER_VARS)) and \
-                        filename(getframe(2).f_code) not in os_files:
-                    env_changed[0] = True
+                value = (text(args[1]) if len(args) > 1 else None) or "?"
+                # pytest's own (PYTEST_CURRENT_TEST) move the baseline too.
+                envs = (c_env,) if package_site(3, True) is not None else (c_env, base_env)
+                for env in envs:
+                    if event == "os.putenv":
+                        env[key or "?"] = value
+                    else:
+                        env.pop(key, None)
                 return
             if event == "marshal.loads":
                 if getframe(2).f_code is trusted.get("compile_bytecode"):
@@ -820,9 +994,12 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
                 kind, detail = "network", host[:80]
             elif event == "import":
                 mod = (text(args[0]) or "?").split(".")[0] if args else "?"
-                if mod in ("_thread", "_posixsubprocess", "_imp"):
+                if mod in ("_thread", "_posixsubprocess", "_imp", "posix", "_signal"):
                     # Loaded afresh, it has the starters unwrapped.
                     kind, detail = "code-swap", f"imports {mod} afresh"
+                elif mod == "readline":
+                    # read_history_file reads any file with no audit event.
+                    kind, detail = "unwatched-code", "imports readline, which reads files unaudited"
                 elif mod not in ("_pytest", "pytest", "pluggy", "tf_guard", "unittest"):
                     return
                 else:
@@ -846,8 +1023,17 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
         is handed over, and asking is charged."""
         code = {"taskforge.start": start_code, "taskforge.boot": boot_code,
                 "taskforge.fork_exec": fork_exec_code, "taskforge.builtin": builtin_code,
-                "taskforge.built": builtin_code}[event]
-        if not wrapper_called(code):
+                "taskforge.built": builtin_code, "taskforge.open": open_code,
+                "taskforge.set_signal": set_signal_code, "taskforge.get_signal": get_signal_code,
+                "taskforge.signal": in_signal_code, "taskforge.reads": reads_code}.get(event)
+        if event == "taskforge.unwrap":
+            if wrapper_called(set_signal_code) or wrapper_called(get_signal_code):
+                box = args[0] if args else None
+                if type(box) is list and len(args) > 1:
+                    known = handlers.get(id(args[1]))
+                    box.append(known[1] if known is not None and known[0] is args[1] else args[1])
+            return
+        if code is None or not wrapper_called(code):
             site = package_site(4, True)
             if site is not None:
                 report("code-swap", site, f"raises {event} itself")
@@ -868,6 +1054,59 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
             return
         box = args[0] if args else None
         if type(box) is not list:
+            return
+        if event == "taskforge.signal":
+            if len(args) > 2 and type(args[1]) is int and in_the_hook(args[2]):
+                later.append(args[1])
+                box.append(True)
+                if not resender:
+                    resender.append(True)
+                    originals[("start", "_thread.start_new_thread")](resend, ())
+                try:
+                    wake.release()
+                except RuntimeError:
+                    pass              # awake already: it takes this one too
+            return
+        if event == "taskforge.open":
+            # os.open with dir_fd: the open event names the path alone.
+            path = text(args[1]) if len(args) > 1 else None
+            dir_fd = args[3] if len(args) > 3 else None
+            try:
+                if path is not None and type(dir_fd) is int and not path.startswith("/"):
+                    where = readlink(f"/proc/self/fd/{dir_fd}")
+                    flags = args[2] if type(args[2]) is int else 0
+                    on_open("open", (join(where, path), None, flags), 5)
+            finally:
+                box.append(originals["open"])
+            return
+        if event == "taskforge.reads":
+            which = text(args[1]) if len(args) > 1 else None
+            call, named = (args[2], args[3]) if len(args) > 3 else ((), {})
+            original = originals.get(("reads", which))
+            if original is None or type(call) is not tuple or type(named) is not dict:
+                return
+            try:
+                name = call[0] if call else named.get("filename")
+                if name is not None:
+                    path = text(name)
+                    if path is None:
+                        report("unwatched-code", package_site(4, True) or around,
+                               f"{which} of a file named by an object")
+                    else:
+                        on_open("open", (path, "r", 0), 5)
+            finally:
+                box.append(original)
+            return
+        if event == "taskforge.set_signal":
+            handler = args[1] if len(args) > 1 else None
+            if callable(handler) and id(handler) not in handlers:
+                guard = partial(_in_signal, _handler=handler, _audit=audit)
+                handlers[id(guard)] = (guard, handler)
+                handler = guard
+            box += [originals["signal"], handler]
+            return
+        if event == "taskforge.get_signal":
+            box.append(originals["getsignal"])
             return
         if event == "taskforge.start":
             original = originals.get(("start", text(args[2]) if len(args) > 2 else None))
@@ -964,20 +1203,49 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
                 continue
             which = f"{owner.__name__}.{starter}"
             originals[("start", which)] = original
-            wrapper = function_type(start_code, {}, starter, None, None)
+            wrapper = function_type(start_code, _started_by.__globals__, starter, None, None)
             wrapper.__kwdefaults__ = {"_audit": audit, "_which": which}
             guards[id(wrapper)] = wrapper
             setattr(owner, starter, wrapper)
+    import _signal
+
     originals["fork_exec"] = _posixsubprocess.fork_exec
     originals["create_builtin"] = _imp.create_builtin
-    for name in ("_thread", "_posixsubprocess", "_imp"):
+    originals["open"] = posix.open
+    originals["signal"], originals["getsignal"] = _signal.signal, _signal.getsignal
+    import time
+
+    originals["pthread_kill"], originals["sleep"] = _signal.pthread_kill, time.sleep
+    stack = [_install_monitor.__code__]
+    while stack:
+        c = stack.pop()
+        monitor_codes.add(id(c))
+        stack.extend(k for k in c.co_consts if type(k) is code_type)
+    for name in ("_thread", "_posixsubprocess", "_imp", "posix", "_signal"):
         originals[name] = sys.modules[name]
-    for owner, name, code in ((_posixsubprocess, "fork_exec", fork_exec_code),
-                              (_imp, "create_builtin", builtin_code)):
-        wrapper = function_type(code, {}, name, None, None)
-        wrapper.__kwdefaults__ = {"_audit": audit}
+    try:
+        import readline
+    except ImportError:
+        readline = None
+    for name in ("read_history_file", "read_init_file"):
+        original = getattr(readline, name, None)
+        if original is not None:
+            originals[("reads", name)] = original
+            wrapper = function_type(reads_code, _started_by.__globals__, name, None, None)
+            wrapper.__kwdefaults__ = {"_audit": audit, "_which": name}
+            guards[id(wrapper)] = wrapper
+            setattr(readline, name, wrapper)
+    for owners, name, code, defaults in (
+            ((_posixsubprocess,), "fork_exec", fork_exec_code, None),
+            ((_imp,), "create_builtin", builtin_code, None),
+            ((posix, os), "open", open_code, (0o777,)),
+            ((_signal,), "signal", set_signal_code, None),
+            ((_signal,), "getsignal", get_signal_code, None)):
+        wrapper = function_type(code, _started_by.__globals__, name, defaults, None)
+        wrapper.__kwdefaults__ = {"_audit": audit, **({"dir_fd": None} if name == "open" else {})}
         guards[id(wrapper)] = wrapper
-        setattr(owner, name, wrapper)
+        for owner in owners:
+            setattr(owner, name, wrapper)
     sys.addaudithook(hook)
 
 
