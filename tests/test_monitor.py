@@ -157,6 +157,21 @@ def test_the_new_kinds_score_under_the_default_policy():
 
 WS_PREFIX = "@WS@"          # replaced by the workspace's path in the rows' code
 
+# Whether the monitor's hook is on the stack, from a row's package code: its
+# frames are known by their globals (reading f_code would be an act of its
+# own), the monitor's snapshot, which holds a dict of builtins.
+INSIDE_HOOK = textwrap.dedent('''\
+    import sys
+    def inside():
+        f = sys._getframe(1)
+        while f is not None:
+            g = f.f_globals
+            if "STDLIB_COMMANDS" in g and type(g.get("__builtins__")) is dict:
+                return True
+            f = f.f_back
+        return False
+    ''')
+
 # name -> (package code defining act(arg), expected kinds at this row's sites).
 # `act` is called by the test `test_<name>` with that test's own local `secret`.
 ACTS: dict[str, tuple[str, set[str]]] = {
@@ -222,19 +237,11 @@ ACTS: dict[str, tuple[str, set[str]]] = {
                             "def act(arg):\n    return open(B(b'@WS@/tests/test_acts.py')).read()\n",
                             {"graded-test-read"}),
     # A signal handler of the package's never runs inside the hook (from there
-    # f_back led to the hook's frames and state): it is held and raised again
-    # as the hook returns. The act fails if it ever finds itself there.
-    "signal_inside_the_hook": (textwrap.dedent('''\
-        import signal, sys
+    # f_back led to the hook's frames and state): it is held and sent again a
+    # moment later. The act fails if it ever finds itself there.
+    "signal_inside_the_hook": (INSIDE_HOOK + textwrap.dedent('''\
+        import signal
         RUNS, INSIDE = [], []
-        def inside():
-            f = sys._getframe(1)
-            while f is not None:
-                g = f.f_globals
-                if "STDLIB_COMMANDS" in g and type(g.get("__builtins__")) is dict:
-                    return True
-                f = f.f_back
-            return False
         def handler(signum, frame):
             RUNS.append(1)
             if inside():
@@ -357,19 +364,9 @@ ACTS: dict[str, tuple[str, set[str]]] = {
         '''), {"unwatched-code"}),
     # No collection runs inside the hook, so no finaliser or gc callback of
     # the package's does (the act fails if one ever finds itself there).
-    "finaliser_inside_the_hook": (textwrap.dedent('''\
-        import gc, sys
+    "finaliser_inside_the_hook": (INSIDE_HOOK + textwrap.dedent('''\
+        import gc
         INSIDE = []
-        def inside():
-            # The hook's frames, known by their globals (reading f_code would
-            # be an act of its own): the monitor's snapshot, a dict of builtins.
-            f = sys._getframe(2)
-            while f is not None:
-                g = f.f_globals
-                if "STDLIB_COMMANDS" in g and type(g.get("__builtins__")) is dict:
-                    return True
-                f = f.f_back
-            return False
         class Cycle:
             def __init__(self):
                 self.me = self
