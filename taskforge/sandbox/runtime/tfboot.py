@@ -350,7 +350,7 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
     # The collector is off while any thread is inside the hook: a collection
     # there would run the package's finalisers and gc.callbacks inside it.
     # Reentrant: a signal can land inside the hook while this thread holds it.
-    collector, collector_lock = [0, False], RLock()
+    collector, collector_lock = [0, False, 0], RLock()    # threads inside, gc was on, the limit
     high = {"code-swap", "gc-walk", "trace-hook", "proc-access", "bytecode",
             "ctypes", "test-code-access", "graded-test-read", "name-spoof", "foreign-loader",
             "test-tampered", "unwatched-code", "audit-hook"}
@@ -836,18 +836,17 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
             return
         if not d:
             # Off before anything that allocates (a `with` would), back on as
-            # the last act, shared by the threads inside.
+            # the last act, shared by the threads inside. So is the room for
+            # the hook's own frames: at the recursion limit it would fail, and
+            # an act it failed to judge would pass unseen.
             on = gc_on()
             gc_off()
             collector_lock.acquire()
             if not collector[0]:
-                collector[1] = on
+                collector[1], collector[2] = on, get_limit()
+                set_limit(collector[2] + 200)
             collector[0] += 1
             collector_lock.release()
-            # Room for the hook's own frames: at the recursion limit it would
-            # fail, and an act it failed to judge would pass unseen.
-            limit = get_limit()
-            set_limit(limit + 200)
         depth[me] = d + 1
         denied = False
         try:
@@ -867,13 +866,14 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
                 depth[me] = d
             else:
                 del depth[me]
-                try:
-                    set_limit(limit)
-                except RecursionError:
-                    pass              # deeper than the old limit here: it stays raised
                 collector_lock.acquire()
                 collector[0] -= 1
                 back = not collector[0] and collector[1]
+                if not collector[0]:
+                    try:
+                        set_limit(collector[2])
+                    except RecursionError:
+                        pass          # deeper than the old limit here: raised until next time
                 collector_lock.release()
                 if back:
                     gc_back()
@@ -1016,16 +1016,18 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
         if site is not None:
             report(kind, site, detail)
 
+    wrapper_codes = {"taskforge.start": start_code, "taskforge.boot": boot_code,
+                     "taskforge.fork_exec": fork_exec_code, "taskforge.builtin": builtin_code,
+                     "taskforge.built": builtin_code, "taskforge.open": open_code,
+                     "taskforge.set_signal": set_signal_code, "taskforge.get_signal": get_signal_code,
+                     "taskforge.signal": in_signal_code, "taskforge.reads": reads_code}
+
     def on_wrapper(event, args):
         """A wrapper asks for its original (taskforge.start, .fork_exec,
         .builtin) or tells what it did (.boot, .built). Asked from any other
         frame (a forged event, or a wrapper given another `_audit`), nothing
         is handed over, and asking is charged."""
-        code = {"taskforge.start": start_code, "taskforge.boot": boot_code,
-                "taskforge.fork_exec": fork_exec_code, "taskforge.builtin": builtin_code,
-                "taskforge.built": builtin_code, "taskforge.open": open_code,
-                "taskforge.set_signal": set_signal_code, "taskforge.get_signal": get_signal_code,
-                "taskforge.signal": in_signal_code, "taskforge.reads": reads_code}.get(event)
+        code = wrapper_codes.get(event)
         if event == "taskforge.unwrap":
             if wrapper_called(set_signal_code) or wrapper_called(get_signal_code):
                 box = args[0] if args else None
