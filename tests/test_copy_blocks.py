@@ -497,7 +497,8 @@ def test_a_project_exception_site_without_another_class_of_the_project_gets_no_c
     tree = ast.parse(src)
     fns = {f.name: f for f in tree.body if isinstance(f, ast.FunctionDef)}
     assert [s.choices for s in cp.sites(fns["test_a"], tree)] == []
-    both = src + "\nfrom pkg import ParseError\n\ndef test_c():\n    with pytest.raises(ParseError):\n        to_roman('x')\n"
+    both = src + ("\nfrom pkg import ParseError\n\n"
+                  "def test_c():\n    with pytest.raises(ParseError):\n        to_roman('x')\n")
     tree = ast.parse(both)
     fns = {f.name: f for f in tree.body if isinstance(f, ast.FunctionDef)}
     assert [s.choices for s in cp.sites(fns["test_a"], tree)] == [("ParseError",)]
