@@ -509,6 +509,78 @@ ACTS: dict[str, tuple[str, set[str]]] = {
     "shared_memory": ("from multiprocessing import shared_memory\ndef act(arg):\n"
                       "    m = shared_memory.SharedMemory(create=True, size=16)\n"
                       "    m.close()\n    m.unlink()\n", set()),
+    # The third reader's (2026-12-03): a wrapper given a partial of sys.audit
+    # as its _audit keeps its frame on top; the partial changed while the
+    # original ran (spec.name) hid the second copy.
+    "wrapper_with_an_audit_of_its_own": (textwrap.dedent('''\
+        import _imp, sys
+        from functools import partial
+        def act(arg):
+            p = partial(sys.audit)
+            class Spec:
+                origin = "built-in"
+                @property
+                def name(self):
+                    p.__setstate__((lambda *a: None, (), {}, None))
+                    return "_signal"
+            try:
+                _imp.create_builtin(Spec(), _audit=p)
+            except IndexError:
+                return None           # nothing handed over
+            raise AssertionError("a fresh _signal")
+        '''), {"code-swap"}),
+    # A signal number whose __index__ runs while the original is at hand.
+    "signal_number_with_an_index": (textwrap.dedent('''\
+        import _signal, sys
+        FOUND = []
+        class Number:
+            def __index__(self):
+                FOUND.extend(v for v in sys._getframe(1).f_locals.values()
+                             if type(v) is type(len) and v.__name__ in ("signal", "getsignal"))
+                return 12
+        def act(arg):
+            _signal.signal(Number(), _signal.SIG_DFL)
+            _signal.getsignal(Number())
+            assert not FOUND, FOUND
+        '''), set()),
+    # A forked child that closes the result pipe, then reads the graded file:
+    # its first report fails, and it ends there.
+    "fork_and_close_the_pipe": (textwrap.dedent('''\
+        import os, stat
+        def act(arg):
+            r, w = os.pipe()
+            pid = os.fork()
+            if pid == 0:
+                for fd in range(3, 256):
+                    if fd != w:
+                        try:
+                            if stat.S_ISFIFO(os.fstat(fd).st_mode):
+                                os.close(fd)
+                        except OSError:
+                            pass
+                os.write(w, open("@WS@/tests/test_acts.py", "rb").read())
+                os._exit(0)
+            os.close(w)
+            data = b""
+            while True:
+                b = os.read(r, 65536)
+                if not b:
+                    break
+                data += b
+            os.waitpid(pid, 0)
+            assert data == b"", len(data)
+        '''), set()),
+    # A decorator's inspect.signature and iscoroutinefunction of a test: no
+    # code object handed out.
+    "signature_of_a_test": ("import inspect, sys\ndef act(arg):\n"
+                            "    fn = sys.modules['test_acts'].test_gc_in_a_test\n"
+                            "    return inspect.signature(fn), inspect.iscoroutinefunction(fn)\n", set()),
+    # A template engine compiles code made from a template under the
+    # template's name (for its tracebacks): dynamic code, not a foreign loader.
+    "template_compiled_under_its_name": ("import os\ndef act(arg):\n"
+                                         "    p = os.path.join(os.path.dirname(__file__), 'test_support.txt')\n"
+                                         "    code = compile('def render():\\n    return 1\\n', p, 'exec')\n"
+                                         "    exec(code, {})\n", set()),
     # A stack in a log line, the source of a test's callback: traceback and
     # inspect read no code of a test's and are denied the graded file.
     "stack_in_a_log_line": ("import linecache, logging, traceback\ndef act(arg):\n"

@@ -203,18 +203,19 @@ def _os_open(path, flags, mode=0o777, *, dir_fd=None, _audit=sys.audit):
     return box.pop()(path, flags, mode, dir_fd=dir_fd)
 
 
-def _set_signal(signalnum, handler, *, _audit=sys.audit):
+def _set_signal(signalnum, handler, *, _audit=sys.audit, _int=int):
+    signalnum = _int(signalnum)     # its __index__ runs before any original is at hand
     box = []
-    _audit("taskforge.set_signal", box, handler)
-    original, handler = box
-    box = []
-    _audit("taskforge.unwrap", box, original(signalnum, handler))
+    _audit("taskforge.set_signal", box, signalnum, handler)
+    previous = box.pop(0)(signalnum, box.pop())
+    _audit("taskforge.unwrap", box, previous)
     return box.pop()
 
 
-def _get_signal(signalnum, *, _audit=sys.audit):
+def _get_signal(signalnum, *, _audit=sys.audit, _int=int):
+    signalnum = _int(signalnum)
     box = []
-    _audit("taskforge.get_signal", box)
+    _audit("taskforge.get_signal", box, signalnum)
     previous = box.pop()(signalnum)
     _audit("taskforge.unwrap", box, previous)
     return box.pop()
@@ -243,7 +244,7 @@ def _reads_file(*args, _audit=sys.audit, _which="", **kwargs):
 
 def _create_builtin(spec, *, _audit=sys.audit):
     box = []
-    _audit("taskforge.builtin", box)
+    _audit("taskforge.builtin", box, spec)
     module = box.pop()(spec)
     _audit("taskforge.built", module)
     return module
@@ -297,12 +298,18 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
     getcwd, normpath, stat, lstat, readlink = (posix.getcwd, posix._path_normpath, posix.stat,
                                                posix.lstat, posix.readlink)
     getpid, environ_data, environ_obj = posix.getpid, os.environ._data, os.environ
+    fstat, exit_now = posix.fstat, posix._exit
+    try:
+        pipe_id = (fstat(fd).st_dev, fstat(fd).st_ino)
+    except OSError:
+        pipe_id = None
     gc_on, gc_off, gc_back = gc.isenabled, gc.disable, gc.enable
     get_limit, set_limit = sys.getrecursionlimit, sys.setrecursionlimit
     s_islnk = __import__("stat").S_ISLNK
     tracker_flag = re.compile(TRACKER_FLAG).fullmatch
     code_type, frame_type = type(_install_monitor.__code__), type(sys._getframe())
     function_type, module_type = type(_install_monitor), type(sys)
+    from importlib.machinery import ModuleSpec as module_spec
     ws = ws.rstrip("/") + "/"
 
     def join(a, *rest):
@@ -401,6 +408,11 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
     # line, inspect.getsource of a test's callback): a graded file they open
     # is denied them, not charged.
     formatters = (join(stdlib, "traceback.py"), join(stdlib, "inspect.py"))
+    # inspect's readers of a function's code that hand out no code object: a
+    # signature, a flag (what decorators of test functions ask).
+    code_readers = {(join(stdlib, "inspect.py"), n) for n in (
+        "_has_code_flag", "_signature_from_function", "_signature_is_functionlike", "getfullargspec",
+        "_has_coroutine_mark", "getcoroutinestate", "isgeneratorfunction", "iscoroutinefunction")}
     stdlib_commands = {(join(stdlib, f), name): progs for (f, name), progs in STDLIB_COMMANDS.items()}
     interpreters = {realpath(p) for p in (sys.executable, join(sys.base_prefix, "bin", "python3")) if p}
     start_env = {text(k): text(v) for k, v in environ_data.items()}
@@ -514,6 +526,8 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
     handlers = {}         # id(guard) -> (guard, the package's handler)
     monitor_codes = set()     # ids of the code of the hook and its helpers
     later = []            # signals that interrupted the hook, to be sent again
+    reading = [False]     # the hook reads a file itself (same_text)
+    O_RDONLY_ = os.O_RDONLY
     resender, wake = [], allocate_lock()
     wake.acquire()
 
@@ -556,10 +570,15 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
         seen.add(key)
         line = '{"$report_type": "Monitor", "kind": "%s", "site": "%s", "detail": "%s"}\n' % tuple(
             str.translate(v, escapes) for v in (kind, site, (text(detail) or "?")[:200]))
+        # The pipe must still be the monitor's: a (forked) process that closed
+        # it or put something else on its number would act unseen; it ends here.
         try:
+            st = fstat(fd)
+            if (st.st_dev, st.st_ino) != pipe_id:
+                exit_now(3)
             write(fd, line.encode("utf-8", "replace"))
         except OSError:
-            pass
+            exit_now(3)
 
     def register(co):
         stack = [co]
@@ -648,9 +667,14 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
         path = fn if not fn.startswith(ws) else normpath(fn)
         if path.startswith(ws):
             if not path.endswith(".py"):
+                # The file's own text loaded as code (a .txt that hides from the
+                # static scan); code made from it (a template engine's, under
+                # the template's name for its tracebacks) is dynamic code.
                 site = package_site(4, False, loaders)
                 if site is not None:
-                    report("foreign-loader", site, f"compiles {path[len(ws):][:100]} as code")
+                    own_text = same_text(path, args[0] if args else None)
+                    report("foreign-loader" if own_text else "dynamic-code", site,
+                           f"compiles {path[len(ws):][:100]} as code" if own_text else "compile")
                 return
             if realpath(path) in snap:
                 site = package_site(4, True)
@@ -665,6 +689,26 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
         site = package_site(4, False)
         if site is not None:
             report("dynamic-code", site, "compile")
+
+    def same_text(path, source):
+        """`source` (of a compile) is the file at `path` as it is, give or take
+        the ends of lines; an AST or anything else counts as the same."""
+        if type(source) is str:
+            source = source.encode("utf-8", "surrogateescape")
+        elif type(source) is not bytes:
+            return True
+        reading[0] = True         # the monitor's own open, not the package's act
+        try:
+            fd = originals["open"](path, O_RDONLY_)
+            try:
+                data = posix.read(fd, len(source) + 2)
+            finally:
+                posix.close(fd)
+        except OSError:
+            return True
+        finally:
+            reading[0] = False
+        return data.replace(b"\r\n", b"\n").strip() == source.replace(b"\r\n", b"\n").strip()
 
     def on_open(event, args, depth=4):
         path = text(args[0]) if args else None
@@ -850,7 +894,7 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
         depth[me] = d + 1
         denied = False
         try:
-            if d and event != "taskforge.signal":
+            if d and event != "taskforge.signal" and not reading[0]:
                 # Nothing but the hook's own frame walk raises events inside it:
                 # this is code of the package's running there.
                 site = package_site(2, True)
@@ -881,9 +925,12 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
             raise PermissionError(13, "Permission denied: a graded test file")
 
     def wrapper_called(code):
-        """The event comes from a frame running `code`, one of the wrappers."""
+        """The event comes from a frame running `code`, one of the wrappers,
+        with the audit function it was given (a partial of sys.audit passed as
+        `_audit` would keep the wrapper's frame on top and could be changed
+        while the original runs)."""
         f = getframe(4)
-        return f is not None and f.f_code is code
+        return f is not None and f.f_code is code and f.f_locals.get("_audit") is audit
 
     def judge(event, args):
         """Judge one event; DENY: the act must fail (the hook raises)."""
@@ -959,6 +1006,9 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
                     co = obj.__code__ if type(obj) is function_type else None
                     if not is_test(co):
                         return
+                    f = getframe(2)
+                    if f is not None and (filename(f.f_code), text(f.f_code.co_name)) in code_readers:
+                        return        # a decorator's inspect.signature or iscoroutinefunction
                     if text(co.co_name).startswith("test"):
                         kind, detail = "test-code-access", f"reads the code of {co.co_name}"
                     else:
@@ -1099,8 +1149,11 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
             finally:
                 box.append(original)
             return
+        if event in ("taskforge.set_signal", "taskforge.get_signal") and (
+                len(args) < 2 or type(args[1]) is not int):
+            return                    # an object whose __index__ would run with the original at hand
         if event == "taskforge.set_signal":
-            handler = args[1] if len(args) > 1 else None
+            handler = args[2] if len(args) > 2 else None
             if callable(handler) and id(handler) not in handlers:
                 guard = partial(_in_signal, _handler=handler, _audit=audit)
                 handlers[id(guard)] = (guard, handler)
@@ -1128,6 +1181,17 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
             finally:
                 box.append(originals["fork_exec"])
         else:
+            # A second copy of a module the monitor wrapped is charged when it
+            # is asked for: the spec's name is read here only from the
+            # interpreter's own ModuleSpec, never through the package's code.
+            spec = args[1] if len(args) > 1 else None
+            name = text(vars(spec).get("name")) if type(spec) is module_spec else None
+            if name is None or name in originals:
+                site = package_site(4, True)
+                if site is not None:
+                    report("code-swap", site, f"makes a second {name or 'builtin module'}")
+                if name is None:
+                    return            # a spec of the package's kind: nothing handed over
             box.append(originals["create_builtin"])
 
     import marshal
@@ -1244,7 +1308,8 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
             ((_signal,), "signal", set_signal_code, None),
             ((_signal,), "getsignal", get_signal_code, None)):
         wrapper = function_type(code, _started_by.__globals__, name, defaults, None)
-        wrapper.__kwdefaults__ = {"_audit": audit, **({"dir_fd": None} if name == "open" else {})}
+        wrapper.__kwdefaults__ = {"_audit": audit, **({"dir_fd": None} if name == "open" else {}),
+                                  **({"_int": int} if code in (set_signal_code, get_signal_code) else {})}
         guards[id(wrapper)] = wrapper
         for owner in owners:
             setattr(owner, name, wrapper)
