@@ -575,6 +575,24 @@ ACTS: dict[str, tuple[str, set[str]]] = {
     "signature_of_a_test": ("import inspect, sys\ndef act(arg):\n"
                             "    fn = sys.modules['test_acts'].test_gc_in_a_test\n"
                             "    return inspect.signature(fn), inspect.iscoroutinefunction(fn)\n", set()),
+    # A listed test's bytecode, written once the package turned
+    # sys.dont_write_bytecode off (pytest then writes it), read through a link.
+    "test_bytecode_through_a_link": (textwrap.dedent('''\
+        import os, tempfile
+        def act(arg):
+            d = "@WS@/tests/__pycache__"
+            os.makedirs(d, exist_ok=True)
+            tmp = os.path.join(d, "test_acts.cpython-311-pytest-9.0.0.pyc.1")
+            with open(tmp, "wb") as f:
+                f.write(b"constants of the test")
+            os.replace(tmp, tmp[:-2])
+            link = os.path.join(tempfile.mkdtemp(), "notes")
+            os.symlink(tmp[:-2], link)
+            try:
+                return open(link, "rb").read()
+            finally:
+                os.unlink(tmp[:-2])
+        '''), {"graded-test-read"}),
     # A template engine compiles code made from a template under the
     # template's name (for its tracebacks): dynamic code, not a foreign loader.
     "template_compiled_under_its_name": ("import os\ndef act(arg):\n"

@@ -389,7 +389,7 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
                                    "taskforge.start", "taskforge.boot", "taskforge.fork_exec",
                                    "taskforge.builtin", "taskforge.built", "taskforge.open",
                                    "taskforge.set_signal", "taskforge.get_signal", "taskforge.unwrap",
-                                   "taskforge.signal", "taskforge.reads"}
+                                   "taskforge.signal", "taskforge.reads", "os.rename"}
 
     # The image's read-only directories: code there is installed code, never
     # the package's (nothing at run time can write a file there).
@@ -425,6 +425,7 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
     names = {}            # the path as given (and its realpath) -> realpath
     by_inode = {}         # (dev, ino) -> (workspace-relative path, graded)
     pyc_keys = {}         # (directory, stem) -> realpath
+    pending_pyc = []      # (bytecode of a listed test just put in place, its by_inode entry)
     graded = set(graded)
     for rel in test_files:
         p = join(ws, rel)
@@ -740,6 +741,15 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
             except (OSError, ValueError):
                 return
             hit = by_inode.get((st.st_dev, st.st_ino))
+            if hit is None and pending_pyc:
+                for pyc, entry in pending_pyc:
+                    try:
+                        pst = stat(pyc)
+                    except (OSError, ValueError):
+                        continue
+                    by_inode[(pst.st_dev, pst.st_ino)] = entry
+                del pending_pyc[:]
+                hit = by_inode.get((st.st_dev, st.st_ino))
             if proc_dev is not None and st.st_dev == proc_dev:
                 real = realpath(path)
                 kind = proc_verdict(real, getpid(), writing) if real.startswith("/proc") else "proc-access"
@@ -970,6 +980,20 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
                 return
             if event in ("open", "os.listdir", "os.scandir"):
                 return on_open(event, args)
+            if event == "os.rename":
+                # A listed test's bytecode put in place (pytest writes it when
+                # the package turned sys.dont_write_bytecode off): it holds the
+                # test's constants, so it is known by its inode from now on.
+                dst = text(args[1]) if len(args) > 1 else None
+                if dst is not None and dst.endswith(".pyc") and pyc_keys:
+                    dst = dst if dst.startswith("/") else join(getcwd(), dst)
+                    key = pyc_source(normpath(dst), text(sys_dict.get("pycache_prefix")))
+                    real = pyc_keys.get(key) if key else None
+                    if real is not None:
+                        st = stat(real)
+                        rel, is_graded = by_inode.get((st.st_dev, st.st_ino), (rel_of(real), True))
+                        pending_pyc.append((normpath(dst), (rel + " (its bytecode)", is_graded)))
+                return
             if event in ("os.putenv", "os.unsetenv"):
                 # Whoever calls them (os.environ, or os.putenv itself): what the
                 # C environment holds, which os.environ need not show.
