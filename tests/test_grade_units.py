@@ -369,17 +369,25 @@ def test_static_scan_spares_honest_code(tmp_path):
 
 
 def test_expected_exceptions_get_unrelated_ones(tmp_path):
+    """A copy expects another class the module names, of the original's kind;
+    with none there, the site has no copy."""
     (tmp_path / "t.py").write_text(
         "import pytest\n\n\ndef test_bad():\n    for bad in (0, -1):\n"
-        "        with pytest.raises(ValueError):\n            f(bad)\n")
+        "        with pytest.raises(ValueError):\n            f(bad)\n\n\n"
+        "def test_other():\n    with pytest.raises(TypeError):\n        f(None)\n"
+        "    with pytest.raises(ArithmeticError):\n        f(1)\n")
     ms = cp.propose(tmp_path, ["t.py::test_bad"], "s", style=LEGACY)
     import builtins
 
     assert ms and all(m.kind == "value" for m in ms)
     for m in ms:
         new = m.site.split("-> ")[1]
+        assert new in ("TypeError", "ArithmeticError")
         assert not issubclass(getattr(builtins, new), ValueError)
         assert not issubclass(ValueError, getattr(builtins, new))
+    (tmp_path / "u.py").write_text(
+        "import pytest\n\n\ndef test_bad():\n    with pytest.raises(ValueError):\n        f(0)\n")
+    assert cp.propose(tmp_path, ["u.py::test_bad"], "s", style=LEGACY) == []
 
 
 def test_copies_and_original_look_alike(tmp_path):

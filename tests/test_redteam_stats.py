@@ -213,8 +213,9 @@ def test_memory_across_verifies_carries_nothing(redteam_tasks):  # noqa: F811
     # A grader that draws the copies afresh per verify (as before) from a pool
     # with more copies than it plants (real tasks' pools have two literals per
     # test): the attacker's memory keeps the originals and sheds copies.
-    wide = rec.grading.copies + cp.propose(task / "hidden", rec.FAIL_TO_PASS, "wider",
-                                             style=cp.CopyStyle.LEGACY)
+    # (Neither blocks nor matched values, which that grader did not have.)
+    wide = [m.model_copy(update={"block": "", "matched": False}) for m in rec.grading.copies] + cp.propose(
+        task / "hidden", rec.FAIL_TO_PASS, "wider", values_per_site=4, style=cp.CopyStyle.LEGACY)
 
     def fresh(record):
         return choose_copies(wide, random.SystemRandom())
