@@ -561,12 +561,7 @@ ACTS: dict[str, tuple[str, set[str]]] = {
                 os.write(w, open("@WS@/tests/test_acts.py", "rb").read())
                 os._exit(0)
             os.close(w)
-            data = b""
-            while True:
-                b = os.read(r, 65536)
-                if not b:
-                    break
-                data += b
+            data = b"".join(iter(lambda: os.read(r, 65536), b""))
             os.waitpid(pid, 0)
             assert data == b"", len(data)
         '''), set()),
