@@ -1,6 +1,6 @@
 """How well an attacker tells originals from copies, per copy style.
 
-    PYTHONPATH=. python bench/bench_copies.py [--per-package N] [--verifies V]
+    PYTHONPATH=. python bench/bench_copies.py [--per-package N] [--verifies V] [--held-out]
 
 Fits the distinguisher of tests/copies_attack.py on the planted groups of half
 the corpus files and scores it on the other half (and the best single signal),
@@ -19,15 +19,17 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from copies_attack import NAMES, _strict_pick, accuracy, best_single, binomial_upper_p, chance, fit  # noqa: E402
-from copies_harness import corpus_files, corpus_of, planted_samples, split  # noqa: E402
+from copies_harness import corpus_files, corpus_of, held_out, planted_samples, split  # noqa: E402
 
 from taskforge.grade.copies import CopyStyle  # noqa: E402
 
 
-def measure(style: CopyStyle, per_package: int, verifies: int) -> dict:
+def measure(style: CopyStyle, per_package: int, verifies: int, only_held_out: bool = False) -> dict:
     files = corpus_files(per_package)
-    train_files, test_files = split(files)
     corpus = corpus_of(files)
+    # --held-out: only the files the reader's weights (copy_odds.WEIGHTS) were
+    # not fitted on, where the balanced one-step copies are judged fairly.
+    train_files, test_files = split(held_out(files) if only_held_out else files)
     t0 = time.monotonic()
     train, st1 = planted_samples(train_files, style, corpus, verifies)
     test, st2 = planted_samples(test_files, style, corpus, verifies)
@@ -90,9 +92,10 @@ def main() -> None:
     ap.add_argument("--per-package", type=int, default=25)
     ap.add_argument("--verifies", type=int, default=1)
     ap.add_argument("--style", choices=[s.value for s in CopyStyle], action="append")
+    ap.add_argument("--held-out", action="store_true", help="only files the reader's weights never saw")
     a = ap.parse_args()
     for style in (a.style or [s.value for s in CopyStyle]):
-        print(json.dumps(measure(CopyStyle(style), a.per_package, a.verifies)), flush=True)
+        print(json.dumps(measure(CopyStyle(style), a.per_package, a.verifies, a.held_out)), flush=True)
 
 
 if __name__ == "__main__":

@@ -81,10 +81,12 @@ def planted_samples(files: list[tuple[Path, str]], style: cp.CopyStyle, corpus: 
             work = scratch / "src"
             (work / rel).parent.mkdir(parents=True, exist_ok=True)
             (work / rel).write_text(text, encoding="utf-8")
-            proposed = cp.propose(work, ids, f"{seed}:{rel}", style=style)
             own = Corpus()
             own.add(text)
             others = corpus.minus(own)
+            # The grader's reader has the prior the attacker has (its tree's
+            # other test files are the machine's, here the corpus).
+            proposed = cp.propose(work, ids, f"{seed}:{rel}", style=style, corpus=others)
             stats["files"] += 1
             stats["tests"] += len(ids)
             stats["copied"] += len({(tuple(m.cls), m.func) for m in proposed})
@@ -152,3 +154,13 @@ def hash_of(s: str) -> int:
 
     return int(hashlib.sha256(s.encode()).hexdigest()[:8], 16)
 
+
+
+def for_fitting(files: list[tuple[Path, str]]) -> list:
+    """The files the reader's weights (copy_odds.WEIGHTS) are fitted on: three in four."""
+    return [f for f in files if hash_of("fit:" + f[1]) % 4 != 0]
+
+
+def held_out(files: list[tuple[Path, str]]) -> list:
+    """The files no fitting of copy_odds.WEIGHTS has seen: balancing is judged on these."""
+    return [f for f in files if hash_of("fit:" + f[1]) % 4 == 0]

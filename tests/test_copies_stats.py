@@ -17,6 +17,7 @@ tests/test_copy_blocks.py) are measured by bench/bench_copies.py.
 """
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 
@@ -25,23 +26,25 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from copies_attack import NAMES, Sample, _strict_pick, best_single, binomial_upper_p, fit, pick  # noqa: E402
-from copies_harness import corpus_files, corpus_of, planted_samples, split  # noqa: E402
+from copies_harness import corpus_files, corpus_of, held_out, planted_samples, split  # noqa: E402
 
 from taskforge.grade import copies as cp  # noqa: E402
-from taskforge.grade import copy_values  # noqa: E402
+from taskforge.grade import copy_odds, copy_values  # noqa: E402
 
 
-def cross_fitted(style: cp.CopyStyle, per_package: int) -> tuple[list[Sample], list[int], list[int], dict]:
+def cross_fitted(style: cp.CopyStyle, per_package: int, only=None, keep=lambda s: True
+                 ) -> tuple[list[Sample], list[int], list[int], dict]:
     """Every group scored by a model fitted on the other half of the files:
-    (groups, hits of the model, hits of the best single signal, counts)."""
+    (groups, hits of the model, hits of the best single signal, counts).
+    `only`: a choice of the corpus files; `keep`: which groups count."""
     files = corpus_files(per_package)
     corpus = corpus_of(files)
-    halves = split(files)
+    halves = split(only(files) if only else files)
     parts = []
     stats = {"tests": 0, "copied": 0}
     for h in halves:
         s, st = planted_samples(h, style, corpus)
-        parts.append(s)
+        parts.append([x for x in s if keep(x)])
         stats["tests"] += st["tests"]
         stats["copied"] += st["copied"]
     groups: list[Sample] = []
@@ -62,14 +65,46 @@ def p_above_chance(groups: list[Sample], hits: list[int]) -> float:
     return binomial_upper_p(sum(hits), [1 / len(s.feats) for s in groups])
 
 
-def test_the_attacker_beats_the_old_copies():
-    """The distinguisher is a real one: today's copies lose to it by far."""
+@pytest.fixture
+def unbalanced(monkeypatch):
+    monkeypatch.setattr(cp, "BALANCED", False)
+
+
+def test_the_attacker_beats_the_old_copies(unbalanced):
+    """The distinguisher is a real one: the one-step copies, unbalanced, lose to it by far."""
     groups, hits, single, _ = cross_fitted(cp.CopyStyle.LEGACY, per_package=4)
     assert len(groups) >= 150, len(groups)
     chance = sum(1 / len(s.feats) for s in groups) / len(groups)
     acc = sum(hits) / len(hits)
     assert acc > chance + 0.2, (acc, chance)
     assert p_above_chance(groups, hits) < 1e-9
+
+
+def one_step(s: Sample) -> bool:
+    return not s.block and not s.matched
+
+
+def test_one_step_copies_without_balancing_lose(unbalanced):
+    """The attack against a grader without the defence: on files the reader's
+    weights were never fitted on, the one-step copies of the default style give
+    the original away."""
+    groups, hits, _, _ = cross_fitted(cp.DEFAULT_STYLE, 60, only=held_out, keep=one_step)
+    assert len(groups) >= 100, len(groups)
+    chance = sum(1 / len(s.feats) for s in groups) / len(groups)
+    assert sum(hits) / len(hits) > chance + 0.15, (sum(hits) / len(hits), chance)
+    assert p_above_chance(groups, hits) < 1e-6
+
+
+def test_balanced_one_step_copies_are_a_guess():
+    """With the defence (copies kept at the reader's odds, copy_odds.acceptance),
+    the same attacker, fitted afresh on balanced copies, is at chance on them."""
+    groups, hits, single, _ = cross_fitted(cp.DEFAULT_STYLE, 60, only=held_out, keep=one_step)
+    assert len(groups) >= 60, len(groups)
+    chance = sum(1 / len(s.feats) for s in groups) / len(groups)
+    acc = sum(hits) / len(hits)
+    assert acc < chance + 0.1, (acc, chance)
+    assert p_above_chance(groups, hits) > 0.01, (acc, chance, len(groups))
+    assert p_above_chance(groups, single) > 0.001, (sum(single) / len(single), chance)
 
 
 # ------------------------------------------------------------ table tests
@@ -179,3 +214,30 @@ def test_a_named_table_used_only_by_its_test_goes_with_it(tmp_path):
     cp.plant(tmp_path, ["t.py::test_dash"], ms[:1])
     planted = (tmp_path / "t.py").read_text()
     assert "TABLE" not in planted and planted.count("'beta'") == 2
+
+
+@pytest.mark.parametrize("original,copy,expect", [
+    ("def t():\n    assert f() == 0\n", "def t():\n    assert f() == 7\n", 1.0),      # the copy is likelier
+    ("def t():\n    assert f() == 7\n", "def t():\n    assert f() == 0\n", math.exp(-1.0)),
+    ("def t():\n    assert f() == 7\n", "def t():\n    assert f() == 8\n", 1.0),      # even odds
+    # two regions apart: no reader of this kind groups them
+    ("def t():\n    assert f(1) == 0\n", "def t():\n    assert f(2) == 3\n", 1.0),
+])
+def test_acceptance_follows_the_readers_odds(original, copy, expect):
+    weights = {"kind_num": {"n_zero_small": -1.0}}
+    ctx = copy_odds.Context.without("", [])
+    got = copy_odds.acceptance(original, copy, ctx, copy_odds.Corpus(), weights)
+    assert got == pytest.approx(expect)
+
+
+def test_a_refused_complement_is_not_asked_again(tmp_path, monkeypatch):
+    """A complement has one copy: asking again until it is kept would plant it
+    nearly always (six asks at odds 0.3 keep it 88% of the time), not at the
+    reader's odds."""
+    monkeypatch.setattr(copy_odds, "WEIGHTS", {"kind_other": {"o_polarity": math.log(0.3)}})
+    (tmp_path / "test_m.py").write_text("def test_a():\n    x = f()\n    assert x.ok\n")
+    kept = sum(bool(cp.propose(tmp_path, ["test_m.py::test_a"], f"seed{i}", style=cp.CopyStyle.LEGACY))
+               for i in range(300))
+    assert 60 <= kept <= 120, kept
+    monkeypatch.setattr(cp, "BALANCED", False)
+    assert cp.propose(tmp_path, ["test_m.py::test_a"], "seed", style=cp.CopyStyle.LEGACY)

@@ -248,10 +248,11 @@ def test_every_group_of_a_block_shows_the_same_values_and_each_is_home_once(tmp_
         assert sorted(map(repr, per_group[0])) == sorted(repr(home[f]) for f in funcs)
 
 
-def test_a_value_only_reader_beats_one_step_copies_but_not_a_block(tmp_path):
-    """Over many tasks' plantings of one file: on the one-step copies of the
-    strings the rule finds every original; on the blocks it is right exactly
-    once per block, every time."""
+def test_a_value_only_reader_beats_one_step_copies_but_not_a_block(tmp_path, monkeypatch):
+    """Over many tasks' plantings of one file: on the (unbalanced) one-step
+    copies of the strings the rule finds every original; on the blocks it is
+    right exactly once per block, every time."""
+    monkeypatch.setattr(cp, "BALANCED", False)
     legacy_right = legacy_groups = 0
     for seed in range(12):
         d = tmp_path / f"l{seed}"
@@ -310,11 +311,14 @@ def _positive(text: str) -> dict[str, bool]:
     return out
 
 
-def test_a_polarity_reader_beats_one_step_negations_but_not_a_complement_block(tmp_path):
+def test_a_polarity_reader_beats_one_step_negations_but_not_a_complement_block(tmp_path, monkeypatch):
     """Most tests assert the positive form, so "the positive one is the
-    original" finds most originals among one-step negations. In an exchange
-    block a positive test is paired with a negative one: each group shows both
-    forms, and the rule is right in exactly one group of each block."""
+    original" finds most originals among one-step negations (unbalanced: kept
+    at the reader's odds, copy_odds.acceptance, they are planted less often
+    where the form gives them away, and the rule is no better than a guess).
+    In an exchange block a positive test is paired with a negative one: each
+    group shows both forms, and the rule is right in exactly one group of each
+    block."""
     ids = [f"test_c.py::{n.name}" for n in ast.parse(COMPLEMENTS).body if isinstance(n, ast.FunctionDef)]
 
     def plant(style: cp.CopyStyle, seed: int):
@@ -325,15 +329,21 @@ def test_a_polarity_reader_beats_one_step_negations_but_not_a_complement_block(t
         plan = cp.plant(d, ids, chosen, rng=random.Random(seed))
         return plan, _positive((d / "test_c.py").read_text())
 
-    legacy = [0, 0]
-    blocks_seen = 0
-    for seed in range(12):
+    def rule(seed: int, hits: list[int]) -> None:
         plan, positive = plant(cp.CopyStyle.LEGACY, seed)
         for func in {c.func for c in plan.copies.values()}:
             orig = next(n for n, r in plan.originals.items() if r.func == func)
             members = [orig, *(n for n, c in plan.copies.items() if c.func == func)]
-            legacy[0] += positive[next((m for m in members if positive[m]), members[0])] == positive[orig]
-            legacy[1] += 1
+            hits[0] += positive[next((m for m in members if positive[m]), members[0])] == positive[orig]
+            hits[1] += 1
+
+    legacy, balanced = [0, 0], [0, 0]
+    for seed in range(12, 40):
+        rule(seed, balanced)
+    monkeypatch.setattr(cp, "BALANCED", False)
+    blocks_seen = 0
+    for seed in range(12):
+        rule(seed, legacy)
         plan, positive = plant(cp.CopyStyle.EXCHANGED, seed)
         blocks: dict[str, list[str]] = {}
         for c in plan.copies.values():
@@ -347,6 +357,7 @@ def test_a_polarity_reader_beats_one_step_negations_but_not_a_complement_block(t
             blocks_seen += 1
     assert legacy[1] and legacy[0] / legacy[1] > 0.6, legacy
     assert blocks_seen == 24
+    assert balanced[1] >= 20 and balanced[0] / balanced[1] < 0.6, balanced
 
 
 @pytest.mark.parametrize("tier", ["block", "complement", "matched"])

@@ -8,6 +8,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from taskforge.grade import copies as cp
 from taskforge.grade import static
 from taskforge.grade.events import parse_events
@@ -17,6 +19,13 @@ from taskforge.grade.findings import Policy, Severity, severity
 # The one-step copies these tests were written for (the matched ones, which drop
 # most of these sites, are tested in tests/test_copies_stats.py).
 LEGACY = cp.CopyStyle.LEGACY
+
+
+@pytest.fixture(autouse=True)
+def _unbalanced(monkeypatch):
+    """The one-step generator's own mechanics, every copy kept (keeping them at
+    a reader's odds is tests/test_copies_stats.py's)."""
+    monkeypatch.setattr(cp, "BALANCED", False)
 
 
 def events(*evs) -> str:

@@ -42,6 +42,15 @@ from taskforge.grade.verify import Defences, Solution, choose_copies, planted_se
 from taskforge.package.store import load_task  # noqa: E402
 
 ATTACK_SRC = Path(__file__).resolve().parent / "copies_attack.py"
+READER_SRC = Path(cp.__file__).resolve().parent / "copy_odds.py"
+
+
+def picker_source() -> str:
+    """The attacker as one stdlib-only module: the package's reader, then the
+    model (its import of the reader dropped)."""
+    model = "".join(ln for ln in ATTACK_SRC.read_text().splitlines(keepends=True)
+                    if not ln.startswith(("from taskforge", "from __future__")))
+    return READER_SRC.read_text() + model
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +58,11 @@ def trained():
     """(weights, corpus) of the attacker, fitted on the old copies of the corpus."""
     files = corpus_files(4)
     corpus = corpus_of(files)
-    samples, _ = planted_samples(files, cp.CopyStyle.LEGACY, corpus)
+    was, cp.BALANCED = cp.BALANCED, False          # the one-step copies before balancing
+    try:
+        samples, _ = planted_samples(files, cp.CopyStyle.LEGACY, corpus)
+    finally:
+        cp.BALANCED = was
     return fit(samples), corpus
 
 
@@ -97,7 +110,7 @@ def picker_solution(task: Path, dest: Path, weights, corpus: Corpus) -> Path:
     t = TARGETS["roman"]
     wrong_solution(task, dest, t, STUB)
     pkg = (dest / t.init).parent
-    (pkg / "_picker.py").write_text(ATTACK_SRC.read_text() + PICKER_TAIL.format(
+    (pkg / "_picker.py").write_text(picker_source() + PICKER_TAIL.format(
         weights=json.dumps(weights), corpus=corpus.to_json()))
     return dest
 

@@ -39,7 +39,7 @@ from taskforge.analysis.pyparse import literal_eval
 from taskforge.analysis.pyparse import parse as parse_python
 from taskforge.analysis.testindex import TestRef, test_ref
 from taskforge.grade import copy_blocks as cb
-from taskforge.grade import copy_values
+from taskforge.grade import copy_odds, copy_values
 from taskforge.models import TestCopy
 
 NAME_TOKEN = "__tf_mutant_name__"
@@ -65,9 +65,11 @@ class CopyStyle(str, Enum):
     block size (bench/bench_copies.py: 0.48 against chance 0.49 on held-out
     files); every other test gets the
     MATCHED copies where its module has values of its profile, else the LEGACY
-    copies. LEGACY: one-step perturbations; a distinguisher that reads the
-    planted file picks the original about 80% of the time (chance 50%), which is
-    why reading a graded test file is charged by the monitor. MATCHED draws
+    copies. LEGACY: one-step perturbations, each kept with the odds a reader of
+    the planted file gives it (copy_odds.acceptance, `BALANCED`); unbalanced, a
+    distinguisher that reads the planted file picks the original about 80% of
+    the time (chance 50%). Reading a graded test file is charged by the monitor
+    besides. MATCHED draws
     values from the original's profile in its module (grade/copy_values.py): at
     chance too, but for 8% of tests, and nothing for the rest."""
     MATCHED = "matched"    # from the original's profile in its module (grade/copy_values.py)
@@ -922,9 +924,31 @@ def matched_values(lines: list[str], fn, ctx: copy_values.Context, site: Site, r
     return ([None], []) if MATCHED_COMPLEMENTS else None
 
 
+class Reader:
+    """One test file as copy_odds' reader sees it, to balance one-step copies."""
+
+    def __init__(self, lines: list[str], text: str, corpus: copy_odds.Corpus) -> None:
+        self.lines, self.text, self.corpus = lines, text, corpus
+        self._seen: dict[int, tuple[str, copy_odds.Context] | None] = {}
+
+    def acceptance(self, fn, copy: str) -> float:
+        if id(fn) not in self._seen:
+            original = _named(self.lines, fn, [])
+            self._seen[id(fn)] = None if original is None else (
+                original, copy_odds.Context.without(self.text, [fn]))
+        seen = self._seen[id(fn)]
+        return 1.0 if seen is None else copy_odds.acceptance(seen[0], copy, seen[1], self.corpus)
+
+
+# One-step copies are kept with the reader's odds (copy_odds.acceptance); off,
+# the copies the reader picks the original of 0.75-0.83 of the time.
+BALANCED = True
+
+
 def propose(root: Path, nodeids: list[str], seed: str, sites_per_test: int = 2,
             values_per_site: int = 2, style: CopyStyle | None = None,
-            removed: AbstractSet[str] = frozenset()) -> list[TestCopy]:
+            removed: AbstractSet[str] = frozenset(), corpus: copy_odds.Corpus | None = None
+            ) -> list[TestCopy]:
     """Candidate copies of the test functions behind `nodeids` (not yet validated).
 
     Per test: up to `sites_per_test` literals, each with `values_per_site`
@@ -933,8 +957,22 @@ def propose(root: Path, nodeids: list[str], seed: str, sites_per_test: int = 2,
     value at each one ("IV" in the original and in the copy that changed "XIV").
     Literals that occur least in the file come first, for the same reason.
     `removed`: names the feature's removal takes out of the workspace (no
-    exchange block swaps an exception class the solution will define)."""
+    exchange block swaps an exception class the solution will define).
+    `corpus`: the reader's prior (default: the tree's test files), less each
+    file's own share."""
     style = style or DEFAULT_STYLE
+    readers: dict[str, Reader | None] = {}
+
+    def reader_of(file: str, lines: list[str], text: str) -> Reader | None:
+        nonlocal corpus
+        if not BALANCED:
+            return None
+        if file not in readers:
+            if corpus is None:
+                corpus = copy_odds.corpus_of_tree(root)
+            readers[file] = Reader(lines, text, corpus.minus(copy_odds.corpus_of_texts([text])))
+        return readers[file]
+
     rng = random.Random(seed)
     refs = sorted({r for r in map(test_ref, nodeids) if r is not None},
                   key=lambda r: (r.file, r.cls, r.func))
@@ -964,7 +1002,8 @@ def propose(root: Path, nodeids: list[str], seed: str, sites_per_test: int = 2,
             out += _matched_copies(ref, lines, fn, ctx, _value_sites(fn, tree, lines, text, rng), rng,
                                    sites_per_test, values_per_site)
             continue
-        out += _legacy_copies(ref, lines, fn, tree, text, rng, sites_per_test, values_per_site)
+        out += _legacy_copies(ref, lines, fn, tree, text, rng, sites_per_test, values_per_site,
+                              reader_of(ref.file, lines, text))
     for file, tests in exchanged.items():
         entry = parsed[file]
         assert entry is not None            # only parsed files are listed
@@ -980,7 +1019,8 @@ def propose(root: Path, nodeids: list[str], seed: str, sites_per_test: int = 2,
         for ref, fn in tests:
             out += _matched_copies(ref, lines, fn, ctx, _value_sites(fn, tree, lines, text, rng), rng,
                                    sites_per_test, values_per_site)
-            out += _legacy_copies(ref, lines, fn, tree, text, rng, sites_per_test, values_per_site)
+            out += _legacy_copies(ref, lines, fn, tree, text, rng, sites_per_test, values_per_site,
+                                  reader_of(file, lines, text))
     return out
 
 
@@ -993,8 +1033,9 @@ def _value_sites(fn, tree: ast.Module, lines: list[str], text: str, rng: random.
 
 
 def _legacy_copies(ref: TestRef, lines: list[str], fn, tree: ast.Module, text: str, rng: random.Random,
-                   sites_per_test: int, values_per_site: int) -> list[TestCopy]:
-    """CopyStyle.LEGACY: one-step perturbations of up to `sites_per_test` literals."""
+                   sites_per_test: int, values_per_site: int, reader: Reader | None = None) -> list[TestCopy]:
+    """CopyStyle.LEGACY: one-step perturbations of up to `sites_per_test` literals,
+    each kept with the chance `reader` gives it (None: every one)."""
     out: list[TestCopy] = []
     made = 0
     for site in _value_sites(fn, tree, lines, text, rng):
@@ -1003,6 +1044,7 @@ def _legacy_copies(ref: TestRef, lines: list[str], fn, tree: ast.Module, text: s
         e = site.edits_for(rng)[0]
         group = f"{ref.func}@{e.line}:{e.start}:{site.row}"
         texts: set[str] = set()
+        refused: set[str] = set()
         # The copies form a chain of one-letter changes with the original at a
         # random place in it (its middle one time in three), so that "the one
         # closest to both others" is no better than a guess.
@@ -1012,7 +1054,12 @@ def _legacy_copies(ref: TestRef, lines: list[str], fn, tree: ast.Module, text: s
             if len(texts) >= values_per_site:
                 break
             r = _render(lines, fn, site, rng, base=prev if chain else None)
-            if r is None or r[0] in texts:
+            if r is None or r[0] in texts or r[0] in refused:
+                continue
+            # Balanced against the reader (copy_odds.acceptance), one draw per
+            # copy: a refused copy is never asked again.
+            if reader is not None and rng.random() >= reader.acceptance(fn, r[0]):
+                refused.add(r[0])
                 continue
             prev = r[3]
             texts.add(r[0])

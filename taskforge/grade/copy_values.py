@@ -35,6 +35,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import cast
 
+from taskforge.grade.copy_odds import lev
+
 # Every "round unit" a writer of tests reaches for; a number's roundness is the
 # largest of them that divides it.
 _BASE = (1, 2, 5, 10, 20, 25, 50)
@@ -127,17 +129,7 @@ def _is_number(v) -> bool:
 
 def levenshtein(a: str, b: str, cap: int = NEAR_CAP) -> int:
     """Edit distance, or `cap` when it is at least that."""
-    if abs(len(a) - len(b)) >= cap:
-        return cap
-    prev = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        cur = [i] + [0] * len(b)
-        for j, cb in enumerate(b, 1):
-            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb))
-        if min(cur) >= cap:
-            return cap
-        prev = cur
-    return min(prev[-1], cap)
+    return lev(a, b, cap)
 
 
 # ------------------------------------------------------------------- numbers
