@@ -289,9 +289,12 @@ def test_whole_feature_graded_partial_solution_scores_0(base_image, tmp_path):
     task = tmp_path / "out" / report.tasks[0]
     rec = load_task(task).record
     inverse = "tests/test_core.py::test_decode_inverts_encode"
-    assert inverse in rec.FAIL_TO_PASS and rec.grading.unprotected == [inverse]
-    assert rec.grading.graded == len(rec.FAIL_TO_PASS) == rec.grading.protected + 1
-    assert report.copies.unprotected == 1 and report.copies.graded == rec.grading.graded
+    # It has no literal to copy; others may have lost theirs to balancing
+    # (grade/copy_odds.py keeps a one-step copy only at a reader's odds).
+    unprotected = rec.grading.unprotected
+    assert inverse in unprotected and set(unprotected) <= set(rec.FAIL_TO_PASS)
+    assert rec.grading.graded == len(rec.FAIL_TO_PASS) == rec.grading.protected + len(unprotected)
+    assert report.copies.unprotected == len(unprotected) and report.copies.graded == rec.grading.graded
     assert rec.schema_version == 2 and rec.family == rec.instance_id
     # The coverage record: every removed definition is run by a graded test.
     cov = {c.qualname: c for c in rec.grading.coverage}
@@ -311,7 +314,7 @@ def test_whole_feature_graded_partial_solution_scores_0(base_image, tmp_path):
     old = tmp_path / "old" / task.name
     shutil.copytree(task, old, symlinks=True)
     data = json.loads((old / "task.json").read_text())
-    data["FAIL_TO_PASS"] = [t for t in data["FAIL_TO_PASS"] if t != inverse]
+    data["FAIL_TO_PASS"] = [t for t in data["FAIL_TO_PASS"] if t not in unprotected]
     (old / "task.json").write_text(json.dumps(data, indent=2))
     assert verify(old, decode_stub).reward == 1.0          # paid for two thirds of the feature
     assert verify(old, Solution.gold()).reward == 1.0
