@@ -241,3 +241,11 @@ def test_a_refused_complement_is_not_asked_again(tmp_path, monkeypatch):
     assert 60 <= kept <= 120, kept
     monkeypatch.setattr(cp, "BALANCED", False)
     assert cp.propose(tmp_path, ["test_m.py::test_a"], "seed", style=cp.CopyStyle.LEGACY)
+
+
+def test_a_number_past_float_range_costs_its_copies_not_the_run(tmp_path):
+    """The reader's number signals go through floats: a literal like 171! must
+    not raise out of propose (it would fail the whole generation)."""
+    big = math.factorial(171)
+    (tmp_path / "test_m.py").write_text(f"def test_a():\n    assert f() == {big}\n")
+    assert cp.propose(tmp_path, ["test_m.py::test_a"], "seed", style=cp.CopyStyle.LEGACY) == []

@@ -937,7 +937,12 @@ class Reader:
             self._seen[id(fn)] = None if original is None else (
                 original, copy_odds.Context.without(self.text, [fn]))
         seen = self._seen[id(fn)]
-        return 1.0 if seen is None else copy_odds.acceptance(seen[0], copy, seen[1], self.corpus)
+        if seen is None:
+            return 1.0
+        try:
+            return copy_odds.acceptance(seen[0], copy, seen[1], self.corpus)
+        except (OverflowError, ValueError, ArithmeticError, RecursionError, MemoryError):
+            return 0.0      # a copy the reader cannot weigh (an int past float range) is not kept
 
 
 # One-step copies are kept with the reader's odds (copy_odds.acceptance); off,
