@@ -216,6 +216,19 @@ def test_a_named_table_used_only_by_its_test_goes_with_it(tmp_path):
     assert "TABLE" not in planted and planted.count("'beta'") == 2
 
 
+def test_one_step_copies_of_a_named_table_take_the_constant_too(tmp_path, monkeypatch):
+    """The same for one-step copies (review of 6cb59ba): the constant left in
+    the planted file holds exactly the original's rows."""
+    monkeypatch.setattr(cp, "BALANCED", False)
+    src = ("import pytest\n\nTABLE = (\n    ('alpha', 1994),\n    ('beta', 2718),\n)\n\n\n"
+           "@pytest.mark.parametrize(('x', 'y'), TABLE)\ndef test_dash(x, y):\n    assert dash(x) == y\n")
+    (tmp_path / "t.py").write_text(src)
+    ms = cp.propose(tmp_path, ["t.py::test_dash"], "s", style=cp.CopyStyle.LEGACY)
+    assert ms and all(m.tables == ["TABLE"] for m in ms)
+    cp.plant(tmp_path, ["t.py::test_dash"], ms[:1])
+    assert "TABLE" not in (tmp_path / "t.py").read_text()
+
+
 @pytest.mark.parametrize("original,copy,expect", [
     ("def t():\n    assert f() == 0\n", "def t():\n    assert f() == 7\n", 1.0),      # the copy is likelier
     ("def t():\n    assert f() == 7\n", "def t():\n    assert f() == 0\n", math.exp(-1.0)),

@@ -931,7 +931,9 @@ class Reader:
         self.lines, self.text, self.corpus = lines, text, corpus
         self._seen: dict[int, tuple[str, copy_odds.Context] | None] = {}
 
-    def acceptance(self, fn, copy: str) -> float:
+    def acceptance(self, fn, copy: str, original: str | None = None) -> float:
+        """`original`: the original as planted, where planting rewrites it (a
+        named table written out); else its own source."""
         if id(fn) not in self._seen:
             original = _named(self.lines, fn, [])
             self._seen[id(fn)] = None if original is None else (
@@ -940,7 +942,7 @@ class Reader:
         if seen is None:
             return 1.0
         try:
-            return copy_odds.acceptance(seen[0], copy, seen[1], self.corpus)
+            return copy_odds.acceptance(original or seen[0], copy, seen[1], self.corpus)
         except (OverflowError, ValueError, ArithmeticError, RecursionError, MemoryError):
             return 0.0      # a copy the reader cannot weigh (an int past float range) is not kept
 
@@ -1048,6 +1050,10 @@ def _legacy_copies(ref: TestRef, lines: list[str], fn, tree: ast.Module, text: s
             break
         e = site.edits_for(rng)[0]
         group = f"{ref.func}@{e.line}:{e.start}:{site.row}"
+        # A named table is written out in the original and its copies: the
+        # constant goes from the planted file once nothing uses it, or its rows
+        # would name the original (drop_unused_constants).
+        tables = sorted(set(re.findall(r"[A-Za-z_]\w*", _source_of(lines, e)))) if site.table is not None else []
         texts: set[str] = set()
         refused: set[str] = set()
         # The copies form a chain of one-letter changes with the original at a
@@ -1063,13 +1069,13 @@ def _legacy_copies(ref: TestRef, lines: list[str], fn, tree: ast.Module, text: s
                 continue
             # Balanced against the reader (copy_odds.acceptance), one draw per
             # copy: a refused copy is never asked again.
-            if reader is not None and rng.random() >= reader.acceptance(fn, r[0]):
+            if reader is not None and rng.random() >= reader.acceptance(fn, r[0], r[2] or None):
                 refused.add(r[0])
                 continue
             prev = r[3]
             texts.add(r[0])
             out.append(TestCopy(file=ref.file, cls=list(ref.cls), func=ref.func, kind="value",
-                              group=group, site=r[1], source=r[0], original=r[2]))
+                              group=group, site=r[1], source=r[0], original=r[2], tables=tables))
         made += bool(texts)
     return out
 
