@@ -875,6 +875,11 @@ def _source_of(lines: list[str], e: Edit) -> str:
 # Complements (`is None` / `is not None`, assertTrue / assertFalse, `assert x` /
 # `assert not x`, True / False) have one other value and a prior a reader can
 # estimate from the module (and from every test file): not copied when matched.
+def _table_names(lines: list[str], e: Edit) -> list[str]:
+    """The module constants a table site's source names (TestCopy.tables)."""
+    return sorted(set(re.findall(r"[A-Za-z_]\w*", _source_of(lines, e))))
+
+
 MATCHED_COMPLEMENTS = False
 # Expected exceptions: swapped for the module's other exception classes (used as
 # often; builtins under their prior), a reader still picked the original in 70%
@@ -891,7 +896,7 @@ def matched_values(lines: list[str], fn, ctx: copy_values.Context, site: Site, r
     if site.table is not None:
         row = site.table[site.row]
         v = row[site.column] if isinstance(row, tuple) else row
-        names = sorted(set(re.findall(r"[A-Za-z_]\w*", _source_of(lines, e))))
+        names = _table_names(lines, e)
         # A table other code also names would show the original as the copy of it.
         if any(ctx.names[n] != 1 for n in names):
             return None
@@ -1053,7 +1058,7 @@ def _legacy_copies(ref: TestRef, lines: list[str], fn, tree: ast.Module, text: s
         # A named table is written out in the original and its copies: the
         # constant goes from the planted file once nothing uses it, or its rows
         # would name the original (drop_unused_constants).
-        tables = sorted(set(re.findall(r"[A-Za-z_]\w*", _source_of(lines, e)))) if site.table is not None else []
+        tables = _table_names(lines, e) if site.table is not None else []
         texts: set[str] = set()
         refused: set[str] = set()
         # The copies form a chain of one-letter changes with the original at a
