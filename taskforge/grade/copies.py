@@ -940,9 +940,8 @@ class Reader:
         """`original`: the original as planted, where planting rewrites it (a
         named table written out); else its own source."""
         if id(fn) not in self._seen:
-            original = _named(self.lines, fn, [])
-            self._seen[id(fn)] = None if original is None else (
-                original, copy_odds.Context.without(self.text, [fn]))
+            own = _named(self.lines, fn, [])
+            self._seen[id(fn)] = None if own is None else (own, copy_odds.Context.without(self.text, [fn]))
         seen = self._seen[id(fn)]
         if seen is None:
             return 1.0
