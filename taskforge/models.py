@@ -174,6 +174,10 @@ class TestCopy(BaseModel):
     # (grade/copy_values.py): as likely as the original, so verify prefers them
     # to one-step copies for a test outside a block.
     matched: bool = False
+    # One-step copies balanced as a set (grade/copy_steps.py): the set's size
+    # (1 or 2 copies), planted whole or not at all, and only where verify wants
+    # that size. 0: not such a set (tasks written before).
+    balanced: int = 0
 
 
 class GradingPlan(BaseModel):

@@ -18,6 +18,7 @@ tests/test_copy_blocks.py) are measured by bench/bench_copies.py.
 from __future__ import annotations
 
 import math
+import random
 import sys
 from pathlib import Path
 
@@ -29,7 +30,9 @@ from copies_attack import NAMES, Sample, _strict_pick, best_single, binomial_upp
 from copies_harness import corpus_files, corpus_of, held_out, planted_samples, split  # noqa: E402
 
 from taskforge.grade import copies as cp  # noqa: E402
-from taskforge.grade import copy_odds, copy_values  # noqa: E402
+from taskforge.grade import copy_odds, copy_steps, copy_values  # noqa: E402
+from taskforge.grade.verify import choose_copies  # noqa: E402
+from taskforge.models import TestCopy  # noqa: E402
 
 
 def cross_fitted(style: cp.CopyStyle, per_package: int, only=None, keep=lambda s: True
@@ -96,8 +99,9 @@ def test_one_step_copies_without_balancing_lose(unbalanced):
 
 
 def test_balanced_one_step_copies_are_a_guess():
-    """With the defence (copies kept at the reader's odds, copy_odds.acceptance),
-    the same attacker, fitted afresh on balanced copies, is at chance on them."""
+    """With the defence (symmetric sets, each drawn once and kept at the
+    reader's odds, copy_steps.keep), the same attacker, fitted afresh on
+    balanced copies, is at chance on them."""
     groups, hits, single, _ = cross_fitted(cp.DEFAULT_STYLE, 60, only=held_out, keep=one_step)
     assert len(groups) >= 60, len(groups)
     chance = sum(1 / len(s.feats) for s in groups) / len(groups)
@@ -229,31 +233,132 @@ def test_one_step_copies_of_a_named_table_take_the_constant_too(tmp_path, monkey
     assert "TABLE" not in (tmp_path / "t.py").read_text()
 
 
-@pytest.mark.parametrize("original,copy,expect", [
-    ("def t():\n    assert f() == 0\n", "def t():\n    assert f() == 7\n", 1.0),      # the copy is likelier
-    ("def t():\n    assert f() == 7\n", "def t():\n    assert f() == 0\n", math.exp(-1.0)),
-    ("def t():\n    assert f() == 7\n", "def t():\n    assert f() == 8\n", 1.0),      # even odds
-    # two regions apart: no reader of this kind groups them
-    ("def t():\n    assert f(1) == 0\n", "def t():\n    assert f(2) == 3\n", 1.0),
+@pytest.mark.parametrize("original,copies,expect", [
+    ("def t():\n    assert f() == 0\n", ["def t():\n    assert f() == 7\n"], 1.0),   # the copy is likelier
+    ("def t():\n    assert f() == 7\n", ["def t():\n    assert f() == 0\n"], math.exp(-1.0)),
+    ("def t():\n    assert f() == 7\n", ["def t():\n    assert f() == 8\n"], 1.0),   # even odds
+    # a set: the least likely member decides
+    ("def t():\n    assert f() == 7\n", ["def t():\n    assert f() == 8\n", "def t():\n    assert f() == 0\n"],
+     math.exp(-1.0)),
+    # two regions apart: no reader of this kind groups them, every score 0
+    ("def t():\n    assert f(1) == 0\n", ["def t():\n    assert f(2) == 3\n"], 1.0),
 ])
-def test_acceptance_follows_the_readers_odds(original, copy, expect):
-    weights = {"kind_num": {"n_zero_small": -1.0}}
-    ctx = copy_odds.Context.without("", [])
-    got = copy_odds.acceptance(original, copy, ctx, copy_odds.Corpus(), weights)
-    assert got == pytest.approx(expect)
+def test_a_set_is_kept_at_the_readers_odds(original, copies, expect, tmp_path, monkeypatch):
+    monkeypatch.setattr(copy_odds, "WEIGHTS", {"kind_num": {"n_zero_small": -1.0}})
+    lines = original.splitlines(keepends=True)
+    fn = cp.parse_python(original).body[0]
+    scores = cp.Reader(lines, original, copy_odds.Corpus()).scores(fn, copies)
+    assert scores is not None
+    assert copy_steps.keep(scores) == pytest.approx(expect)
 
 
-def test_a_refused_complement_is_not_asked_again(tmp_path, monkeypatch):
-    """A complement has one copy: asking again until it is kept would plant it
-    nearly always (six asks at odds 0.3 keep it 88% of the time), not at the
-    reader's odds."""
-    monkeypatch.setattr(copy_odds, "WEIGHTS", {"kind_other": {"o_polarity": math.log(0.3)}})
-    (tmp_path / "test_m.py").write_text("def test_a():\n    x = f()\n    assert x.ok\n")
-    kept = sum(bool(cp.propose(tmp_path, ["test_m.py::test_a"], f"seed{i}", style=cp.CopyStyle.LEGACY))
-               for i in range(300))
-    assert 60 <= kept <= 120, kept
-    monkeypatch.setattr(cp, "BALANCED", False)
-    assert cp.propose(tmp_path, ["test_m.py::test_a"], "seed", style=cp.CopyStyle.LEGACY)
+def _frequency(propose, start: str, want: set[str], k: int, n: int) -> float:
+    rng = random.Random(f"{start}:{k}")
+    hits = 0
+    for _ in range(n):
+        got = propose(start, k, rng)
+        hits += got is not None and set(got) | {start} == want
+    return hits / n
+
+
+@pytest.mark.parametrize("propose,original,k", [
+    (copy_steps.value_copies, "56", 1),
+    (copy_steps.value_copies, "56", 2),
+    (copy_steps.value_copies, "-3", 2),
+    (copy_steps.value_copies, "3.14", 2),
+    (copy_steps.value_copies, "'status'", 1),
+    (copy_steps.value_copies, "'XIV'", 2),
+    (copy_steps.exception_copies(["KeyError", "ValueError", "TypeError", "LookupError"],
+                                 lambda a, b: not cp._unrelated(a, b)), "ValueError", 2),
+])
+def test_every_member_of_a_set_proposes_it_as_often(propose, original, k):
+    """The proposals are symmetric (review finding 4): a set drawn from the
+    original is drawn as often from each of its copies, so the proposal's own
+    odds say nothing of which member is the original."""
+    got = propose(original, k, random.Random(1))
+    assert got is not None
+    members = {original, *got}
+    n = 40_000
+    freqs = [_frequency(propose, m, members, k, n) for m in sorted(members)]
+    mean = sum(freqs) / len(freqs)
+    assert mean > 0
+    for f in freqs:                         # within 5 standard errors of their mean
+        assert abs(f - mean) < 5 * math.sqrt(mean / n), (sorted(members), freqs)
+
+
+def test_the_old_string_generator_was_not_symmetric():
+    """What the symmetric proposals replace: one-step string copies drawing the
+    new letter from the string's own letters propose 'statss' from 'status'
+    far more often than the reverse, which a reader of the planted file can use
+    (review finding 4: right 74% of the time on substitution pairs)."""
+    rng = random.Random(3)
+    fwd = sum(cp._new_token("'status'", "status", rng) == "'statss'" for _ in range(20_000))
+    back = sum(cp._new_token("'statss'", "statss", rng) == "'status'" for _ in range(20_000))
+    assert fwd > 5 * max(back, 1), (fwd, back)
+
+
+def _pair_counts(tmp_path: Path, original: str, copy: str, seeds: int) -> int:
+    d = tmp_path / original
+    d.mkdir()
+    (d / "test_a.py").write_text(f"def test_a():\n    assert area(7, 8) == {original}\n")
+    hits = 0
+    for seed in range(seeds):
+        got = cp.propose(d, ["test_a.py::test_a"], f"s{seed}", corpus=copy_odds.Corpus(),
+                         style=cp.CopyStyle.LEGACY)
+        hits += any(m.balanced == 1 and m.site.endswith(f"-> {copy}") for m in got)
+    return hits
+
+
+@pytest.mark.parametrize("keep_all", [False, True])
+def test_a_planted_pair_is_as_likely_from_either_member_under_the_reader(tmp_path, monkeypatch, keep_all):
+    """Detailed balance, through propose (review findings 2-3: one draw a set,
+    no retry after a refusal). The pair {56, 57} is planted from 56 and from 57
+    in the ratio exp(s(57) - s(56)) of the reader's scores, so that the
+    reader's prior odds are cancelled and either member is the original as
+    likely. With every set kept (no balance), it is planted as often from
+    either, and the reader's odds pick the original."""
+    if keep_all:
+        monkeypatch.setattr(copy_steps, "keep", lambda scores: 1.0)
+    src = "def test_a():\n    assert area(7, 8) == 56\n"
+    fn = cp.parse_python(src).body[0]
+    s56, s57 = cp.Reader(src.splitlines(keepends=True), src, copy_odds.Corpus()).scores(
+        fn, ["def test_a():\n    assert area(7, 8) == 57\n"]) or (0.0, 0.0)
+    assert abs(s56 - s57) > 0.5, (s56, s57)      # the reader tells them apart
+    a = _pair_counts(tmp_path, "56", "57", 6000)
+    b = _pair_counts(tmp_path, "57", "56", 6000)
+    assert a > 50 and b > 50, (a, b)
+    want = 0.0 if keep_all else s57 - s56
+    assert abs(math.log(a / b) - want) < 0.25, (a, b, s56, s57)
+
+
+def _set(func: str, group: str, size: int) -> list:
+    return [TestCopy(file="t.py", func=func, kind="value", group=f"{group}:{size}", site="x",
+                     source=f"{func}{group}{i}", balanced=size) for i in range(size)]
+
+
+@pytest.mark.parametrize("candidates,planted", [
+    # few tests (two copies each where they can): only sets of two, whole
+    (_set("a", "g1", 1) + _set("a", "g1", 2) + _set("b", "g2", 1), {"a": 2}),
+    # a test whose set of two was refused gets none: a pair there would tell
+    # that the original looked original
+    (_set("a", "g1", 1), {}),
+    # many tests: sets of one
+    ([c for f in "abcde" for c in _set(f, "g", 1) + _set(f, "g", 2)], {f: 1 for f in "abcde"}),
+])
+def test_the_planted_size_is_verifys_choice_not_a_refusals(candidates, planted):
+    for seed in range(20):
+        chosen = choose_copies(candidates, random.Random(seed))
+        sizes: dict[str, int] = {}
+        for c in chosen:
+            sizes[c.func] = sizes.get(c.func, 0) + 1
+        assert sizes == planted
+        assert all(sizes[c.func] == c.balanced for c in chosen)
+
+
+def test_a_set_that_lost_a_copy_to_the_gold_goes_whole():
+    proposed = _set("a", "g1", 2) + _set("b", "g2", 2)
+    kept = proposed[:1] + proposed[2:]
+    assert cp.whole_sets(kept, proposed) == proposed[2:]
 
 
 def test_a_number_past_float_range_costs_its_copies_not_the_run(tmp_path):

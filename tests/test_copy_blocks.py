@@ -313,9 +313,8 @@ def _positive(text: str) -> dict[str, bool]:
 
 def test_a_polarity_reader_beats_one_step_negations_but_not_a_complement_block(tmp_path, monkeypatch):
     """Most tests assert the positive form, so "the positive one is the
-    original" finds most originals among one-step negations (unbalanced: kept
-    at the reader's odds, copy_odds.acceptance, they are planted less often
-    where the form gives them away, and the rule is no better than a guess).
+    original" finds most originals among one-step negations (unbalanced; the
+    balanced grader makes no one-step copies of two-form sites).
     In an exchange block a positive test is paired with a negative one: each
     group shows both forms, and the rule is right in exactly one group of each
     block."""
@@ -357,7 +356,9 @@ def test_a_polarity_reader_beats_one_step_negations_but_not_a_complement_block(t
             blocks_seen += 1
     assert legacy[1] and legacy[0] / legacy[1] > 0.6, legacy
     assert blocks_seen == 24
-    assert balanced[1] >= 20 and balanced[0] / balanced[1] < 0.6, balanced
+    # Balanced, two-form sites get no one-step copies at all (copy_steps: their
+    # prior varies by project beyond a reader's fit): nothing for the rule to read.
+    assert balanced == [0, 0], balanced
 
 
 @pytest.mark.parametrize("tier", ["block", "complement", "matched"])

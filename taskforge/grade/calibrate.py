@@ -99,7 +99,7 @@ def calibrate(worker, f2p: list[str], seed: str, timeout: float,
         a, b = profiles[0][names[0][i]], profiles[1][names[1][i]]
         if a == b and a and "failed" in a.values() and all(o in ("passed", "failed") for o in a.values()):
             cal.copies.append(m.model_copy(update={"expect": dict(sorted(a.items()))}))
-    cal.copies = copy_blocks.whole_blocks(cal.copies, candidates)
+    cal.copies = cp.whole_sets(copy_blocks.whole_blocks(cal.copies, candidates), candidates)
     return cal
 
 

@@ -29,17 +29,20 @@ import random
 import re
 import secrets
 import string
-from collections.abc import Callable
+import textwrap
+from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import AbstractSet, Literal, cast
+from typing import AbstractSet, Literal, NamedTuple, cast
 
 from taskforge.analysis.pyparse import literal_eval
 from taskforge.analysis.pyparse import parse as parse_python
 from taskforge.analysis.testindex import TestRef, test_ref
 from taskforge.grade import copy_blocks as cb
-from taskforge.grade import copy_odds, copy_values
+from taskforge.grade import copy_odds, copy_steps, copy_values
+from taskforge.grade.copy_steps import canonical
 from taskforge.models import TestCopy
 
 NAME_TOKEN = "__tf_mutant_name__"
@@ -65,8 +68,9 @@ class CopyStyle(str, Enum):
     block size (bench/bench_copies.py: 0.48 against chance 0.49 on held-out
     files); every other test gets the
     MATCHED copies where its module has values of its profile, else the LEGACY
-    copies. LEGACY: one-step perturbations, each kept with the odds a reader of
-    the planted file gives it (copy_odds.acceptance, `BALANCED`); unbalanced, a
+    copies. LEGACY: one-step perturbations, proposed symmetrically as sets of
+    one or two copies and each set kept at the odds a reader of the planted
+    file gives it (grade/copy_steps.py, `BALANCED`); unbalanced, a
     distinguisher that reads the planted file picks the original about 80% of
     the time (chance 50%). Reading a graded test file is charged by the monitor
     besides. MATCHED draws
@@ -649,24 +653,6 @@ def _new_token(token: str, value, rng: random.Random) -> str | None:
     return None
 
 
-def canonical(token: str, value) -> str:
-    """A number written the one way copies are written: decimal, or hex/octal/
-    binary in lower case when the original is, no underscores, floats by repr."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return token
-    if isinstance(value, float):
-        return repr(value)
-    low = token.lstrip("-").lower()
-    sign = "-" if value < 0 else ""
-    if low.startswith("0x"):
-        return sign + hex(abs(value))
-    if low.startswith("0o"):
-        return sign + oct(abs(value))
-    if low.startswith("0b"):
-        return sign + bin(abs(value))
-    return str(value)
-
-
 def _alphabet(ch: str) -> str:
     """The letters a character's own kind is drawn from ("" reads as lower case)."""
     return string.digits if ch.isdigit() else string.ascii_uppercase if ch.isupper() else string.ascii_lowercase
@@ -932,26 +918,45 @@ def matched_values(lines: list[str], fn, ctx: copy_values.Context, site: Site, r
 class Reader:
     """One test file as copy_odds' reader sees it, to balance one-step copies."""
 
-    def __init__(self, lines: list[str], text: str, corpus: copy_odds.Corpus) -> None:
+    def __init__(self, lines: list[str], text: str, corpus: copy_odds.Corpus, hidden: Sequence = ()) -> None:
         self.lines, self.text, self.corpus = lines, text, corpus
+        self.hidden = list(hidden)      # the file's hidden test functions: copies of them are planted too
         self._seen: dict[int, tuple[str, copy_odds.Context] | None] = {}
 
-    def acceptance(self, fn, copy: str, original: str | None = None) -> float:
-        """`original`: the original as planted, where planting rewrites it (a
-        named table written out); else its own source."""
+    def _own(self, fn) -> tuple[str, copy_odds.Context] | None:
         if id(fn) not in self._seen:
             own = _named(self.lines, fn, [])
-            self._seen[id(fn)] = None if own is None else (own, copy_odds.Context.without(self.text, [fn]))
-        seen = self._seen[id(fn)]
+            self._seen[id(fn)] = None if own is None else (own, self._context(fn))
+        return self._seen[id(fn)]
+
+    def _context(self, fn) -> copy_odds.Context:
+        """The module as a reader of the planted file sees it around `fn`'s
+        group: `fn` gone, and every other hidden test twice (most get one copy,
+        which repeats all of its text but one value; review finding 8)."""
+        first, last = span(fn)
+        rest = self.lines[:first - 1] + self.lines[last:]
+        extra = []
+        for other in self.hidden:
+            if other is not fn:
+                a, b = span(other)
+                extra.append(textwrap.dedent("".join(self.lines[a - 1:b])))
+        return copy_odds.Context.without("".join(rest) + "\n\n" + "\n\n".join(extra), [])
+
+    def scores(self, fn, copies: list[str], original: str | None = None) -> list[float] | None:
+        """The reader's score of the original (as planted) and each copy, side by
+        side; zeros where the reader would not group them (it sees no group);
+        None where it cannot weigh them (such a set is not kept)."""
+        seen = self._own(fn)
         if seen is None:
-            return 1.0
+            return None
         try:
-            return copy_odds.acceptance(original or seen[0], copy, seen[1], self.corpus)
+            got = copy_odds.set_scores(original or seen[0], copies, seen[1], self.corpus)
         except (OverflowError, ValueError, ArithmeticError, RecursionError, MemoryError):
-            return 0.0      # a copy the reader cannot weigh (an int past float range) is not kept
+            return None
+        return got if got is not None else [0.0] * (len(copies) + 1)
 
 
-# One-step copies are kept with the reader's odds (copy_odds.acceptance); off,
+# One-step copies are kept as sets at the reader's odds (copy_steps.keep); off,
 # the copies the reader picks the original of 0.75-0.83 of the time.
 BALANCED = True
 
@@ -974,14 +979,15 @@ def propose(root: Path, nodeids: list[str], seed: str, sites_per_test: int = 2,
     style = style or DEFAULT_STYLE
     readers: dict[str, Reader | None] = {}
 
-    def reader_of(file: str, lines: list[str], text: str) -> Reader | None:
+    def reader_of(file: str, lines: list[str], text: str, tree: ast.Module) -> Reader | None:
         nonlocal corpus
         if not BALANCED:
             return None
         if file not in readers:
             if corpus is None:
                 corpus = copy_odds.corpus_of_tree(root)
-            readers[file] = Reader(lines, text, corpus.minus(copy_odds.corpus_of_texts([text])))
+            hidden = [f for r in refs if r.file == file and (f := find_def(tree, r)) is not None]
+            readers[file] = Reader(lines, text, corpus.minus(copy_odds.corpus_of_texts([text])), hidden)
         return readers[file]
 
     rng = random.Random(seed)
@@ -1014,7 +1020,7 @@ def propose(root: Path, nodeids: list[str], seed: str, sites_per_test: int = 2,
                                    sites_per_test, values_per_site)
             continue
         out += _legacy_copies(ref, lines, fn, tree, text, rng, sites_per_test, values_per_site,
-                              reader_of(ref.file, lines, text))
+                              reader_of(ref.file, lines, text, tree))
     for file, tests in exchanged.items():
         entry = parsed[file]
         assert entry is not None            # only parsed files are listed
@@ -1031,7 +1037,7 @@ def propose(root: Path, nodeids: list[str], seed: str, sites_per_test: int = 2,
             out += _matched_copies(ref, lines, fn, ctx, _value_sites(fn, tree, lines, text, rng), rng,
                                    sites_per_test, values_per_site)
             out += _legacy_copies(ref, lines, fn, tree, text, rng, sites_per_test, values_per_site,
-                                  reader_of(file, lines, text))
+                                  reader_of(file, lines, text, tree))
     return out
 
 
@@ -1045,8 +1051,12 @@ def _value_sites(fn, tree: ast.Module, lines: list[str], text: str, rng: random.
 
 def _legacy_copies(ref: TestRef, lines: list[str], fn, tree: ast.Module, text: str, rng: random.Random,
                    sites_per_test: int, values_per_site: int, reader: Reader | None = None) -> list[TestCopy]:
-    """CopyStyle.LEGACY: one-step perturbations of up to `sites_per_test` literals,
-    each kept with the chance `reader` gives it (None: every one)."""
+    """CopyStyle.LEGACY: one-step perturbations of up to `sites_per_test` literals.
+    With a `reader`, each site proposes one set of each size (1 copy, 2 copies)
+    and keeps it at the reader's odds (copy_steps: balanced, one draw a set);
+    without, `values_per_site` copies each, all kept (the grader before issue 23)."""
+    if reader is not None:
+        return _balanced_copies(ref, lines, fn, tree, text, rng, sites_per_test, reader)
     out: list[TestCopy] = []
     made = 0
     for site in _value_sites(fn, tree, lines, text, rng):
@@ -1059,7 +1069,6 @@ def _legacy_copies(ref: TestRef, lines: list[str], fn, tree: ast.Module, text: s
         # would name the original (drop_unused_constants).
         tables = _table_names(lines, e) if site.table is not None else []
         texts: set[str] = set()
-        refused: set[str] = set()
         # The copies form a chain of one-letter changes with the original at a
         # random place in it (its middle one time in three), so that "the one
         # closest to both others" is no better than a guess.
@@ -1069,12 +1078,7 @@ def _legacy_copies(ref: TestRef, lines: list[str], fn, tree: ast.Module, text: s
             if len(texts) >= values_per_site:
                 break
             r = _render(lines, fn, site, rng, base=prev if chain else None)
-            if r is None or r[0] in texts or r[0] in refused:
-                continue
-            # Balanced against the reader (copy_odds.acceptance), one draw per
-            # copy: a refused copy is never asked again.
-            if reader is not None and rng.random() >= reader.acceptance(fn, r[0], r[2] or None):
-                refused.add(r[0])
+            if r is None or r[0] in texts:
                 continue
             prev = r[3]
             texts.add(r[0])
@@ -1082,6 +1086,93 @@ def _legacy_copies(ref: TestRef, lines: list[str], fn, tree: ast.Module, text: s
                               group=group, site=r[1], source=r[0], original=r[2], tables=tables))
         made += bool(texts)
     return out
+
+
+class Proposal(NamedTuple):
+    propose: copy_steps.Propose      # how a site's copies are drawn
+    original: str                    # the original's value as planted: a token, a class's name, a form
+    chosen: Callable[[str], object]  # a drawn value as _render takes it
+
+
+def proposal_of(lines: list[str], site: Site, rng: random.Random) -> Proposal | None:
+    """How a site's copies are proposed. None: the site has no one-step copies."""
+    edits = site.edits_for(rng)
+    if not edits:
+        return None
+    e = edits[0]
+    raw = lines[e.line - 1].encode("utf-8")
+    if e.text == "\1":
+        assert site.table is not None
+        row = site.table[site.row]
+        cell = row[site.column] if isinstance(row, tuple) else row
+        if not isinstance(cell, (str, bytes, int, float)):
+            return None
+        return Proposal(copy_steps.value_copies, repr(cell), literal_eval)
+    if e.text == "\2":
+        orig = raw[e.start:e.end].decode("utf-8")
+        pool = site.choices if site.choices is not None else SWAPPABLE if orig in SWAPPABLE else FOR_CUSTOM
+        return Proposal(copy_steps.exception_copies([*pool, orig], lambda a, b: not _unrelated(a, b)), orig, str)
+    if e.text == "\0":
+        token = raw[e.start:e.end].decode("utf-8")
+        try:
+            value = literal_eval(token)
+        except (ValueError, SyntaxError):
+            return None
+        return Proposal(copy_steps.value_copies, canonical(token, value), str)
+    return None     # a fixed change (a negated form): two forms only, see copy_steps
+
+
+def _balanced_copies(ref: TestRef, lines: list[str], fn, tree: ast.Module, text: str, rng: random.Random,
+                     sites_per_test: int, reader: Reader) -> list[TestCopy]:
+    """Per site, a set of one copy and a set of two, each proposed once
+    (symmetrically, copy_steps) and kept with copy_steps.keep under the
+    reader's scores: a planted set shows its original at a uniformly random
+    place as far as the reader can tell. A refused set is not drawn again; the
+    next site is tried instead (its original is in no refused set)."""
+    out: list[TestCopy] = []
+    made = 0
+    for site in _value_sites(fn, tree, lines, text, rng):
+        if made >= sites_per_test:
+            break
+        found = proposal_of(lines, site, rng)
+        if found is None:
+            continue
+        propose, x, chosen_of = found.propose, found.original, found.chosen
+        e = site.edits_for(rng)[0]
+        group = f"{ref.func}@{e.line}:{e.start}:{site.row}"
+        tables = _table_names(lines, e) if site.table is not None else []
+        kept = False
+        for k in (1, 2):
+            try:
+                picked = propose(x, k, rng)
+            except (ValueError, SyntaxError, ArithmeticError, MemoryError, RecursionError):
+                picked = None
+            if picked is None:
+                continue
+            rendered = [_render(lines, fn, site, rng, chosen=chosen_of(t)) for t in picked]
+            rs = [r for r in rendered if r is not None]
+            if len(rs) != k or len({r[0] for r in rs}) != k:
+                continue
+            scores = reader.scores(fn, [r[0] for r in rs], rs[0][2] or None)
+            if scores is None or rng.random() >= copy_steps.keep(scores):
+                continue
+            kept = True
+            out += [TestCopy(file=ref.file, cls=list(ref.cls), func=ref.func, kind="value",
+                             group=f"{group}:{k}", site=r[1], source=r[0], original=r[2], tables=tables,
+                             balanced=k) for r in rs]
+        made += kept
+    return out
+
+
+def whole_sets(kept: Sequence, proposed: Sequence) -> list:
+    """The kept copies of balanced sets whose every proposed copy was kept: a
+    set that lost a copy to the gold's run would have the size a refusal gives,
+    which the balance does not cover. Other copies pass through."""
+    def key(c) -> tuple:
+        return (c.file, tuple(c.cls), c.func, c.group)
+    want = Counter(key(c) for c in proposed if c.balanced)
+    have = Counter(key(c) for c in kept if c.balanced)
+    return [c for c in kept if not c.balanced or have[key(c)] == want[key(c)]]
 
 
 _SIMPLE_STR = re.compile(r"""^(['"])([^'"\\\r\n]*)\1$""")

@@ -9,8 +9,9 @@ and how large a number is, how a string fits the module's character model and
 its other strings, whose exception it is, the polarity of a complement. This
 module is that reader: `groups` and `features` are what tests/copies_attack.py
 fits its conditional logit on, and what grade/copies.py balances one-step
-copies against (`acceptance`), with the weights `WEIGHTS` fitted on one-step
-copies before balancing (bench/fit_copy_odds.py prints them).
+copies against (`set_scores`, with grade/copy_steps.py's symmetric proposals),
+with the weights `WEIGHTS` fitted on those proposals kept unbalanced, which
+makes them the reader's prior (bench/fit_copy_odds.py prints them).
 
 Standard library only: the red-team picker runs this module inside the sandbox.
 """
@@ -126,11 +127,14 @@ def _common(a: list[str], b: list[str]) -> int:
 
 
 def _value(text: str):
-    t = text.replace(" ", "")
-    try:
-        return ast.literal_eval(t)
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
-        return None
+    """The literal a region's tokens spell: as written first (a string keeps its
+    spaces), else with the tokens joined (`- 3`, `mod . Error`)."""
+    for t in (text, text.replace(" ", "")):
+        try:
+            return ast.literal_eval(t)
+        except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
+            continue
+    return None
 
 
 def _unit(n: int) -> int:
@@ -357,63 +361,52 @@ def features(group: Group, ctx: Context, corpus: Corpus) -> list[list[float]]:
 # ------------------------------------------------------------------ balancing
 
 # The reader's weights, fitted (conditional logit, tests/copies_attack.py `fit`)
-# per kind of value on the one-step copies of the bench corpus's fitting files
-# (tests/copies_harness.py `for_fitting`), first unbalanced, then three damped
-# rounds on balanced plantings: `PYTHONPATH=. python bench/fit_copy_odds.py --rounds 4`.
+# per kind of value on the one-step sets of the bench corpus's fitting files
+# (tests/copies_harness.py `for_fitting`), every proposed set kept: the
+# proposals are symmetric, so the fit is the reader's prior and no residual
+# rounds are needed: `PYTHONPATH=. python bench/fit_copy_odds.py`.
 WEIGHTS: dict[str, dict[str, float]] = {
     "kind_num": {
-        "txt_count": -0.334,
-        "txt_corpus": 0.220,
-        "n_exact": 0.531,
-        "n_abs_str": 0.062,
-        "n_local": 1.814,
-        "n_arith": 0.843,
-        "n_unit": 0.546,
-        "n_mag": -1.574,
-        "n_lead1": 0.917,
-        "n_rank_mid": 1.304,
-        "n_rank_min": -0.024,
-        "n_prior": 0.220,
-        "n_zero_small": -1.272,
+        "txt_count": -0.320,
+        "txt_corpus": 0.183,
+        "n_exact": 0.332,
+        "n_abs_str": 0.149,
+        "n_near": 0.049,
+        "n_local": 1.245,
+        "n_arith": 0.141,
+        "n_unit": 0.305,
+        "n_mag": 0.349,
+        "n_lead1": 0.204,
+        "n_rank_mid": -0.555,
+        "n_rank_min": 0.279,
+        "n_prior": 0.183,
+        "n_zero_small": -0.321,
     },
     "kind_str": {
-        "txt_count": 0.629,
-        "txt_corpus": 0.092,
-        "s_exact": 0.761,
-        "s_ci": 0.685,
-        "s_in_other": 0.161,
-        "s_has_other": 3.270,
-        "s_near": 1.273,
-        "s_local": 2.490,
-        "s_ll_mod": 0.969,
-        "s_ll_corpus": 1.042,
-        "s_unseen": 1.019,
-        "s_centre": -0.768,
-        "s_punct": 0.985,
-        "s_prior": 0.092,
-        "s_alpha_only": -0.764,
+        "txt_count": 0.072,
+        "txt_corpus": 0.176,
+        "s_exact": -0.267,
+        "s_ci": -0.951,
+        "s_in_other": 0.595,
+        "s_has_other": 0.922,
+        "s_near": 2.493,
+        "s_local": 2.513,
+        "s_ll_mod": -0.007,
+        "s_ll_corpus": 1.117,
+        "s_unseen": -0.416,
+        "s_prior": 0.176,
     },
     "kind_exc": {
-        "kind_exc": 0.156,
-        "kind_other": -0.156,
-        "txt_count": -0.264,
-        "txt_corpus": 0.232,
-        "e_count": 1.163,
-        "e_import": 0.156,
-        "e_prior": 0.232,
-        "e_custom": 0.156,
+        "txt_count": 0.012,
+        "txt_corpus": 0.285,
+        "e_count": 0.612,
+        "e_prior": 0.285,
     },
     "kind_other": {
-        "kind_exc": 0.226,
-        "kind_other": -0.226,
-        "txt_count": -0.133,
-        "txt_corpus": -3.794,
-        "e_count": 0.520,
-        "e_import": 0.226,
-        "e_prior": 0.157,
-        "e_custom": 0.226,
-        "o_polarity": -2.169,
-        "o_form_count": -0.695,
+        "txt_count": -0.293,
+        "txt_corpus": -1.799,
+        "o_polarity": -1.295,
+        "o_form_count": -0.293,
     },
 }
 
@@ -429,37 +422,23 @@ def score(feats: list[float], weights: dict[str, dict[str, float]] | None = None
     return sum(w.get(n, 0.0) * x for n, x in zip(NAMES, feats))
 
 
-def _pair(original: str, copy: str) -> Group | None:
-    """The group a reader would form of the original and one copy, side by side."""
-    second = copy.replace("def ", "def _copy_", 1) if copy.lstrip().startswith(("def ", "async def ", "@")) \
-        else copy
+def set_scores(original: str, copies: list[str], ctx: Context, corpus: Corpus,
+               weights: dict[str, dict[str, float]] | None = None) -> list[float] | None:
+    """The reader's score of each member of the group the original and its
+    copies (functions' sources) form side by side, the original first; None
+    when the reader would not group them as one."""
+    named = [textwrap.dedent(original)]
+    for i, c in enumerate(copies):
+        c = textwrap.dedent(c)
+        named.append(c.replace("def ", f"def _copy{i}_", 1) if c.lstrip().startswith(("def ", "async def ", "@"))
+                     else c)
     try:
-        found = groups(textwrap.dedent(original) + "\n\n" + textwrap.dedent(second))
+        found = groups("\n\n".join(named))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    if len(found) != 1 or len(found[0].members) != 2:
+    if len(found) != 1 or len(found[0].members) != len(named):
         return None
-    return found[0]
-
-
-def acceptance(original: str, copy: str, ctx: Context, corpus: Corpus,
-               weights: dict[str, dict[str, float]] | None = None) -> float:
-    """The chance to keep `copy` (a function's source) as a copy of `original`:
-    min(1, exp(s(copy) - s(original))) under the reader's score s.
-
-    Kept that way, the copy a one-step generator proposes is planted as often as
-    the reader's odds allow: of a pair (original, copy) planted, each member is
-    the original with the same probability under the reader (the generator's
-    odds times the keeping chance are min(exp s_o, exp s_c) for either order),
-    and of a triple the original is never the likeliest. A pair the reader
-    cannot form (the two differ at more than one region) is kept: no reader of
-    this kind groups it."""
-    g = _pair(original, copy)
-    if g is None:
-        return 1.0
-    f = features(g, ctx, corpus)
-    d = score(f[1], weights) - score(f[0], weights)
-    return 1.0 if d >= 0 else math.exp(max(d, -50.0))
+    return [score(f, weights) for f in features(found[0], ctx, corpus)]
 
 
 def corpus_of_texts(texts) -> Corpus:

@@ -192,14 +192,22 @@ def choose_copies(candidates: list[cp.TestCopy], rng: random.Random, limit: int 
     rng.shuffle(keys)
     per = 2 if len(keys) < 4 else 1
     for n, k in enumerate(keys):
+        # two copies where the budget leaves one for every test still to come
+        room = limit - len(out) - (len(keys) - n - 1)
+        want = max(1, min(per, room))
         groups = list(tests[k].values())
         values = [g for g in groups if g[0].kind == "value"]
         matched = [g for g in values if g[0].matched]
-        group = list(rng.choice(matched or values or groups))
+        # Balanced one-step sets (copy_steps) only of the size wanted, whole: a
+        # size that depended on which sets were refused would name the original.
+        sized = [g for g in values if g[0].balanced == want]
+        loose = [g for g in values if not g[0].matched and not g[0].balanced]
+        pool = matched or sized or loose or [g for g in groups if g[0].kind != "value"]
+        if not pool:
+            continue
+        group = list(rng.choice(pool))
         rng.shuffle(group)
-        # two copies where the budget leaves one for every test still to come
-        room = limit - len(out) - (len(keys) - n - 1)
-        out += group[:max(1, min(per, room))]
+        out += group if group[0].balanced else group[:want]
     return out[:limit]
 
 
