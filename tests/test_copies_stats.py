@@ -17,6 +17,7 @@ tests/test_copy_blocks.py) are measured by bench/bench_copies.py.
 """
 from __future__ import annotations
 
+import ast
 import math
 import random
 import sys
@@ -103,7 +104,7 @@ def test_balanced_one_step_copies_are_a_guess():
     reader's odds, copy_steps.keep), the same attacker, fitted afresh on
     balanced copies, is at chance on them."""
     groups, hits, single, _ = cross_fitted(cp.DEFAULT_STYLE, 60, only=held_out, keep=one_step)
-    assert len(groups) >= 60, len(groups)
+    assert len(groups) >= 50, len(groups)
     chance = sum(1 / len(s.feats) for s in groups) / len(groups)
     acc = sum(hits) / len(hits)
     assert acc < chance + 0.1, (acc, chance)
@@ -264,17 +265,17 @@ def _frequency(propose, start: str, want: set[str], k: int, n: int) -> float:
 @pytest.mark.parametrize("propose,original,k", [
     (copy_steps.value_copies, "56", 1),
     (copy_steps.value_copies, "56", 2),
-    (copy_steps.value_copies, "-3", 2),
+    (copy_steps.value_copies, "-7", 2),
+    (copy_steps.value_copies, "0x1f", 2),
     (copy_steps.value_copies, "3.14", 2),
-    (copy_steps.value_copies, "'status'", 1),
-    (copy_steps.value_copies, "'XIV'", 2),
     (copy_steps.exception_copies(["KeyError", "ValueError", "TypeError", "LookupError"],
                                  lambda a, b: not cp._unrelated(a, b)), "ValueError", 2),
 ])
 def test_every_member_of_a_set_proposes_it_as_often(propose, original, k):
-    """The proposals are symmetric (review finding 4): a set drawn from the
-    original is drawn as often from each of its copies, so the proposal's own
-    odds say nothing of which member is the original."""
+    """The proposals are symmetric (review of 6cb59ba, finding 4): a set drawn
+    from the original is drawn as often from each of its copies, so the
+    proposal's own odds say nothing of which member is the original. (An
+    exception's pool is the site's, the same for every member.)"""
     got = propose(original, k, random.Random(1))
     assert got is not None
     members = {original, *got}
@@ -290,73 +291,168 @@ def test_the_old_string_generator_was_not_symmetric():
     """What the symmetric proposals replace: one-step string copies drawing the
     new letter from the string's own letters propose 'statss' from 'status'
     far more often than the reverse, which a reader of the planted file can use
-    (review finding 4: right 74% of the time on substitution pairs)."""
+    (review of 6cb59ba, finding 4: right 74% of the time on substitution pairs).
+    Strings now get no one-step copies at all (review of 731a903, finding 3)."""
     rng = random.Random(3)
     fwd = sum(cp._new_token("'status'", "status", rng) == "'statss'" for _ in range(20_000))
     back = sum(cp._new_token("'statss'", "statss", rng) == "'status'" for _ in range(20_000))
     assert fwd > 5 * max(back, 1), (fwd, back)
+    assert copy_steps.value_copies("'status'", 1, rng) is None
+
+
+@pytest.mark.parametrize("x", range(-4, 5))
+def test_a_run_never_crosses_zero(x):
+    """Small expected values are positive 98% of the time: a set mixing signs
+    would name its non-negative member (review of 731a903, finding 4)."""
+    rng = random.Random(x)
+    for k in (1, 2):
+        for _ in range(300):
+            got = copy_steps.value_copies(str(x), k, rng)
+            assert got is None or all((int(v) < 0) == (x < 0) for v in got), got
+    assert copy_steps.value_copies("-0.0", 1, rng) is None
+    assert all(copy_steps.value_copies("-0.2", 1, random.Random(i)) in (None, ("-0.1",), ("-0.3",), ("-0.4",),
+                                                                          ("-0.5",)) for i in range(50))
+
+
+SITES = """\
+SEEN = [57, 57, 57]
+
+
+def test_a():
+    assert area(1, 31) == 31
+    assert area(1, 83) == 83
+    assert area(1, 56) == {value}
+
+
+def test_b():
+    assert area(2, 2) == 4
+
+
+def test_c():
+    assert area(3, 3) == 9
+
+
+def test_d():
+    assert area(4, 4) == 16
+"""
+IDS = [f"test_a.py::test_{c}" for c in "abcd"]
 
 
 def _pair_counts(tmp_path: Path, original: str, copy: str, seeds: int) -> int:
     d = tmp_path / original
     d.mkdir()
-    (d / "test_a.py").write_text(f"def test_a():\n    assert area(7, 8) == {original}\n")
+    (d / "test_a.py").write_text(SITES.format(value=original))
     hits = 0
     for seed in range(seeds):
-        got = cp.propose(d, ["test_a.py::test_a"], f"s{seed}", corpus=copy_odds.Corpus(),
-                         style=cp.CopyStyle.LEGACY)
-        hits += any(m.balanced == 1 and m.site.endswith(f"-> {copy}") for m in got)
+        got = cp.propose(d, IDS, f"s{seed}", corpus=copy_odds.Corpus(), style=cp.CopyStyle.LEGACY)
+        assert all(m.balanced == 1 for m in got)        # four tests with value sites: sets of one
+        hits += any(m.func == "test_a" and m.site.endswith(f"-> {copy}") for m in got)
     return hits
 
 
 @pytest.mark.parametrize("keep_all", [False, True])
 def test_a_planted_pair_is_as_likely_from_either_member_under_the_reader(tmp_path, monkeypatch, keep_all):
-    """Detailed balance, through propose (review findings 2-3: one draw a set,
-    no retry after a refusal). The pair {56, 57} is planted from 56 and from 57
-    in the ratio exp(s(57) - s(56)) of the reader's scores, so that the
-    reader's prior odds are cancelled and either member is the original as
-    likely. With every set kept (no balance), it is planted as often from
-    either, and the reader's odds pick the original."""
+    """Detailed balance, through propose: one draw a set, no retry after a
+    refusal (review of 6cb59ba, findings 2-3), and sites tried in an order
+    that does not depend on their values (review of 731a903, finding 5: 57
+    recurring elsewhere put the site with 56 ahead of the one with 57). The
+    pair {56, 57} is planted from 56 and from 57 in the ratio
+    exp(s(57) - s(56)) of the reader's scores, so that the reader's prior odds
+    are cancelled and either member is the original as likely. With every set
+    kept (no balance), it is planted as often from either, and the reader's
+    odds pick the original."""
     if keep_all:
         monkeypatch.setattr(copy_steps, "keep", lambda scores: 1.0)
-    src = "def test_a():\n    assert area(7, 8) == 56\n"
-    fn = cp.parse_python(src).body[0]
-    s56, s57 = cp.Reader(src.splitlines(keepends=True), src, copy_odds.Corpus()).scores(
-        fn, ["def test_a():\n    assert area(7, 8) == 57\n"]) or (0.0, 0.0)
-    assert abs(s56 - s57) > 0.5, (s56, s57)      # the reader tells them apart
-    a = _pair_counts(tmp_path, "56", "57", 6000)
-    b = _pair_counts(tmp_path, "57", "56", 6000)
-    assert a > 50 and b > 50, (a, b)
+    src = SITES.format(value=56)
+    tree = cp.parse_python(src)
+    fns = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
+    reader = cp.Reader(src.splitlines(keepends=True), src, copy_odds.Corpus(), fns, size=1)
+    copy = "def test_a():\n    assert area(1, 31) == 31\n    assert area(1, 83) == 83\n    assert area(1, 56) == 57\n"
+    s56, s57 = reader.scores(fns[0], [copy]) or (0.0, 0.0)
+    assert abs(s56 - s57) > 0.5, (s56, s57)      # the reader tells them apart (56 is an input)
+    a = _pair_counts(tmp_path, "56", "57", 5000)
+    b = _pair_counts(tmp_path, "57", "56", 5000)
+    assert a > 40 and b > 40, (a, b)
     want = 0.0 if keep_all else s57 - s56
-    assert abs(math.log(a / b) - want) < 0.25, (a, b, s56, s57)
+    assert abs(math.log(a / b) - want) < 0.3, (a, b, s56, s57)
 
 
-def _set(func: str, group: str, size: int) -> list:
-    return [TestCopy(file="t.py", func=func, kind="value", group=f"{group}:{size}", site="x",
-                     source=f"{func}{group}{i}", balanced=size) for i in range(size)]
-
-
-@pytest.mark.parametrize("candidates,planted", [
-    # few tests (two copies each where they can): only sets of two, whole
-    (_set("a", "g1", 1) + _set("a", "g1", 2) + _set("b", "g2", 1), {"a": 2}),
-    # a test whose set of two was refused gets none: a pair there would tell
-    # that the original looked original
-    (_set("a", "g1", 1), {}),
-    # many tests: sets of one
-    ([c for f in "abcde" for c in _set(f, "g", 1) + _set(f, "g", 2)], {f: 1 for f in "abcde"}),
-])
-def test_the_planted_size_is_verifys_choice_not_a_refusals(candidates, planted):
-    for seed in range(20):
-        chosen = choose_copies(candidates, random.Random(seed))
-        sizes: dict[str, int] = {}
+@pytest.mark.parametrize("tests,size", [(1, 2), (3, 2), (4, 1), (6, 1)])
+def test_the_set_size_is_settled_before_any_draw(tmp_path, tests, size):
+    """Two copies a set where fewer than four hidden tests have a value site,
+    else one, for every set of the task whatever was refused (review of
+    6cb59ba finding 2, of 731a903 finding 6): a pair where a triple was due
+    would tell that the original looked original."""
+    body = "".join(f"def test_{i}():\n    assert area({i}, 7) == {7 * i + 100}\n\n\n" for i in range(tests))
+    (tmp_path / "test_s.py").write_text(body)
+    ids = [f"test_s.py::test_{i}" for i in range(tests)]
+    seen = set()
+    for seed in range(40):
+        got = cp.propose(tmp_path, ids, f"s{seed}", corpus=copy_odds.Corpus(), style=cp.CopyStyle.LEGACY)
+        seen |= {m.balanced for m in got}
+        chosen = choose_copies(got, random.Random(seed))
+        per: dict[str, int] = {}
         for c in chosen:
-            sizes[c.func] = sizes.get(c.func, 0) + 1
-        assert sizes == planted
-        assert all(sizes[c.func] == c.balanced for c in chosen)
+            per[c.func] = per.get(c.func, 0) + 1
+        assert set(per.values()) <= {size}, per
+    assert seen == {size}
+
+
+EXC = """\
+import pytest
+from pkg import ParseError, LexError, TokenError, ScanError
+
+
+def test_other():
+    with pytest.raises(LexError):
+        lex("")
+    with pytest.raises(TokenError):
+        tok("")
+    with pytest.raises(ScanError):
+        scan("")
+
+
+def test_a():
+    with pytest.raises({exc}):
+        parse("")
+"""
+
+
+@pytest.mark.parametrize("exc,copies", [("ParseError", False), ("LexError", True)])
+def test_an_exception_gets_copies_only_from_a_pool_it_belongs_to(tmp_path, exc, copies):
+    """Copies expect classes the module names outside the site; an original it
+    names only there gets none, or it would be the one member of its group the
+    module names nowhere else (review of 731a903, finding 1: told 400 of 400)."""
+    (tmp_path / "test_e.py").write_text(EXC.format(exc=exc))
+    made = []
+    for seed in range(60):
+        made += cp.propose(tmp_path, ["test_e.py::test_a"], f"s{seed}", corpus=copy_odds.Corpus(),
+                           style=cp.CopyStyle.LEGACY)
+    assert bool(made) == copies
+    outside = EXC.format(exc=exc).split("def test_a")[0]
+    for m in made:                              # every member is named outside the group
+        assert m.site.split("-> ")[1] in outside
+
+
+def test_a_table_another_test_uses_gets_no_one_step_sets(tmp_path):
+    """Its constant would stay in the planted file with the original's rows
+    (review of 731a903, finding 2)."""
+    src = ("import pytest\n\nTABLE = [(1, 1994), (2, 2718)]\n\n\n"
+           "@pytest.mark.parametrize(('x', 'y'), TABLE)\ndef test_dash(x, y):\n    assert dash(x) == y\n\n\n"
+           "@pytest.mark.parametrize(('x', 'y'), TABLE)\ndef test_len(x, y):\n    assert x < y\n")
+    (tmp_path / "t.py").write_text(src)
+    for seed in range(40):
+        assert not cp.propose(tmp_path, ["t.py::test_dash"], f"s{seed}", corpus=copy_odds.Corpus(),
+                              style=cp.CopyStyle.LEGACY)
+    alone = src.split("\n\n\n@pytest.mark.parametrize(('x', 'y'), TABLE)\ndef test_len")[0] + "\n"
+    (tmp_path / "t.py").write_text(alone)
+    assert any(cp.propose(tmp_path, ["t.py::test_dash"], f"s{seed}", corpus=copy_odds.Corpus(),
+                          style=cp.CopyStyle.LEGACY) for seed in range(40))
 
 
 def test_a_set_that_lost_a_copy_to_the_gold_goes_whole():
-    proposed = _set("a", "g1", 2) + _set("b", "g2", 2)
+    proposed = [TestCopy(file="t.py", func=f, kind="value", group=f"{f}:2", site="x", source=f"{f}{i}", balanced=2)
+                for f in "ab" for i in range(2)]
     kept = proposed[:1] + proposed[2:]
     assert cp.whole_sets(kept, proposed) == proposed[2:]
 

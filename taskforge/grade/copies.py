@@ -155,6 +155,9 @@ class Site:
     # An expected exception: the classes of its kind (builtin, or the
     # project's) the module itself names, which a copy may expect instead.
     choices: tuple[str, ...] | None = None
+    # ... and every exception class the module names, once an occurrence
+    # (balanced one-step sets take their pool from it, grade/copy_steps.py).
+    named: tuple[str, ...] | None = None
 
 
 def _module_constants(module: ast.Module) -> dict[str, ast.AST]:
@@ -584,7 +587,8 @@ def _exception_sites(fn, imported: AbstractSet[str], named: list[str] | None = N
                 if choices == ():
                     continue
                 out.append(Site("value", lambda rng, x=exc: [
-                    Edit(x.lineno, x.col_offset, x.end_col_offset, "\2")], exc.lineno, choices=choices))
+                    Edit(x.lineno, x.col_offset, x.end_col_offset, "\2")], exc.lineno, choices=choices,
+                    named=None if named is None else tuple(named)))
     return out
 
 
@@ -918,9 +922,11 @@ def matched_values(lines: list[str], fn, ctx: copy_values.Context, site: Site, r
 class Reader:
     """One test file as copy_odds' reader sees it, to balance one-step copies."""
 
-    def __init__(self, lines: list[str], text: str, corpus: copy_odds.Corpus, hidden: Sequence = ()) -> None:
+    def __init__(self, lines: list[str], text: str, corpus: copy_odds.Corpus, hidden: Sequence = (),
+                 size: int = 1) -> None:
         self.lines, self.text, self.corpus = lines, text, corpus
         self.hidden = list(hidden)      # the file's hidden test functions: copies of them are planted too
+        self.size = size                # copies a set: the task's, settled before any draw
         self._seen: dict[int, tuple[str, copy_odds.Context] | None] = {}
 
     def _own(self, fn) -> tuple[str, copy_odds.Context] | None:
@@ -931,15 +937,16 @@ class Reader:
 
     def _context(self, fn) -> copy_odds.Context:
         """The module as a reader of the planted file sees it around `fn`'s
-        group: `fn` gone, and every other hidden test twice (most get one copy,
-        which repeats all of its text but one value; review finding 8)."""
+        group: `fn` gone, and every other hidden test as often as it stands
+        there with a set of copies (each copy repeats all of its text but one
+        value; review of 6cb59ba, finding 8)."""
         first, last = span(fn)
         rest = self.lines[:first - 1] + self.lines[last:]
         extra = []
         for other in self.hidden:
             if other is not fn:
                 a, b = span(other)
-                extra.append(textwrap.dedent("".join(self.lines[a - 1:b])))
+                extra += [textwrap.dedent("".join(self.lines[a - 1:b]))] * self.size
         return copy_odds.Context.without("".join(rest) + "\n\n" + "\n\n".join(extra), [])
 
     def scores(self, fn, copies: list[str], original: str | None = None) -> list[float] | None:
@@ -954,6 +961,27 @@ class Reader:
         except (OverflowError, ValueError, ArithmeticError, RecursionError, MemoryError):
             return None
         return got if got is not None else [0.0] * (len(copies) + 1)
+
+
+def set_size(root: Path, refs) -> int:
+    """Copies in each one-step set of a task: two where fewer than four hidden
+    tests have a value site (a guess is then right one time in three, not two),
+    else one, as verify.choose_copies plants. Settled from the tests' shape
+    before any draw, so that no refusal sets it (review of 731a903, finding 6)."""
+    trees: dict[str, ast.Module | None] = {}
+    with_sites = 0
+    for r in refs:
+        if r.file not in trees:
+            try:
+                trees[r.file] = parse_python((root / r.file).read_text(encoding="utf-8"))
+            except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
+                trees[r.file] = None
+        tree = trees[r.file]
+        fn = find_def(tree, r) if tree is not None else None
+        with_sites += fn is not None and any(s.kind == "value" for s in sites(fn, tree))
+        if with_sites >= 4:
+            return 1
+    return 2
 
 
 # One-step copies are kept as sets at the reader's odds (copy_steps.keep); off,
@@ -979,15 +1007,20 @@ def propose(root: Path, nodeids: list[str], seed: str, sites_per_test: int = 2,
     style = style or DEFAULT_STYLE
     readers: dict[str, Reader | None] = {}
 
+    size: list[int] = []
+
     def reader_of(file: str, lines: list[str], text: str, tree: ast.Module) -> Reader | None:
         nonlocal corpus
         if not BALANCED:
             return None
+        if not size:
+            size.append(set_size(root, refs))
         if file not in readers:
             if corpus is None:
                 corpus = copy_odds.corpus_of_tree(root)
             hidden = [f for r in refs if r.file == file and (f := find_def(tree, r)) is not None]
-            readers[file] = Reader(lines, text, corpus.minus(copy_odds.corpus_of_texts([text])), hidden)
+            readers[file] = Reader(lines, text, corpus.minus(copy_odds.corpus_of_texts([text])), hidden,
+                                   size[0])
         return readers[file]
 
     rng = random.Random(seed)
@@ -1056,7 +1089,9 @@ def _legacy_copies(ref: TestRef, lines: list[str], fn, tree: ast.Module, text: s
     and keeps it at the reader's odds (copy_steps: balanced, one draw a set);
     without, `values_per_site` copies each, all kept (the grader before issue 23)."""
     if reader is not None:
-        return _balanced_copies(ref, lines, fn, tree, text, rng, sites_per_test, reader)
+        # Its own stream, drawn from the shared one: how many draws a test's
+        # sets take never moves the other tiers' draws.
+        return _balanced_copies(ref, lines, fn, tree, random.Random(rng.random()), sites_per_test, reader)
     out: list[TestCopy] = []
     made = 0
     for site in _value_sites(fn, tree, lines, text, rng):
@@ -1109,9 +1144,16 @@ def proposal_of(lines: list[str], site: Site, rng: random.Random) -> Proposal | 
             return None
         return Proposal(copy_steps.value_copies, repr(cell), literal_eval)
     if e.text == "\2":
+        if site.named is None:
+            return None
         orig = raw[e.start:e.end].decode("utf-8")
-        pool = site.choices if site.choices is not None else SWAPPABLE if orig in SWAPPABLE else FOR_CUSTOM
-        return Proposal(copy_steps.exception_copies([*pool, orig], lambda a, b: not _unrelated(a, b)), orig, str)
+        # The site's pool, the same whichever member is the original: classes
+        # of the original's kind the module names outside the site.
+        outside = Counter(site.named)
+        outside[orig] -= 1
+        kind = _is_builtin_exc(orig)
+        pool = [n for n, c in outside.items() if c > 0 and _is_builtin_exc(n) == kind]
+        return Proposal(copy_steps.exception_copies(pool, lambda a, b: not _unrelated(a, b)), orig, str)
     if e.text == "\0":
         token = raw[e.start:e.end].decode("utf-8")
         try:
@@ -1122,45 +1164,48 @@ def proposal_of(lines: list[str], site: Site, rng: random.Random) -> Proposal | 
     return None     # a fixed change (a negated form): two forms only, see copy_steps
 
 
-def _balanced_copies(ref: TestRef, lines: list[str], fn, tree: ast.Module, text: str, rng: random.Random,
+def _balanced_copies(ref: TestRef, lines: list[str], fn, tree: ast.Module, rng: random.Random,
                      sites_per_test: int, reader: Reader) -> list[TestCopy]:
-    """Per site, a set of one copy and a set of two, each proposed once
-    (symmetrically, copy_steps) and kept with copy_steps.keep under the
-    reader's scores: a planted set shows its original at a uniformly random
-    place as far as the reader can tell. A refused set is not drawn again; the
-    next site is tried instead (its original is in no refused set)."""
+    """Sets of `reader.size` copies, one proposed per site (symmetrically,
+    copy_steps) and kept with copy_steps.keep under the reader's scores: a
+    planted set shows its original at a uniformly random place as far as the
+    reader can tell. A refused set is not drawn again; the next site is tried
+    instead. Sites are tried in a random order, never by their values (rarest
+    first made reaching a site depend on its original: review of 731a903,
+    finding 5), up to `sites_per_test` kept."""
     out: list[TestCopy] = []
     made = 0
-    for site in _value_sites(fn, tree, lines, text, rng):
+    k = reader.size
+    order = [s for s in sites(fn, tree) if s.kind == "value"]
+    rng.shuffle(order)
+    loads = Counter(n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load))
+    for site in order:
         if made >= sites_per_test:
             break
         found = proposal_of(lines, site, rng)
         if found is None:
             continue
-        propose, x, chosen_of = found.propose, found.original, found.chosen
         e = site.edits_for(rng)[0]
-        group = f"{ref.func}@{e.line}:{e.start}:{site.row}"
         tables = _table_names(lines, e) if site.table is not None else []
-        kept = False
-        for k in (1, 2):
-            try:
-                picked = propose(x, k, rng)
-            except (ValueError, SyntaxError, ArithmeticError, MemoryError, RecursionError):
-                picked = None
-            if picked is None:
-                continue
-            rendered = [_render(lines, fn, site, rng, chosen=chosen_of(t)) for t in picked]
-            rs = [r for r in rendered if r is not None]
-            if len(rs) != k or len({r[0] for r in rs}) != k:
-                continue
-            scores = reader.scores(fn, [r[0] for r in rs], rs[0][2] or None)
-            if scores is None or rng.random() >= copy_steps.keep(scores):
-                continue
-            kept = True
-            out += [TestCopy(file=ref.file, cls=list(ref.cls), func=ref.func, kind="value",
-                             group=f"{group}:{k}", site=r[1], source=r[0], original=r[2], tables=tables,
-                             balanced=k) for r in rs]
-        made += kept
+        if any(loads[n] != 1 for n in tables):
+            continue    # a table another test uses stays in the file with the original's rows
+        try:
+            picked = found.propose(found.original, k, rng)
+        except (ValueError, SyntaxError, ArithmeticError, MemoryError, RecursionError):
+            picked = None
+        if picked is None:
+            continue
+        rendered = [_render(lines, fn, site, rng, chosen=found.chosen(t)) for t in picked]
+        rs = [r for r in rendered if r is not None]
+        if len(rs) != k or len({r[0] for r in rs}) != k:
+            continue
+        scores = reader.scores(fn, [r[0] for r in rs], rs[0][2] or None)
+        if scores is None or rng.random() >= copy_steps.keep(scores):
+            continue
+        made += 1
+        out += [TestCopy(file=ref.file, cls=list(ref.cls), func=ref.func, kind="value",
+                         group=f"{ref.func}@{e.line}:{e.start}:{site.row}:{k}", site=r[1], source=r[0],
+                         original=r[2], tables=tables, balanced=k) for r in rs]
     return out
 
 

@@ -10,11 +10,10 @@ balance (docs/redteam/2026-12-03-copy-odds-review.md, findings 2 to 4).
 
 So every set here is drawn from a pattern that any of its members would have
 drawn with the same probability (a symmetric proposal): numbers on an evenly
-spaced run with the original at a uniformly random place in it, strings with
-one position holding uniformly drawn letters of its kind, exceptions as a
-uniformly drawn subset of the site's classes. A set that breaks a rule (classes
-related to each other, a number that changes how it is written) is refused by
-a test on the set alone, the same from every member. Kept with probability
+spaced run with the original at a uniformly random place in it, exceptions as
+a uniformly drawn subset of the site's classes. A set that breaks a rule
+(classes related to each other, a number that changes sign or how it is
+written) is refused by a test on the set alone, the same from every member. Kept with probability
 exp(min over members of s(m) - s(original)) under a reader's score s (`keep`),
 a planted set then shows each member as the original equally often under that
 reader (a Metropolis step; `s` fitted on unbalanced sets of these proposals is
@@ -22,23 +21,21 @@ the reader's prior, since the proposal odds cancel). One draw a set: a refusal
 leaves the site without that set.
 
 Sets of one copy (a pair with the original) and of two (a triple) are drawn
-apart; which size is planted is verify's choice, never a refusal's. Sites with
-two forms only (True/False, `is None`/`is not None`, a negated assertion) get
-no one-step set: the positive form is the original most of the time, by a
-margin that varies by project, and complement blocks (copy_blocks) cover them.
+apart; which size a task gets is settled before any draw, never by a refusal.
+Strings get none (a changed letter makes a non-word that a character model
+tells), and neither do sites with two forms only (True/False, `is None`, a
+negated assertion): the positive form is the original most of the time, by a
+margin that varies by project. Exchange blocks and matched values
+(copy_blocks, copy_values) cover them.
 """
 from __future__ import annotations
 
 import math
 import random
-import re
-import string
 from collections.abc import Callable, Sequence
 from decimal import Decimal
 
 from taskforge.analysis.pyparse import literal_eval
-
-_STR_PREFIX = re.compile(r"^([rRbBuU]*)('''|\"\"\"|'|\")")
 
 # A site's proposal: (original as planted, copies wanted, rng) -> the copies, or None.
 Propose = Callable[[str, int, random.Random], "tuple[str, ...] | None"]
@@ -72,12 +69,16 @@ def _run(x: int, k: int, rng: random.Random) -> list[int]:
 
 
 def int_copies(token: str, k: int, rng: random.Random) -> tuple[str, ...] | None:
-    """A run across zero too (the sign is part of the token), written as the
-    original is (hex stays hex)."""
+    """A run written as the original is (hex stays hex), refused where it
+    crosses zero: small expected values are positive 98% of the time, so "the
+    non-negative one" would name the original (review of 731a903, finding 4)."""
     v = literal_eval(token)
     if isinstance(v, bool) or not isinstance(v, int):
         return None
-    return tuple(canonical(token, n) for n in _run(v, k, rng))
+    run = _run(v, k, rng)
+    if any((n < 0) != (v < 0) for n in run):
+        return None
+    return tuple(canonical(token, n) for n in run)
 
 
 def _lattice(token: str) -> tuple[int, int, int, int] | None:
@@ -100,10 +101,12 @@ def float_copies(token: str, k: int, rng: random.Random) -> tuple[str, ...] | No
     if lat is None:
         return None
     sign, mant, exp, unit = lat
+    if sign and mant == 0:
+        return None                 # -0.0: never an original worth a copy, and a tell as a copy
     out = []
     for j in _run(0, k, rng):
         new = mant + j * unit
-        if new < 0:
+        if new < 0 or (sign and new == 0):
             return None
         tok = repr(float(Decimal((sign, tuple(int(c) for c in str(new)), exp))))
         got = _lattice(tok)
@@ -113,64 +116,35 @@ def float_copies(token: str, k: int, rng: random.Random) -> tuple[str, ...] | No
     return tuple(out)
 
 
-def _alphabet(ch: str) -> str:
-    return string.digits if ch.isdigit() else string.ascii_uppercase if ch.isupper() else string.ascii_lowercase
-
-
-def text_copies(token: str, k: int, rng: random.Random) -> tuple[str, ...] | None:
-    """One ASCII letter or digit (away from escapes) replaced, at the same place
-    in every copy, by distinct letters drawn uniformly from its kind. Refused if
-    a copy does not parse or means the original's value."""
-    m = _STR_PREFIX.match(token)
-    if not m or "f" in m.group(1).lower():
-        return None
-    prefix, quote = m.groups()
-    body = token[len(prefix) + len(quote): len(token) - len(quote)]
-    safe = [i for i, ch in enumerate(body) if ch.isalnum() and ch.isascii() and (i == 0 or body[i - 1] != "\\")]
-    if not safe:
-        return None
-    i = rng.choice(safe)
-    letters = rng.sample([x for x in _alphabet(body[i]) if x != body[i]], k)
-    value = literal_eval(token)
-    out = []
-    for x in letters:
-        cand = prefix + quote + body[:i] + x + body[i + 1:] + quote
-        try:
-            if literal_eval(cand) == value:
-                return None
-        except (ValueError, SyntaxError):
-            return None
-        out.append(cand)
-    return tuple(out)
-
-
 def value_copies(token: str, k: int, rng: random.Random) -> tuple[str, ...] | None:
-    """Copies of a literal, by its type (None: none this time)."""
+    """Copies of a number, by its type. None for anything else: strings (a
+    copy with a changed letter is mostly a non-word that a character model of
+    the repository tells 89-100% of the time, review of 731a903 finding 3) and
+    bools (two forms whose prior varies by project)."""
     try:
         v = literal_eval(token)
     except (ValueError, SyntaxError, MemoryError, RecursionError):
         return None
     if isinstance(v, bool):
-        # Two forms, whose prior varies from project to project beyond what a
-        # reader fitted on one corpus gives (balanced, their pairs' original
-        # was still told 0.8 of the time on held-out files): exchanged in
-        # blocks (copy_blocks) or not at all.
         return None
     if isinstance(v, int):
         return int_copies(token, k, rng)
     if isinstance(v, float):
         return float_copies(token, k, rng)
-    if isinstance(v, (str, bytes)):
-        return text_copies(token, k, rng)
     return None
 
 
 def exception_copies(pool: Sequence[str], related: Callable[[str, str], bool]) -> Propose:
-    """An expected exception: `k` classes drawn uniformly from the site's pool
-    (the original's among them), refused if any two of the set are related."""
+    """An expected exception: `k` classes drawn uniformly from the site's pool,
+    refused if any two of the set are related. The pool is the site's, the same
+    for every member (classes of the original's kind the module names outside
+    the site); an original outside it gets no copies, or it would be the one
+    member the module names nowhere else (review of 731a903, finding 1)."""
     names = sorted(set(pool))
 
     def propose(x: str, k: int, rng: random.Random) -> tuple[str, ...] | None:
+        if x not in names:
+            return None
         others = [n for n in names if n != x]
         if len(others) < k:
             return None

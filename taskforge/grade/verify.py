@@ -198,9 +198,10 @@ def choose_copies(candidates: list[cp.TestCopy], rng: random.Random, limit: int 
         groups = list(tests[k].values())
         values = [g for g in groups if g[0].kind == "value"]
         matched = [g for g in values if g[0].matched]
-        # Balanced one-step sets (copy_steps) only of the size wanted, whole: a
-        # size that depended on which sets were refused would name the original.
-        sized = [g for g in values if g[0].balanced == want]
+        # Balanced one-step sets (copy_steps) whole, at the size propose settled
+        # for the task before any draw: a size that depended on which sets were
+        # refused would name the original.
+        sized = [g for g in values if g[0].balanced]
         loose = [g for g in values if not g[0].matched and not g[0].balanced]
         pool = matched or sized or loose or [g for g in groups if g[0].kind != "value"]
         if not pool:
