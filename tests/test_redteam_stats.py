@@ -227,8 +227,13 @@ def test_memory_across_verifies_carries_nothing(redteam_tasks):  # noqa: F811
     # with more copies than it plants (real tasks' pools have two literals per
     # test): the attacker's memory keeps the originals and sheds copies.
     # (Neither blocks nor matched values, which that grader did not have.)
-    wide = [m.model_copy(update={"block": "", "matched": False}) for m in rec.grading.copies] + cp.propose(
-        task / "hidden", rec.FAIL_TO_PASS, "wider", values_per_site=4, style=cp.CopyStyle.LEGACY)
+    was, cp.BALANCED = cp.BALANCED, False          # that grader's one-step copies: unbalanced
+    try:
+        wide = [m.model_copy(update={"block": "", "matched": False, "balanced": 0})
+                for m in rec.grading.copies] + cp.propose(
+            task / "hidden", rec.FAIL_TO_PASS, "wider", values_per_site=4, style=cp.CopyStyle.LEGACY)
+    finally:
+        cp.BALANCED = was
 
     def fresh(record):
         return choose_copies(wide, random.SystemRandom())
