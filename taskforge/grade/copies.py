@@ -995,11 +995,11 @@ def propose(root: Path, nodeids: list[str], seed: str, sites_per_test: int = 2,
             ) -> list[TestCopy]:
     """Candidate copies of the test functions behind `nodeids` (not yet validated).
 
-    Per test: up to `sites_per_test` literals, each with `values_per_site`
-    different replacements. Copies of one test only ever differ from it at the
-    same literal: copies that changed different literals would outvote the real
+    Per test: up to `sites_per_test` literals; balanced (the default), one
+    set of `set_size` copies each (grade/copy_steps.py), else `values_per_site`
+    replacements each. Copies of one test only ever differ from it at the same
+    literal: copies that changed different literals would outvote the real
     value at each one ("IV" in the original and in the copy that changed "XIV").
-    Literals that occur least in the file come first, for the same reason.
     `removed`: names the feature's removal takes out of the workspace (no
     exchange block swaps an exception class the solution will define).
     `corpus`: the reader's prior (default: the tree's test files), less each
@@ -1053,7 +1053,7 @@ def propose(root: Path, nodeids: list[str], seed: str, sites_per_test: int = 2,
                                    sites_per_test, values_per_site)
             continue
         out += _legacy_copies(ref, lines, fn, tree, text, rng, sites_per_test, values_per_site,
-                              reader_of(ref.file, lines, text, tree))
+                              reader_of(ref.file, lines, text, tree), removed)
     for file, tests in exchanged.items():
         entry = parsed[file]
         assert entry is not None            # only parsed files are listed
@@ -1070,7 +1070,7 @@ def propose(root: Path, nodeids: list[str], seed: str, sites_per_test: int = 2,
             out += _matched_copies(ref, lines, fn, ctx, _value_sites(fn, tree, lines, text, rng), rng,
                                    sites_per_test, values_per_site)
             out += _legacy_copies(ref, lines, fn, tree, text, rng, sites_per_test, values_per_site,
-                                  reader_of(file, lines, text, tree))
+                                  reader_of(file, lines, text, tree), removed)
     return out
 
 
@@ -1083,7 +1083,8 @@ def _value_sites(fn, tree: ast.Module, lines: list[str], text: str, rng: random.
 
 
 def _legacy_copies(ref: TestRef, lines: list[str], fn, tree: ast.Module, text: str, rng: random.Random,
-                   sites_per_test: int, values_per_site: int, reader: Reader | None = None) -> list[TestCopy]:
+                   sites_per_test: int, values_per_site: int, reader: Reader | None = None,
+                   removed: AbstractSet[str] = frozenset()) -> list[TestCopy]:
     """CopyStyle.LEGACY: one-step perturbations of up to `sites_per_test` literals.
     With a `reader`, each site proposes one set of each size (1 copy, 2 copies)
     and keeps it at the reader's odds (copy_steps: balanced, one draw a set);
@@ -1091,7 +1092,8 @@ def _legacy_copies(ref: TestRef, lines: list[str], fn, tree: ast.Module, text: s
     if reader is not None:
         # Its own stream, drawn from the shared one: how many draws a test's
         # sets take never moves the other tiers' draws.
-        return _balanced_copies(ref, lines, fn, tree, random.Random(rng.random()), sites_per_test, reader)
+        return _balanced_copies(ref, lines, fn, tree, random.Random(rng.random()), sites_per_test, reader,
+                                removed)
     out: list[TestCopy] = []
     made = 0
     for site in _value_sites(fn, tree, lines, text, rng):
@@ -1129,8 +1131,11 @@ class Proposal(NamedTuple):
     chosen: Callable[[str], object]  # a drawn value as _render takes it
 
 
-def proposal_of(lines: list[str], site: Site, rng: random.Random) -> Proposal | None:
-    """How a site's copies are proposed. None: the site has no one-step copies."""
+def proposal_of(lines: list[str], site: Site, rng: random.Random,
+                removed: AbstractSet[str] = frozenset()) -> Proposal | None:
+    """How a site's copies are proposed. None: the site has no one-step copies.
+    `removed`: names the feature's removal takes out (no exception set holds
+    one: a solution's own class may subclass another member, and pass its copy)."""
     edits = site.edits_for(rng)
     if not edits:
         return None
@@ -1147,12 +1152,17 @@ def proposal_of(lines: list[str], site: Site, rng: random.Random) -> Proposal | 
         if site.named is None:
             return None
         orig = raw[e.start:e.end].decode("utf-8")
+        if orig.rpartition(".")[2] in removed:
+            return None
         # The site's pool, the same whichever member is the original: classes
-        # of the original's kind the module names outside the site.
+        # of the original's kind the module names outside the site, that could
+        # be a site's class themselves (a builtin outside SWAPPABLE never is,
+        # so it would always be a copy: review 2026-12-04-copy-sets-review-2).
         outside = Counter(site.named)
         outside[orig] -= 1
         kind = _is_builtin_exc(orig)
-        pool = [n for n, c in outside.items() if c > 0 and _is_builtin_exc(n) == kind]
+        pool = [n for n, c in outside.items() if c > 0 and _is_builtin_exc(n) == kind
+                and (n in SWAPPABLE or not kind) and n.rpartition(".")[2] not in removed]
         return Proposal(copy_steps.exception_copies(pool, lambda a, b: not _unrelated(a, b)), orig, str)
     if e.text == "\0":
         token = raw[e.start:e.end].decode("utf-8")
@@ -1165,7 +1175,8 @@ def proposal_of(lines: list[str], site: Site, rng: random.Random) -> Proposal | 
 
 
 def _balanced_copies(ref: TestRef, lines: list[str], fn, tree: ast.Module, rng: random.Random,
-                     sites_per_test: int, reader: Reader) -> list[TestCopy]:
+                     sites_per_test: int, reader: Reader, removed: AbstractSet[str] = frozenset()
+                     ) -> list[TestCopy]:
     """Sets of `reader.size` copies, one proposed per site (symmetrically,
     copy_steps) and kept with copy_steps.keep under the reader's scores: a
     planted set shows its original at a uniformly random place as far as the
@@ -1182,7 +1193,7 @@ def _balanced_copies(ref: TestRef, lines: list[str], fn, tree: ast.Module, rng: 
     for site in order:
         if made >= sites_per_test:
             break
-        found = proposal_of(lines, site, rng)
+        found = proposal_of(lines, site, rng, removed)
         if found is None:
             continue
         e = site.edits_for(rng)[0]
