@@ -41,6 +41,7 @@ class Sample:
     source: str = ""
     block: bool = False        # copies of an exchange block (grade/copy_blocks.py)
     matched: bool = False      # copies matched to the original's profile (grade/copy_values.py)
+    balanced: bool = True      # one-step copies of a balanced set (grade/copy_steps.py)
 
 
 def fit(samples: list[Sample], epochs: int = 60, lr: float = 0.05, l2: float = 1e-3) -> list[float]:

@@ -126,7 +126,8 @@ def _samples(planted: str, plan: cp.Plan, corpus: Corpus, rel: str) -> list[Samp
         ctx = Context.of(planted, g)
         out.append(Sample(features(g, ctx, corpus), orig[0], rel,
                           block=all(plan.copies[n].block for n in copies),
-                          matched=all(plan.copies[n].matched for n in copies)))
+                          matched=all(plan.copies[n].matched for n in copies),
+                          balanced=all(plan.copies[n].balanced for n in copies)))
     return out
 
 

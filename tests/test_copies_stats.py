@@ -99,6 +99,10 @@ def test_one_step_copies_without_balancing_lose(unbalanced):
     assert p_above_chance(groups, hits) < 1e-6
 
 
+def balanced_set(s: Sample) -> bool:
+    return one_step(s) and s.balanced
+
+
 def test_balanced_one_step_copies_are_a_guess():
     """With the defence (symmetric sets, each drawn once and kept at the
     reader's odds, copy_steps.keep), the same attacker, fitted afresh on
@@ -106,7 +110,7 @@ def test_balanced_one_step_copies_are_a_guess():
     moves between runs of the same tree (0.43 to 0.61 seen against 0.50
     chance): the bound is a test of significance, which rules out large edges
     only."""
-    groups, hits, single, _ = cross_fitted(cp.DEFAULT_STYLE, 60, only=held_out, keep=one_step)
+    groups, hits, single, _ = cross_fitted(cp.DEFAULT_STYLE, 60, only=held_out, keep=balanced_set)
     assert len(groups) >= 50, len(groups)
     chance = sum(1 / len(s.feats) for s in groups) / len(groups)
     acc = sum(hits) / len(hits)
@@ -270,6 +274,8 @@ def _frequency(propose, start: str, want: set[str], k: int, n: int) -> float:
     (copy_steps.value_copies, "-7", 2),
     (copy_steps.value_copies, "0x1f", 2),
     (copy_steps.value_copies, "3.14", 2),
+    (copy_steps.value_copies, "'status'", 1),
+    (copy_steps.value_copies, "'XIV'", 2),
     (copy_steps.exception_copies(["KeyError", "ValueError", "TypeError", "LookupError"],
                                  lambda a, b: not cp._unrelated(a, b)), "ValueError", 2),
 ])
@@ -293,13 +299,11 @@ def test_the_old_string_generator_was_not_symmetric():
     """What the symmetric proposals replace: one-step string copies drawing the
     new letter from the string's own letters propose 'statss' from 'status'
     far more often than the reverse, which a reader of the planted file can use
-    (review of 6cb59ba, finding 4: right 74% of the time on substitution pairs).
-    Strings now get no one-step copies at all (review of 731a903, finding 3)."""
+    (review of 6cb59ba, finding 4: right 74% of the time on substitution pairs)."""
     rng = random.Random(3)
     fwd = sum(cp._new_token("'status'", "status", rng) == "'statss'" for _ in range(20_000))
     back = sum(cp._new_token("'statss'", "statss", rng) == "'status'" for _ in range(20_000))
     assert fwd > 5 * max(back, 1), (fwd, back)
-    assert copy_steps.value_copies("'status'", 1, rng) is None
 
 
 @pytest.mark.parametrize("x", range(-4, 5))
@@ -347,8 +351,8 @@ def _pair_counts(tmp_path: Path, original: str, copy: str, seeds: int) -> int:
     hits = 0
     for seed in range(seeds):
         got = cp.propose(d, IDS, f"s{seed}", corpus=copy_odds.Corpus(), style=cp.CopyStyle.LEGACY)
-        assert all(m.balanced == 1 for m in got)        # four tests with value sites: sets of one
-        hits += any(m.func == "test_a" and m.site.endswith(f"-> {copy}") for m in got)
+        assert all(m.balanced in (0, 1) for m in got)   # four tests with value sites: sets of one
+        hits += any(m.balanced and m.func == "test_a" and m.site.endswith(f"-> {copy}") for m in got)
     return hits
 
 
@@ -371,7 +375,7 @@ def test_a_planted_pair_is_as_likely_from_either_member_under_the_reader(tmp_pat
     reader = cp.Reader(src.splitlines(keepends=True), src, copy_odds.Corpus(), fns, size=1)
     copy = "def test_a():\n    assert area(1, 31) == 31\n    assert area(1, 83) == 83\n    assert area(1, 56) == 57\n"
     s56, s57 = reader.scores(fns[0], [copy]) or (0.0, 0.0)
-    assert abs(s56 - s57) > 0.5, (s56, s57)      # the reader tells them apart (56 is an input)
+    assert abs(s56 - s57) > 0.3, (s56, s57)      # the reader tells them apart (56 is an input)
     a = _pair_counts(tmp_path, "56", "57", 5000)
     b = _pair_counts(tmp_path, "57", "56", 5000)
     assert a > 40 and b > 40, (a, b)
@@ -391,7 +395,7 @@ def test_the_set_size_is_settled_before_any_draw(tmp_path, tests, size):
     seen = set()
     for seed in range(40):
         got = cp.propose(tmp_path, ids, f"s{seed}", corpus=copy_odds.Corpus(), style=cp.CopyStyle.LEGACY)
-        seen |= {m.balanced for m in got}
+        seen |= {m.balanced for m in got} - {0}     # 0: a test every set of which was refused
         chosen = choose_copies(got, random.Random(seed))
         per: dict[str, int] = {}
         for c in chosen:
@@ -428,8 +432,8 @@ def test_an_exception_gets_copies_only_from_a_pool_it_belongs_to(tmp_path, exc, 
     (tmp_path / "test_e.py").write_text(EXC.format(exc=exc))
     made = []
     for seed in range(60):
-        made += cp.propose(tmp_path, ["test_e.py::test_a"], f"s{seed}", corpus=copy_odds.Corpus(),
-                           style=cp.CopyStyle.LEGACY)
+        made += [m for m in cp.propose(tmp_path, ["test_e.py::test_a"], f"s{seed}", corpus=copy_odds.Corpus(),
+                                       style=cp.CopyStyle.LEGACY) if m.balanced]
     assert bool(made) == copies
     outside = EXC.format(exc=exc).split("def test_a")[0]
     for m in made:                              # every member is named outside the group
@@ -466,8 +470,8 @@ def test_a_class_that_is_never_a_site_is_never_a_copy(tmp_path):
     (tmp_path / "test_b.py").write_text(BUILTINS)
     made = []
     for seed in range(80):
-        made += cp.propose(tmp_path, ["test_b.py::test_a"], f"s{seed}", corpus=copy_odds.Corpus(),
-                           style=cp.CopyStyle.LEGACY)
+        made += [m for m in cp.propose(tmp_path, ["test_b.py::test_a"], f"s{seed}", corpus=copy_odds.Corpus(),
+                                       style=cp.CopyStyle.LEGACY) if m.balanced]
     expected = {m.site.split("-> ")[1] for m in made}
     assert expected and expected <= {"KeyError", "TypeError"}, expected
 
@@ -481,8 +485,9 @@ def test_a_removed_class_is_in_no_exception_set(tmp_path):
                             style=cp.CopyStyle.LEGACY, removed={"TokenError"}):
             assert "TokenError" not in m.site
     for seed in range(60):
-        assert not cp.propose(tmp_path, ["test_e.py::test_a"], f"s{seed}", corpus=copy_odds.Corpus(),
-                              style=cp.CopyStyle.LEGACY, removed={"LexError"})
+        for m in cp.propose(tmp_path, ["test_e.py::test_a"], f"s{seed}", corpus=copy_odds.Corpus(),
+                            style=cp.CopyStyle.LEGACY, removed={"LexError"}):
+            assert not m.balanced and "LexError" not in m.site.split("-> ")[1]
 
 
 def test_a_table_another_test_uses_gets_no_one_step_sets(tmp_path):
@@ -493,12 +498,12 @@ def test_a_table_another_test_uses_gets_no_one_step_sets(tmp_path):
            "@pytest.mark.parametrize(('x', 'y'), TABLE)\ndef test_len(x, y):\n    assert x < y\n")
     (tmp_path / "t.py").write_text(src)
     for seed in range(40):
-        assert not cp.propose(tmp_path, ["t.py::test_dash"], f"s{seed}", corpus=copy_odds.Corpus(),
-                              style=cp.CopyStyle.LEGACY)
+        assert not any(m.balanced for m in cp.propose(tmp_path, ["t.py::test_dash"], f"s{seed}",
+                                                      corpus=copy_odds.Corpus(), style=cp.CopyStyle.LEGACY))
     alone = src.split("\n\n\n@pytest.mark.parametrize(('x', 'y'), TABLE)\ndef test_len")[0] + "\n"
     (tmp_path / "t.py").write_text(alone)
-    assert any(cp.propose(tmp_path, ["t.py::test_dash"], f"s{seed}", corpus=copy_odds.Corpus(),
-                          style=cp.CopyStyle.LEGACY) for seed in range(40))
+    assert any(m.balanced for seed in range(40) for m in cp.propose(
+        tmp_path, ["t.py::test_dash"], f"s{seed}", corpus=copy_odds.Corpus(), style=cp.CopyStyle.LEGACY))
 
 
 def test_a_set_that_lost_a_copy_to_the_gold_goes_whole():
@@ -513,4 +518,5 @@ def test_a_number_past_float_range_costs_its_copies_not_the_run(tmp_path):
     not raise out of propose (it would fail the whole generation)."""
     big = math.factorial(171)
     (tmp_path / "test_m.py").write_text(f"def test_a():\n    assert f() == {big}\n")
-    assert cp.propose(tmp_path, ["test_m.py::test_a"], "seed", style=cp.CopyStyle.LEGACY) == []
+    got = cp.propose(tmp_path, ["test_m.py::test_a"], "seed", style=cp.CopyStyle.LEGACY)
+    assert not any(m.balanced for m in got)     # no set the reader cannot weigh; fallback copies only

@@ -10,8 +10,9 @@ balance (docs/redteam/2026-12-03-copy-odds-review.md, findings 2 to 4).
 
 So every set here is drawn from a pattern that any of its members would have
 drawn with the same probability (a symmetric proposal): numbers on an evenly
-spaced run with the original at a uniformly random place in it, exceptions as
-a uniformly drawn subset of the site's classes. A set that breaks a rule
+spaced run with the original at a uniformly random place in it, strings with
+one position holding uniformly drawn letters of its kind, exceptions as a
+uniformly drawn subset of the site's classes. A set that breaks a rule
 (classes related to each other, a number that changes sign or how it is
 written) is refused by a test on the set alone, the same from every member. Kept with probability
 exp(min over members of s(m) - s(original)) under a reader's score s (`keep`),
@@ -22,8 +23,7 @@ leaves the site without that set.
 
 Sets of one copy (a pair with the original) and of two (a triple) are drawn
 apart; which size a task gets is settled before any draw, never by a refusal.
-Strings get none (a changed letter makes a non-word that a character model
-tells), and neither do sites with two forms only (True/False, `is None`, a
+Sites with two forms only get none (True/False, `is None`, a
 negated assertion): the positive form is the original most of the time, by a
 margin that varies by project. Exchange blocks and matched values
 (copy_blocks, copy_values) cover them.
@@ -32,10 +32,14 @@ from __future__ import annotations
 
 import math
 import random
+import re
+import string
 from collections.abc import Callable, Sequence
 from decimal import Decimal
 
 from taskforge.analysis.pyparse import literal_eval
+
+_STR_PREFIX = re.compile(r"^([rRbBuU]*)('''|\"\"\"|'|\")")
 
 # A site's proposal: (original as planted, copies wanted, rng) -> the copies, or None.
 Propose = Callable[[str, int, random.Random], "tuple[str, ...] | None"]
@@ -116,11 +120,43 @@ def float_copies(token: str, k: int, rng: random.Random) -> tuple[str, ...] | No
     return tuple(out)
 
 
+def _alphabet(ch: str) -> str:
+    return string.digits if ch.isdigit() else string.ascii_uppercase if ch.isupper() else string.ascii_lowercase
+
+
+def text_copies(token: str, k: int, rng: random.Random) -> tuple[str, ...] | None:
+    """One ASCII letter or digit (away from escapes) replaced, at the same place
+    in every copy, by distinct letters drawn uniformly from its kind. Refused if
+    a copy does not parse or means the original's value."""
+    m = _STR_PREFIX.match(token)
+    if not m or "f" in m.group(1).lower():
+        return None
+    prefix, quote = m.groups()
+    body = token[len(prefix) + len(quote): len(token) - len(quote)]
+    safe = [i for i, ch in enumerate(body) if ch.isalnum() and ch.isascii() and (i == 0 or body[i - 1] != "\\")]
+    if not safe:
+        return None
+    i = rng.choice(safe)
+    letters = rng.sample([x for x in _alphabet(body[i]) if x != body[i]], k)
+    value = literal_eval(token)
+    out = []
+    for x in letters:
+        cand = prefix + quote + body[:i] + x + body[i + 1:] + quote
+        try:
+            if literal_eval(cand) == value:
+                return None
+        except (ValueError, SyntaxError):
+            return None
+        out.append(cand)
+    return tuple(out)
+
+
 def value_copies(token: str, k: int, rng: random.Random) -> tuple[str, ...] | None:
-    """Copies of a number, by its type. None for anything else: strings (a
-    copy with a changed letter is mostly a non-word that a character model of
-    the repository tells 89-100% of the time, review of 731a903 finding 3) and
-    bools (two forms whose prior varies by project)."""
+    """Copies of a number or a string, by its type. None for bools (two forms
+    whose prior varies by project). String copies stop oracles and forgers that
+    never read the file, but a character model of the repository tells a
+    changed letter from a word 89-100% of the time (review of 731a903, finding
+    3): kept at the reader's odds, most are refused."""
     try:
         v = literal_eval(token)
     except (ValueError, SyntaxError, MemoryError, RecursionError):
@@ -131,6 +167,8 @@ def value_copies(token: str, k: int, rng: random.Random) -> tuple[str, ...] | No
         return int_copies(token, k, rng)
     if isinstance(v, float):
         return float_copies(token, k, rng)
+    if isinstance(v, (str, bytes)):
+        return text_copies(token, k, rng)
     return None
 
 
