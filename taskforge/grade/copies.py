@@ -28,7 +28,6 @@ import math
 import random
 import re
 import secrets
-import string
 import textwrap
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -42,6 +41,7 @@ from taskforge.analysis.pyparse import parse as parse_python
 from taskforge.analysis.testindex import TestRef, test_ref
 from taskforge.grade import copy_blocks as cb
 from taskforge.grade import copy_odds, copy_steps, copy_values
+from taskforge.grade.copy_steps import alphabet as _alphabet
 from taskforge.grade.copy_steps import canonical
 from taskforge.models import TestCopy
 
@@ -657,11 +657,6 @@ def _new_token(token: str, value, rng: random.Random) -> str | None:
     return None
 
 
-def _alphabet(ch: str) -> str:
-    """The letters a character's own kind is drawn from ("" reads as lower case)."""
-    return string.digits if ch.isdigit() else string.ascii_uppercase if ch.isupper() else string.ascii_lowercase
-
-
 def _insert_letter(body: str, rng: random.Random) -> str:
     """One letter or digit inserted, of the kind before it, away from escapes."""
     i = rng.randint(0, len(body))
@@ -928,6 +923,15 @@ class Reader:
         self.hidden = list(hidden)      # the file's hidden test functions: copies of them are planted too
         self.size = size                # copies a set: the task's, settled before any draw
         self._seen: dict[int, tuple[str, copy_odds.Context] | None] = {}
+        self._loads: Counter | None = None
+
+    def loads(self, tree: ast.Module) -> Counter:
+        """How often each name is read in the module (a parametrize table's
+        constant that another test uses gets no balanced set)."""
+        if self._loads is None:
+            self._loads = Counter(n.id for n in ast.walk(tree)
+                                  if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load))
+        return self._loads
 
     def _own(self, fn) -> tuple[str, copy_odds.Context] | None:
         if id(fn) not in self._seen:
@@ -1086,9 +1090,9 @@ def _legacy_copies(ref: TestRef, lines: list[str], fn, tree: ast.Module, text: s
                    sites_per_test: int, values_per_site: int, reader: Reader | None = None,
                    removed: AbstractSet[str] = frozenset()) -> list[TestCopy]:
     """CopyStyle.LEGACY: one-step perturbations of up to `sites_per_test` literals.
-    With a `reader`, each site proposes one set of each size (1 copy, 2 copies)
-    and keeps it at the reader's odds (copy_steps: balanced, one draw a set);
-    without, `values_per_site` copies each, all kept (the grader before issue 23)."""
+    With a `reader`, balanced sets (_balanced_copies); a test every set of which
+    was refused, and every test without a reader, gets `values_per_site`
+    copies a literal, all kept (the grader before issue 23)."""
     if reader is not None:
         # Its own stream, drawn from the shared one: how many draws a test's
         # sets take never moves the other tiers' draws.
@@ -1197,7 +1201,7 @@ def _balanced_copies(ref: TestRef, lines: list[str], fn, tree: ast.Module, rng: 
     k = reader.size
     order = [s for s in sites(fn, tree) if s.kind == "value"]
     rng.shuffle(order)
-    loads = Counter(n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load))
+    loads = reader.loads(tree)
     for site in order:
         if made >= sites_per_test:
             break

@@ -120,7 +120,8 @@ def float_copies(token: str, k: int, rng: random.Random) -> tuple[str, ...] | No
     return tuple(out)
 
 
-def _alphabet(ch: str) -> str:
+def alphabet(ch: str) -> str:
+    """The letters a character's own kind is drawn from ("" reads as lower case)."""
     return string.digits if ch.isdigit() else string.ascii_uppercase if ch.isupper() else string.ascii_lowercase
 
 
@@ -137,7 +138,7 @@ def text_copies(token: str, k: int, rng: random.Random) -> tuple[str, ...] | Non
     if not safe:
         return None
     i = rng.choice(safe)
-    letters = rng.sample([x for x in _alphabet(body[i]) if x != body[i]], k)
+    letters = rng.sample([x for x in alphabet(body[i]) if x != body[i]], k)
     value = literal_eval(token)
     out = []
     for x in letters:
