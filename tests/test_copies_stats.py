@@ -32,6 +32,7 @@ from copies_harness import corpus_files, corpus_of, held_out, planted_samples, s
 
 from taskforge.grade import copies as cp  # noqa: E402
 from taskforge.grade import copy_odds, copy_steps, copy_values  # noqa: E402
+from taskforge.grade.class_tree import ClassTree  # noqa: E402
 from taskforge.grade.verify import choose_copies  # noqa: E402
 from taskforge.models import TestCopy  # noqa: E402
 
@@ -110,7 +111,9 @@ def test_balanced_one_step_copies_are_a_guess():
     moves between runs of the same tree (0.43 to 0.61 seen against 0.50
     chance): the bound is a test of significance, which rules out large edges
     only."""
-    groups, hits, single, _ = cross_fitted(cp.DEFAULT_STYLE, 60, only=held_out, keep=balanced_set)
+    # The sets are drawn alike in every style; the default gives them to a
+    # coin's share of the files (copies.one_step_file), LEGACY to all of them.
+    groups, hits, single, _ = cross_fitted(cp.CopyStyle.LEGACY, 60, only=held_out, keep=balanced_set)
     assert len(groups) >= 50, len(groups)
     chance = sum(1 / len(s.feats) for s in groups) / len(groups)
     acc = sum(hits) / len(hits)
@@ -325,9 +328,9 @@ SEEN = [57, 57, 57]
 
 
 def test_a():
-    assert area(1, 31) == 31
-    assert area(1, 83) == 83
-    assert area(1, 56) == {value}
+    assert area(3, 11) == 31
+    assert area(7, 12) == 83
+    assert area(4, 14) == {value}
 
 
 def test_b():
@@ -373,14 +376,68 @@ def test_a_planted_pair_is_as_likely_from_either_member_under_the_reader(tmp_pat
     tree = cp.parse_python(src)
     fns = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
     reader = cp.Reader(src.splitlines(keepends=True), src, copy_odds.Corpus(), fns, size=1)
-    copy = "def test_a():\n    assert area(1, 31) == 31\n    assert area(1, 83) == 83\n    assert area(1, 56) == 57\n"
+    copy = "def test_a():\n    assert area(3, 11) == 31\n    assert area(7, 12) == 83\n    assert area(4, 14) == 57\n"
     s56, s57 = reader.scores(fns[0], [copy]) or (0.0, 0.0)
-    assert abs(s56 - s57) > 0.3, (s56, s57)      # the reader tells them apart (56 is an input)
+    assert abs(s56 - s57) > 0.3, (s56, s57)      # the reader tells them apart (57 recurs)
     a = _pair_counts(tmp_path, "56", "57", 5000)
     b = _pair_counts(tmp_path, "57", "56", 5000)
     assert a > 40 and b > 40, (a, b)
     want = 0.0 if keep_all else s57 - s56
     assert abs(math.log(a / b) - want) < 0.3, (a, b, s56, s57)
+
+
+TIERS = """\
+from mod import f
+
+
+def test_a():
+    assert f(3) == {value}
+
+
+def test_other():
+    assert f(7) == 'seven'
+    assert f([1, 2]) == [1, 2]
+"""
+
+
+def _set_counts(tmp_path: Path, value: int, want: set[int], seeds: int) -> tuple[int, int]:
+    """How often, in the default style, test_a's planted group is the balanced
+    set `want` (its original `value`), and how often it is balanced at all."""
+    d = tmp_path / f"t{value}"
+    d.mkdir()
+    (d / "test_m.py").write_text(TIERS.format(value=value))
+    hits = reached = 0
+    for seed in range(seeds):
+        got = cp.propose(d, ["test_m.py::test_a"], f"s{seed}", corpus=copy_odds.Corpus())
+        mine = [c for c in choose_copies(got, random.Random(seed)) if c.func == "test_a"]
+        if mine and mine[0].balanced:
+            reached += 1
+            hits += {value} | {int(c.site.rpartition("-> ")[2]) for c in mine} == want
+    return hits, reached
+
+
+def test_which_tier_a_test_reaches_says_nothing_of_its_original(tmp_path):
+    """Detailed balance in the default style, blocks and matched values on
+    (review 2026-12-04-copy-sets-review-2, finding 1): matched values take 8 and
+    9 but never 10 (a round number), so when the balanced sets were the
+    fallback, {8, 9, 10} was planted only from 10 and named it. Now a coin
+    that sees no value gives each file its tier: every original reaches the
+    balanced sets as often, and the set is planted from each member in the
+    ratio of exp(-s) of the reader's scores (copy_steps.keep)."""
+    want = {8, 9, 10}
+    counts = {x: _set_counts(tmp_path, x, want, 3000) for x in sorted(want)}
+    texts = {}
+    for x in sorted(want):
+        src = TIERS.format(value=x)
+        tree = cp.parse_python(src)
+        fns = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
+        texts[x] = (src, fns, cp._named(src.splitlines(keepends=True), fns[0], []))
+    src, fns, _ = texts[8]
+    reader = cp.Reader(src.splitlines(keepends=True), src, copy_odds.Corpus(), fns, size=2)
+    scores = dict(zip(sorted(want), reader.scores(fns[0], [texts[9][2], texts[10][2]]) or (0, 0, 0)))
+    balance = {x: math.log(max(h, 1)) + scores[x] for x, (h, _) in counts.items()}
+    assert all(h > 15 for h, _ in counts.values()), counts
+    assert max(balance.values()) - min(balance.values()) < 0.6, (counts, scores, balance)
 
 
 @pytest.mark.parametrize("tests,size", [(1, 2), (3, 2), (4, 1), (6, 1)])
@@ -430,6 +487,8 @@ def test_an_exception_gets_copies_only_from_a_pool_it_belongs_to(tmp_path, exc, 
     names only there gets none, or it would be the one member of its group the
     module names nowhere else (review of 731a903, finding 1: told 400 of 400)."""
     (tmp_path / "test_e.py").write_text(EXC.format(exc=exc))
+    (tmp_path / "pkg.py").write_text("".join(f"class {n}(Exception):\n    pass\n\n\n"
+                                             for n in ("ParseError", "LexError", "TokenError", "ScanError")))
     made = []
     for seed in range(60):
         made += [m for m in cp.propose(tmp_path, ["test_e.py::test_a"], f"s{seed}", corpus=copy_odds.Corpus(),
@@ -520,3 +579,116 @@ def test_a_number_past_float_range_costs_its_copies_not_the_run(tmp_path):
     (tmp_path / "test_m.py").write_text(f"def test_a():\n    assert f() == {big}\n")
     got = cp.propose(tmp_path, ["test_m.py::test_a"], "seed", style=cp.CopyStyle.LEGACY)
     assert not any(m.balanced for m in got)     # no set the reader cannot weigh; fallback copies only
+
+
+TWICE = """\
+import pytest
+
+
+def test_other():
+    with pytest.raises(KeyError):
+        get({{}})
+    with pytest.raises(TypeError):
+        get(None)
+    with pytest.raises(ValueError):
+        get(1)
+    assert size(3) == 12
+
+
+def test_a():
+    with pytest.raises(ValueError):
+        parse("")
+    {second}
+"""
+
+
+@pytest.mark.parametrize("second,every_site_recurs", [
+    ("with pytest.raises(ValueError):\n        parse(' ')", True),
+    ("assert width(56) == 56", False),
+    ("with pytest.raises(ValueError):\n        parse(' ')\n    assert width(56) == 56", True),
+    ("assert parse('x') is None", False),
+])
+def test_a_member_named_elsewhere_in_the_test_refuses_the_set(tmp_path, second, every_site_recurs):
+    """A copy changes one place: a class or number the test names elsewhere
+    too is the original's ("named elsewhere in the test" read 0.62-0.71 against
+    0.5, review 2026-12-04-copy-sets-review-2, finding 4). A set is planted
+    only where every member is named as often in the rest of the test, so that
+    rule picks at chance (here: no set at a site whose original recurs). A
+    site whose expected value occurs once keeps its sets."""
+    (tmp_path / "test_t.py").write_text(TWICE.format(second=second))
+    planted, recurring = 0, 0
+    for seed in range(80):
+        got = [m for m in cp.propose(tmp_path, ["test_t.py::test_a"], f"s{seed}", corpus=copy_odds.Corpus(),
+                                     style=cp.CopyStyle.LEGACY) if m.balanced]
+        for m in got:
+            planted += 1
+            original = m.site.split(" -> ")[0].rpartition(":")[2].strip()
+            recurring += TWICE.format(second=second).split("def test_a")[1].count(original) > 1
+    assert recurring == 0, (planted, recurring)
+    assert (planted == 0) == every_site_recurs, planted
+
+
+HIERARCHY = """\
+import pytest
+from pkg.errors import FormatError, LexError, ParseError, ScanError, TokenError
+
+
+def test_other():
+    with pytest.raises(LexError):
+        lex("")
+    with pytest.raises(TokenError):
+        tok("")
+    with pytest.raises(FormatError):
+        fmt("")
+    with pytest.raises(ScanError):
+        scan("")
+    with pytest.raises(ParseError):
+        parse("(")
+
+
+def test_a():
+    with pytest.raises(ParseError):
+        parse("")
+"""
+ERRORS = """\
+class LexError(Exception):
+    pass
+
+
+class ParseError(LexError):
+    pass
+
+
+class TokenError(Exception):
+    pass
+
+
+class FormatError(ValueError):
+    pass
+"""
+
+
+@pytest.mark.parametrize("tree", [True, False])
+def test_an_exception_set_never_holds_classes_the_tree_cannot_show_apart(tmp_path, monkeypatch, tree):
+    """ParseError derives from LexError: a copy expecting LexError passes for
+    the gold, which drops the set when ParseError is the original and keeps it
+    when LexError is, so every surviving related set names its base class as
+    the original (review 2026-12-04-copy-sets-review-2, finding 3: 25 of 25
+    networkx sets related). ScanError is defined nowhere in the tree: it may
+    derive from anything. TokenError and FormatError are shown apart.
+    Without the class tree (related by name only) both kinds of set form."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "errors.py").write_text(ERRORS)
+    (tmp_path / "test_h.py").write_text(HIERARCHY)
+    if not tree:
+        monkeypatch.setattr(ClassTree, "related", lambda self, a, b: False)
+    members = set()
+    for seed in range(60):
+        for m in cp.propose(tmp_path, ["test_h.py::test_a"], f"s{seed}", corpus=copy_odds.Corpus(),
+                            style=cp.CopyStyle.LEGACY):
+            if m.balanced:
+                members.add(m.site.split(" -> ")[1])
+    if tree:
+        assert members == {"TokenError", "FormatError"}, members
+    else:
+        assert {"LexError", "ScanError"} & members, members

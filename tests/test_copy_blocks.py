@@ -29,6 +29,14 @@ from taskforge.models import TestCopy  # noqa: E402
 N, S, E, P = cb.SlotKind.NUMBER, cb.SlotKind.STRING, cb.SlotKind.EXCEPTION, cb.SlotKind.POLARITY
 
 
+@pytest.fixture(autouse=True)
+def every_file_takes_blocks(monkeypatch):
+    """The default style gives a value-free coin's share of files balanced
+    one-step sets instead of blocks (copies.one_step_file); these tests are of
+    the blocks and matched values, so every file here takes them."""
+    monkeypatch.setattr(cp, "ONE_STEP_SHARE", 0.0)
+
+
 def slot(value, kind=N, owner=None, strings=(), numbers=(), words=(), form=""):
     return cb.Slot(index=0, owner=owner if owner is not None else object(), kind=kind, value=value,
                    strings=tuple(strings), numbers=tuple(numbers), words=frozenset(words), form=form)

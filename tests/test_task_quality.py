@@ -8,6 +8,7 @@ import textwrap
 
 import pytest
 
+from taskforge.grade import copies as cp
 from taskforge.grade.verify import Solution, verify
 from taskforge.models import Stage, Tier
 from taskforge.orchestrate.pipeline import Options, generate
@@ -108,6 +109,26 @@ def test_funnel_adds_up_and_degenerate_removals_are_filtered(generated):
         assert rec.difficulty.statements >= 3, tid
         assert rec.adequacy.standins and not rec.adequacy.standins_passing_all, tid
         assert rec.adequacy.mutation_score is not None and rec.adequacy.mutation_score >= 0.5, tid
+
+
+def test_the_copies_cannot_be_drawn_again_from_the_task_id(generated, fixture_repos):
+    """A solution that knows a task's id (trainers pass it around) and reads
+    the planted file could run propose with each member of a group as the
+    original, seeded as generate seeded it, and keep the member that draws the
+    planted copies. Seeded by the task id, the replay on the gold tree draws
+    them all again; seeded by a secret it draws few (one-step values can
+    coincide)."""
+    out, report = generated("textkit")
+    have = got = 0
+    for tid in report.tasks:
+        rec = load_task(out / tid).record
+        removed = {s.qualname.rpartition(".")[2] for s in rec.feature.symbols}
+        again = {c.source for c in cp.propose(fixture_repos["textkit"], rec.FAIL_TO_PASS, tid,
+                                              removed=removed)}
+        have += len(rec.grading.copies)
+        got += sum(c.source in again for c in rec.grading.copies)
+    assert have > 20, have
+    assert got < 0.5 * have, (got, have)
 
 
 def test_an_exact_message_ends_up_in_the_statement(fixture_repos, base_image, tmp_path):

@@ -24,6 +24,7 @@ passes only if every planted copy ends exactly as it did on the gold.
 from __future__ import annotations
 
 import ast
+import functools
 import math
 import random
 import re
@@ -41,6 +42,7 @@ from taskforge.analysis.pyparse import parse as parse_python
 from taskforge.analysis.testindex import TestRef, test_ref
 from taskforge.grade import copy_blocks as cb
 from taskforge.grade import copy_odds, copy_steps, copy_values
+from taskforge.grade.class_tree import ClassTree
 from taskforge.grade.copy_steps import alphabet as _alphabet
 from taskforge.grade.copy_steps import canonical
 from taskforge.models import TestCopy
@@ -62,13 +64,15 @@ ATOMIC = (ast.Call, ast.Name, ast.Attribute, ast.Subscript)
 class CopyStyle(str, Enum):
     """How copy values are drawn.
 
-    EXCHANGED, the default: where tests of one file can form a block
+    EXCHANGED, the default: each test file by a value-free coin
+    (one_step_file) gets either the balanced LEGACY sets, or blocks and
+    matched values: where tests of one file can form a block
     (grade/copy_blocks.py), their copies exchange the tests' own expected values
     or the forms of their complements, and a reader is right exactly once per
     block size (bench/bench_copies.py: 0.48 against chance 0.49 on held-out
-    files); every other test gets the
-    MATCHED copies where its module has values of its profile, else the LEGACY
-    copies. LEGACY: one-step perturbations, proposed symmetrically as sets of
+    files); every other test of such a file gets the
+    MATCHED copies where its module has values of its profile, else unbalanced
+    one-step copies. LEGACY: one-step perturbations, proposed symmetrically as sets of
     one or two copies and each set kept at the odds a reader of the planted
     file gives it (grade/copy_steps.py, `BALANCED`); unbalanced, a
     distinguisher that reads the planted file picks the original about 80% of
@@ -82,6 +86,9 @@ class CopyStyle(str, Enum):
 
 
 DEFAULT_STYLE = CopyStyle.EXCHANGED
+# EXCHANGED: the share of a task's test files whose tests get balanced one-step
+# sets rather than blocks and matched values (one_step_file).
+ONE_STEP_SHARE = 0.5
 
 
 def find_def(tree: ast.Module, ref: TestRef) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
@@ -918,8 +925,9 @@ class Reader:
     """One test file as copy_odds' reader sees it, to balance one-step copies."""
 
     def __init__(self, lines: list[str], text: str, corpus: copy_odds.Corpus, hidden: Sequence = (),
-                 size: int = 1) -> None:
+                 size: int = 1, classes: Callable[[], ClassTree] | None = None) -> None:
         self.lines, self.text, self.corpus = lines, text, corpus
+        self.classes = classes          # the tree's class bases, read when a set needs them
         self.hidden = list(hidden)      # the file's hidden test functions: copies of them are planted too
         self.size = size                # copies a set: the task's, settled before any draw
         self._seen: dict[int, tuple[str, copy_odds.Context] | None] = {}
@@ -1010,6 +1018,7 @@ def propose(root: Path, nodeids: list[str], seed: str, sites_per_test: int = 2,
     file's own share."""
     style = style or DEFAULT_STYLE
     readers: dict[str, Reader | None] = {}
+    classes = functools.cache(lambda: ClassTree.of(root))
 
     size: list[int] = []
 
@@ -1024,7 +1033,7 @@ def propose(root: Path, nodeids: list[str], seed: str, sites_per_test: int = 2,
                 corpus = copy_odds.corpus_of_tree(root)
             hidden = [f for r in refs if r.file == file and (f := find_def(tree, r)) is not None]
             readers[file] = Reader(lines, text, corpus.minus(copy_odds.corpus_of_texts([text])), hidden,
-                                   size[0])
+                                   size[0], classes)
         return readers[file]
 
     rng = random.Random(seed)
@@ -1062,20 +1071,37 @@ def propose(root: Path, nodeids: list[str], seed: str, sites_per_test: int = 2,
         entry = parsed[file]
         assert entry is not None            # only parsed files are listed
         tree, lines, text = entry
+        if one_step_file(seed, file):
+            # The file's tier by a coin that sees no value: a test that reached
+            # the balanced sets only when blocks and matched values refused it
+            # would name its original by what they refuse (0, round numbers:
+            # review 2026-12-04-copy-sets-review-2, finding 1).
+            for ref, fn in tests:
+                out += _legacy_copies(ref, lines, fn, tree, text, rng, sites_per_test, values_per_site,
+                                      reader_of(file, lines, text, tree), removed)
+            continue
         out += _exchanged_copies(tests, tree, lines, rng, removed)
         # Every test keeps copies outside its block too, planted only where the
         # block is not (no block could take the test, or the gold passed one of
         # the block's copies and calibrate.py dropped it): values matched to the
         # original's profile where the module has them (at chance as well), and
-        # one-step copies, easier to read but still a defence against forged
-        # results, for the tests that have neither.
+        # unbalanced one-step copies, easier to read but still a defence
+        # against forged results, for the tests that have neither.
         ctx = copy_values.Context.of(tree)
         for ref, fn in tests:
             out += _matched_copies(ref, lines, fn, ctx, _value_sites(fn, tree, lines, text, rng), rng,
                                    sites_per_test, values_per_site)
             out += _legacy_copies(ref, lines, fn, tree, text, rng, sites_per_test, values_per_site,
-                                  reader_of(file, lines, text, tree), removed)
+                                  None, removed)
     return out
+
+
+def one_step_file(seed: str, file: str) -> bool:
+    """Whether a test file of the task gets balanced one-step sets (else
+    exchange blocks and matched values): a coin of the task's seed and the
+    file's path alone, so that which tier a test reaches says nothing of its
+    values."""
+    return random.Random(f"{seed}\0tier\0{file}").random() < ONE_STEP_SHARE
 
 
 def _value_sites(fn, tree: ast.Module, lines: list[str], text: str, rng: random.Random) -> list[Site]:
@@ -1144,10 +1170,13 @@ class Proposal(NamedTuple):
 
 
 def proposal_of(lines: list[str], site: Site, rng: random.Random,
-                removed: AbstractSet[str] = frozenset()) -> Proposal | None:
+                removed: AbstractSet[str] = frozenset(), classes: Callable[[], ClassTree] | None = None
+                ) -> Proposal | None:
     """How a site's copies are proposed. None: the site has no one-step copies.
     `removed`: names the feature's removal takes out (no exception set holds
-    one: a solution's own class may subclass another member, and pass its copy)."""
+    one: a solution's own class may subclass another member, and pass its copy).
+    `classes`: the tree's class bases; two project classes it cannot show
+    apart are related (without it, related by name only)."""
     edits = site.edits_for(rng)
     if not edits:
         return None
@@ -1175,7 +1204,9 @@ def proposal_of(lines: list[str], site: Site, rng: random.Random,
         kind = _is_builtin_exc(orig)
         pool = [n for n, c in outside.items() if c > 0 and _is_builtin_exc(n) == kind
                 and (n in SWAPPABLE or not kind) and n.rpartition(".")[2] not in removed]
-        return Proposal(copy_steps.exception_copies(pool, lambda a, b: not _unrelated(a, b)), orig, str)
+        def related(a: str, b: str) -> bool:
+            return not _unrelated(a, b) or (not kind and classes is not None and classes().related(a, b))
+        return Proposal(copy_steps.exception_copies(pool, related), orig, str)
     if e.text == "\0":
         token = raw[e.start:e.end].decode("utf-8")
         try:
@@ -1205,7 +1236,7 @@ def _balanced_copies(ref: TestRef, lines: list[str], fn, tree: ast.Module, rng: 
     for site in order:
         if made >= sites_per_test:
             break
-        found = proposal_of(lines, site, rng, removed)
+        found = proposal_of(lines, site, rng, removed, reader.classes)
         if found is None:
             continue
         e = site.edits_for(rng)[0]
@@ -1218,6 +1249,8 @@ def _balanced_copies(ref: TestRef, lines: list[str], fn, tree: ast.Module, rng: 
             picked = None
         if picked is None:
             continue
+        if not _same_local_counts(fn, e, site, [found.original, *picked]):
+            continue    # a member named elsewhere in the test: it would be the original
         rendered = [_render(lines, fn, site, rng, chosen=found.chosen(t)) for t in picked]
         rs = [r for r in rendered if r is not None]
         if len(rs) != k or len({r[0] for r in rs}) != k:
@@ -1230,6 +1263,46 @@ def _balanced_copies(ref: TestRef, lines: list[str], fn, tree: ast.Module, rng: 
                          group=f"{ref.func}@{e.line}:{e.start}:{site.row}:{k}", site=r[1], source=r[0],
                          original=r[2], tables=tables, balanced=k) for r in rs]
     return out
+
+
+def _same_local_counts(fn, e: Edit, site: Site, members: list[str]) -> bool:
+    """Whether every member of a set is named as often in the test outside the
+    site (and, for a table's cell, in the table's other cells). A copy changes
+    one place, so a value or class the test names elsewhere too is the
+    original's (review 2026-12-04-copy-sets-review-2, finding 4: "the class
+    named elsewhere in the test" read 0.62-0.71 against 0.5). The rest of the
+    test is the same whichever member is the original, so refusing on it keeps
+    the set's balance."""
+    exc = e.text == "\2"
+    try:
+        values = [m.rpartition(".")[2] if exc else literal_eval(m) for m in members]
+    except (ValueError, SyntaxError):
+        return False
+    found: list[object] = []
+    inner: set[int] = set()
+    for node in ast.walk(fn):
+        line, col = getattr(node, "lineno", 0), getattr(node, "col_offset", -1)
+        if line == e.line and e.start <= col < max(e.end, e.start + 1) or id(node) in inner:
+            continue
+        if exc:
+            if isinstance(node, ast.Name):
+                found.append(node.id)
+            elif isinstance(node, ast.Attribute):
+                found.append(node.attr)
+        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(
+                node.operand, ast.Constant) and isinstance(node.operand.value, (int, float)):
+            inner.add(id(node.operand))
+            found.append(-node.operand.value)
+        elif isinstance(node, ast.Constant):
+            found.append(node.value)
+    if site.table is not None:
+        for r, row in enumerate(site.table):
+            cells = row if isinstance(row, tuple) else (row,)
+            found += [c for i, c in enumerate(cells) if (r, i) != (site.row, site.column)]
+
+    def count(v: object) -> int:
+        return sum(1 for c in found if type(c) is type(v) and c == v)
+    return len({count(v) for v in values}) == 1
 
 
 def whole_sets(kept: Sequence, proposed: Sequence) -> list:

@@ -167,7 +167,10 @@ class Settler:
         is left unwritten (unless `require_copies` is off)."""
         ctx, opts = self.ctx, self.opts
         f2p = sorted(v.hidden & ctx.passing)
-        cal = calibrate(w, f2p, seed=s.tid, timeout=ctx.timeout,
+        # The copies' seed is secret, never the task id: a solution that knew
+        # it could run propose with each member of a group as the original and
+        # keep the one that draws the planted copies.
+        cal = calibrate(w, f2p, seed=f"{s.tid}:{secrets.token_hex(16)}", timeout=ctx.timeout,
                           passing=ctx.passing - v.hidden - v.vanished | set(f2p),
                           removed={sym.qualname.rpartition(".")[2] for sym in v.candidate.symbols})
         s.calibration = cal
