@@ -236,6 +236,26 @@ def test_static_scan_kinds(tmp_path):
     assert all(f.severity is Severity.INFO for f in ex if f.kind is K.GC_WALK)
 
 
+@pytest.mark.parametrize("body,charged", [
+    ("def __eq__(self, other):\n        return True", True),
+    ("def __eq__(self, other):\n        return 1", True),
+    ("def __ne__(self, other):\n        return True", True),
+    ("__eq__ = lambda self, other: True", True),
+    # a sentinel that is never equal: no comparison passes through it
+    ("def __eq__(self, other):\n        return False", False),
+    ("__eq__ = lambda self, other: False", False),
+    ("def __eq__(self, other):\n        return NotImplemented", False),
+    ("def __eq__(self, other):\n        return None", False),
+])
+def test_only_a_comparison_that_says_yes_is_always_equal(body, charged):
+    """The fresh attack of 2026-12-04 (h11): gold plus a `_Missing` sentinel
+    whose __eq__ returns False scored 0 (always-equal, fatal where a hidden test
+    has no copy), though such an object can pass no equality assert."""
+    tree = ast.parse(f"class _Missing:\n    {body}\n")
+    hits = [h for n in ast.walk(tree) for h in static._node_hits(n)]
+    assert any(k is K.ALWAYS_EQUAL for k, _, _ in hits) == charged, hits
+
+
 def test_shadowing_and_sourceless_bytecode(tmp_path):
     ws, tree = tmp_path / "ws", tmp_path / "tree"
     ws.mkdir()

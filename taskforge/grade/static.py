@@ -151,15 +151,20 @@ def _dotted(node) -> str:
 
 
 def _constant_return(fn: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> bool:
-    """A comparison that ignores its operands: returns a constant, or another
-    object's comparison of something else."""
+    """A comparison that ignores its operands and says yes: returns a true
+    constant. A sentinel's `return False` never passes a comparison (an
+    honest 'never equal' object, scored 0 by the fresh attack of 2026-12-04),
+    and `return NotImplemented` hands the comparison to the other operand."""
     body: list[ast.stmt]
     if isinstance(fn, ast.Lambda):
         body = [ast.Return(value=fn.body)]
     else:
         body = [s for s in fn.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
     rets = [s for s in body if isinstance(s, ast.Return)]
-    return len(body) == 1 and len(rets) == 1 and isinstance(rets[0].value, ast.Constant)
+    if not (len(body) == 1 and len(rets) == 1 and isinstance(rets[0].value, ast.Constant)):
+        return False
+    value = rets[0].value.value
+    return value is not Ellipsis and bool(value)
 
 
 FRAME_ATTRS = {"f_back", "f_locals", "f_globals", "f_code", "tb_frame", "co_consts", "co_code",
