@@ -237,3 +237,25 @@ def test_a_run_past_the_growth_bound_is_ended_and_said(tmp_path):
     meta = json.loads(res.stdout.strip().splitlines()[-1])
     assert "files in the workspace" in meta["over_limit"] and meta["exit_code"] == -9, meta
     assert time.monotonic() - t0 < 20
+
+
+@pytest.mark.parametrize("guard", [True, False])
+def test_a_failing_tests_traceback_leaves_no_source_in_linecache(tmp_path, guard):
+    """The planted copies fail by design, and pytest's report of each failure
+    caches the planted file's lines in linecache.cache, where package code
+    read them with no audited act (fresh attack of 2026-12-04, c19: reward 1
+    in 5 of 6 verifies on old copies). The guard plugin drops them after each
+    report: a later test finds nothing; without it the file is there."""
+    (tmp_path / "test_a.py").write_text(
+        "import linecache\n\n\n"
+        "def test_1():\n    assert 1 == 2\n\n\n"
+        "def test_2():\n    assert __file__ not in linecache.cache\n\n\n"
+        "def test_3():\n    assert linecache.getline(__file__, 1) == 'import linecache\\n'\n")
+    env = {**os.environ, "PYTHONPATH": str(RUNTIME), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_a.py", "-rA"]
+    if guard:
+        args[3:3] = ["-p", "tf_guard"]
+    out = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120).stdout
+    assert "FAILED test_a.py::test_1" in out, out
+    assert ("PASSED test_a.py::test_2" in out) == guard, out
+    assert "PASSED test_a.py::test_3" in out, out       # lines are still read when asked for
