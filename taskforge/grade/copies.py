@@ -932,6 +932,7 @@ class Reader:
         self.size = size                # copies a set: the task's, settled before any draw
         self._seen: dict[int, tuple[str, copy_odds.Context] | None] = {}
         self._loads: Counter | None = None
+        self._tree: ast.Module | None = None
 
     def loads(self, tree: ast.Module) -> Counter:
         """How often each name is read in the module (a parametrize table's
@@ -951,15 +952,36 @@ class Reader:
         """The module as a reader of the planted file sees it around `fn`'s
         group: `fn` gone, and every other hidden test as often as it stands
         there with a set of copies (each copy repeats all of its text but one
-        value; review of 6cb59ba, finding 8)."""
+        value; review of 6cb59ba, finding 8). The repeats leave out the other
+        test's expected values, which its copies change: counted 1 + size
+        times, a value two tests share looked original, and such tests lost
+        most of their sets (review 2026-12-04-copy-sets-review-2, finding 6)."""
         first, last = span(fn)
         rest = self.lines[:first - 1] + self.lines[last:]
         extra = []
         for other in self.hidden:
             if other is not fn:
-                a, b = span(other)
-                extra += [textwrap.dedent("".join(self.lines[a - 1:b]))] * self.size
+                extra += [textwrap.dedent(self._without_values(other))] * self.size
         return copy_odds.Context.without("".join(rest) + "\n\n" + "\n\n".join(extra), [])
+
+    def _without_values(self, fn) -> str:
+        """`fn`'s text with each expected value or class a copy may change
+        written as `_`."""
+        a, b = span(fn)
+        lines = [ln.encode("utf-8") for ln in self.lines[a - 1:b]]
+        if self._tree is None:
+            self._tree = parse_python(self.text)
+        cuts: dict[int, list[tuple[int, int]]] = {}
+        for site in sites(fn, self._tree):
+            if site.kind != "value" or site.table is not None:
+                continue
+            e = site.edits_for(random.Random(0))[0]
+            if e.text in ("\0", "\2") and not (e.end_line and e.end_line != e.line) and a <= e.line <= b:
+                cuts.setdefault(e.line - a, []).append((e.start, e.end))
+        for i, spans in cuts.items():
+            for start, end in sorted(set(spans), reverse=True):
+                lines[i] = lines[i][:start] + b"_" + lines[i][end:]
+        return b"".join(lines).decode("utf-8", "replace")
 
     def scores(self, fn, copies: list[str], original: str | None = None) -> list[float] | None:
         """The reader's score of the original (as planted) and each copy, side by
