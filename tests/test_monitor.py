@@ -188,7 +188,32 @@ ACTS: dict[str, tuple[str, set[str]]] = {
                       {"test-code-access"}),
     "test_function_code": ("import sys\ndef act(arg):\n"
                            "    return sys.modules['test_acts'].test_gc_in_a_test.__code__.co_consts\n",
-                           {"test-code-access"}),
+                           set()),     # the module holds a _test_entry now: its code is the monitor's
+    # A probe: the package calls a collected test with an object that records
+    # what the test compares it with (held-out corpus of 2026-12-04).
+    "calls_a_test": ("import sys\ndef act(arg):\n"
+                     "    sys.modules['test_acts'].test_called_by_its_neighbour()\n",
+                     {"graded-test-read"}),
+    # ... with the entry's audit swapped in its (mutable) keyword defaults:
+    # the hook hands nothing to a frame that is not the entry's own.
+    "calls_a_test_through_a_fake_audit": (textwrap.dedent('''\
+        import sys
+        def act(arg):
+            entry = sys.modules["test_acts"].test_called_by_its_neighbour
+            real = entry.__kwdefaults__["_audit"]
+            entry.__kwdefaults__["_audit"] = lambda *a: real(*a)
+            try:
+                entry()
+            except IndexError:
+                pass
+            finally:
+                entry.__kwdefaults__["_audit"] = real
+        '''), {"code-swap"}),
+    # The collection hook's own binding, changed: charged like a wrapper's.
+    "unbinds_the_test_guard": ("import sys\ndef act(arg):\n"
+                               "    boot = sys.modules['__main__']\n"
+                               "    boot._guard_tests.__defaults__ = boot._guard_tests.__defaults__\n",
+                               {"code-swap"}),
     # A stdlib function on a thread the package started: the act is the package's.
     "graded_read_in_a_thread": ("import linecache, threading\ndef act(arg):\n"
                                 "    t = threading.Thread(target=linecache.updatecache,"
@@ -640,6 +665,8 @@ def monitored(tmp_path_factory):
                      f"    r_{name}.act(lambda a, b: a)", "    threading.settrace(None)", ""]
         else:
             body += [f"    r_{name}.act(lambda a, b: a)", ""]
+    body += ["def test_called_by_its_neighbour():", "    assert sys is not None", "",
+             "def test_calls_its_neighbour():", "    test_called_by_its_neighbour()", ""]
     body += ["def test_gc_in_a_test(walked):", "    assert gc.get_objects() and walked",
              "    sys.settrace(None)", "    assert helper.here().f_code.co_name == 'test_gc_in_a_test'",
              "    assert sys._getframe(0).f_back is not None", ""]
@@ -663,7 +690,7 @@ def _at(mons, site_file: str) -> set[str]:
 @pytest.mark.parametrize("name", sorted(ACTS))
 def test_which_acts_are_charged_to_the_package(name, monitored):
     mons, log = monitored
-    assert f"{len(ACTS) + 1} passed" in log, log[-3000:]
+    assert f"{len(ACTS) + 3} passed" in log, log[-3000:]
     want = ACTS[name][1]
     mine = _at(mons, f"pkg/r_{name}.py")
     for w in want:

@@ -239,23 +239,39 @@ def test_a_run_past_the_growth_bound_is_ended_and_said(tmp_path):
     assert time.monotonic() - t0 < 20
 
 
-@pytest.mark.parametrize("guard", [True, False])
-def test_a_failing_tests_traceback_leaves_no_source_in_linecache(tmp_path, guard):
+@pytest.mark.parametrize("monitored", [True, False])
+def test_a_failing_tests_traceback_leaves_no_source_in_linecache(tmp_path, monitored):
     """The planted copies fail by design, and pytest's report of each failure
     caches the planted file's lines in linecache.cache, where package code
-    read them with no audited act (fresh attack of 2026-12-04, c19: reward 1
-    in 5 of 6 verifies on old copies). The guard plugin drops them after each
-    report: a later test finds nothing; without it the file is there."""
+    read them with no audited act (held-out corpus of 2026-12-04, c19: reward 1
+    in 5 of 6 verifies on old copies). The monitor's own plugin drops them
+    after each report: a later test finds nothing; under plain pytest (the
+    naive runner) the file is there."""
+    from taskforge.grade.testrun import monitor_env
+
     (tmp_path / "test_a.py").write_text(
         "import linecache\n\n\n"
         "def test_1():\n    assert 1 == 2\n\n\n"
         "def test_2():\n    assert __file__ not in linecache.cache\n\n\n"
         "def test_3():\n    assert linecache.getline(__file__, 1) == 'import linecache\\n'\n")
-    env = {**os.environ, "PYTHONPATH": str(RUNTIME), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
-    args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_a.py", "-rA"]
-    if guard:
-        args[3:3] = ["-p", "tf_guard"]
-    out = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120).stdout
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "COV"))}
+    env.update({"PYTHONPATH": str(RUNTIME), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+                "TF_WORKSPACE": str(tmp_path), **monitor_env(["test_a.py"], ["test_a.py"])})
+    args = ["-q", "-p", "no:cacheprovider", "test_a.py", "-rA"]
+    r, w = os.pipe()
+    try:
+        if monitored:
+            env["TF_RESULT_FD"] = str(w)
+            cmd = [sys.executable, "-s", str(RUNTIME / "tfboot.py"), *args]
+        else:
+            cmd = [sys.executable, "-m", "pytest", "-p", "tf_guard", *args]
+        out = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+                             pass_fds=(w,)).stdout
+    finally:
+        os.close(w)
+        with os.fdopen(r, "rb") as fh:
+            events = fh.read().decode()
     assert "FAILED test_a.py::test_1" in out, out
-    assert ("PASSED test_a.py::test_2" in out) == guard, out
+    assert ("PASSED test_a.py::test_2" in out) == monitored, out
     assert "PASSED test_a.py::test_3" in out, out       # lines are still read when asked for
+    assert ('"TestReport"' in events) is monitored, events

@@ -11,7 +11,6 @@ Also reported, as Monitor lines: pytest internals replaced while tests run, and
 plugins registered from package code.
 """
 import json
-import linecache
 import os
 import sys
 
@@ -109,17 +108,6 @@ def pytest_collection_finish(session):
     _check_integrity()
 
 
-def _forget_sources() -> None:
-    """Drop the source lines pytest cached while it wrote a report: the copies
-    fail by design, their tracebacks put the planted test file into
-    linecache.cache, and package code could read it there with no audited act
-    (the fresh attack of 2026-12-04, c19). Sources registered under a
-    pseudo-name ("<attrs generated init ...>") stay: no file holds them."""
-    cache = linecache.cache
-    for name in [n for n in list(cache) if not (isinstance(n, str) and n.startswith("<"))]:
-        cache.pop(name, None)
-
-
 def pytest_runtest_logreport(report):
     ev = {"$report_type": "TestReport", "nodeid": report.nodeid, "when": report.when,
           "outcome": report.outcome, "duration": float(getattr(report, "duration", 0.0) or 0.0)}
@@ -130,7 +118,6 @@ def pytest_runtest_logreport(report):
     if report.failed and report.longrepr is not None:
         ev["longrepr"] = str(report.longrepr)[-600:]
     _emit(ev)
-    _forget_sources()
     if report.when == "teardown":
         _check_integrity()
 
@@ -139,7 +126,6 @@ def pytest_collectreport(report):
     if report.failed:
         _emit({"$report_type": "CollectReport", "nodeid": report.nodeid, "outcome": "failed",
                "longrepr": str(report.longrepr)[-600:]})
-    _forget_sources()
 
 
 @pytest.hookimpl(trylast=True)

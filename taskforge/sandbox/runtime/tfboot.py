@@ -58,6 +58,13 @@ event raised inside the hook that is not its own frame walk (f_code,
 _getframe) is code of the package's there: judged, and charged (code-swap);
 an act the hook fails to judge for recursion or memory scores 0.
 
+Once collection is over, each module-level test function's name in its
+module holds a stand-in (_test_entry) with no marks: calling a test is not an
+audited act, so a package that found the tests in sys.modules or a caller's
+f_globals called them with an object that records what they compare it with.
+Called by test code the stand-in runs the test; with package code on the
+stack the call is charged; the function itself is handed out by the hook.
+
 What does not: f_back and f_locals raise no audit event, so a package frame
 that walks up from its own frame to a test frame's locals without reading its
 f_code is invisible (the copy tests catch what it reads); a caller who
@@ -219,6 +226,74 @@ def _get_signal(signalnum, *, _audit=sys.audit, _int=int):
     previous = box.pop()(signalnum)
     _audit("taskforge.unwrap", box, previous)
     return box.pop()
+
+
+def _test_entry(*args, _audit=sys.audit, _key=0, **kwargs):
+    """A collected test function as its module holds it once collection is
+    over (pytest keeps the function itself): called from test code it runs
+    the test; called by package code (a probe that finds the tests in
+    sys.modules or a caller's f_globals and calls them with an object that
+    records what it is compared with), the monitor charges the call first."""
+    box = []
+    _audit("taskforge.test_call", box, _key)
+    return box.pop()(*args, **kwargs)
+
+
+def _guard_tests(items, _audit=sys.audit, _function=type(_test_entry), _module=type(sys),
+                 _getattr=getattr, _type=type, _vars=vars, _id=id, _str=str, _len=len):
+    """Put a _test_entry in place of each module-level test function in its
+    module's namespace, the function itself handed to the monitor only. Its
+    parametrize marks stay with pytest's items: the module no longer shows
+    the tables, the copies' included. Builtins are its own (the package may
+    have patched them during collection), and the module's dict is written
+    directly (a module of another class could ignore setattr). Its defaults
+    are a tuple, not a dict the package could change in place (a fake
+    `_audit` would be handed the functions), and setting them is charged."""
+    pairs, seen = [], set()
+    for item in items:
+        fn = _getattr(item, "obj", None)
+        module = _getattr(item, "module", None)
+        name = _getattr(item, "originalname", None) or _getattr(fn, "__name__", None)
+        if (_getattr(item, "cls", None) is not None or _type(fn) is not _function
+                or _type(module) is not _module or _id(fn) in seen or _type(name) is not _str
+                or _vars(module).get(name) is not fn):
+            continue
+        seen.add(_id(fn))
+        key = _len(pairs) + 1
+        entry = _function(_test_entry.__code__, _test_entry.__globals__, name)
+        entry.__kwdefaults__ = {"_audit": _audit, "_key": key}
+        entry.__qualname__, entry.__module__ = fn.__qualname__, fn.__module__
+        pairs.append((key, fn, module, name, entry))
+    _audit("taskforge.tests", [(key, fn) for key, fn, _, _, _ in pairs])
+    for _, _, module, name, entry in pairs:
+        _vars(module)[name] = entry
+
+
+def _collected(session, _guard=None, _list=list):
+    """pytest_collection_finish of the monitor's own plugin (tfboot.main):
+    its _guard is bound in its defaults (a tuple), where changing it is
+    charged like any wrapper's."""
+    if _guard is not None:
+        _guard(_list(session.items))
+
+
+def _reported(report, _linecache=None, _dict=dict, _str=str, _type=type, _list=list, _isinstance=isinstance):
+    """pytest_runtest_logreport and pytest_collectreport of the monitor's own
+    plugin: drop the source lines pytest cached while it wrote the report. The
+    copies fail by design, their tracebacks put the planted test file into
+    linecache.cache, and package code read it there with no audited act (the
+    held-out corpus of 2026-12-04, c19). Lines cached under a pseudo-name
+    ("<attrs generated init ...>") stay: no file holds them. The dict's own
+    methods, on the module's cache as it is now (rebinding it changes nothing)."""
+    cache = _linecache.cache if _linecache is not None else None
+    if not _isinstance(cache, _dict):
+        return
+    for name in _list(_dict.keys(cache)):
+        if not (_type(name) is _str and _str.startswith(name, "<")):
+            _dict.pop(cache, name, None)
+
+
+TESTS_PLUGIN: list = []     # the monitor's pytest plugin, made by _install_monitor
 
 
 def _in_signal(signum, frame, *, _handler=None, _audit=sys.audit):
@@ -389,7 +464,8 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
                                    "taskforge.start", "taskforge.boot", "taskforge.fork_exec",
                                    "taskforge.builtin", "taskforge.built", "taskforge.open",
                                    "taskforge.set_signal", "taskforge.get_signal", "taskforge.unwrap",
-                                   "taskforge.signal", "taskforge.reads", "os.rename"}
+                                   "taskforge.signal", "taskforge.reads", "taskforge.tests",
+                                   "taskforge.test_call", "os.rename"}
 
     # The image's read-only directories: code there is installed code, never
     # the package's (nothing at run time can write a file there).
@@ -524,6 +600,8 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
     fork_exec_code, builtin_code = _fork_exec.__code__, _create_builtin.__code__
     open_code, in_signal_code, reads_code = _os_open.__code__, _in_signal.__code__, _reads_file.__code__
     set_signal_code, get_signal_code = _set_signal.__code__, _get_signal.__code__
+    tests_code, test_entry_code = _guard_tests.__code__, _test_entry.__code__
+    test_functions = {}   # key -> a collected test function (its module holds a _test_entry)
     handlers = {}         # id(guard) -> (guard, the package's handler)
     monitor_codes = set()     # ids of the code of the hook and its helpers
     later = []            # signals that interrupted the hook, to be sent again
@@ -1094,7 +1172,16 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
                      "taskforge.fork_exec": fork_exec_code, "taskforge.builtin": builtin_code,
                      "taskforge.built": builtin_code, "taskforge.open": open_code,
                      "taskforge.set_signal": set_signal_code, "taskforge.get_signal": get_signal_code,
-                     "taskforge.signal": in_signal_code, "taskforge.reads": reads_code}
+                     "taskforge.signal": in_signal_code, "taskforge.reads": reads_code,
+                     "taskforge.tests": tests_code, "taskforge.test_call": test_entry_code}
+
+    def wrapper_site(failed):
+        """The package site responsible for a wrapper's call (on_wrapper's
+        caller's view: one frame deeper), `failed` where it cannot be read."""
+        try:
+            return package_site(5, True)
+        except Exception:  # noqa: BLE001 - the monitor never breaks the run it watches
+            return failed
 
     def on_wrapper(event, args):
         """A wrapper asks for its original (taskforge.start, .fork_exec,
@@ -1130,6 +1217,23 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
             return
         box = args[0] if args else None
         if type(box) is not list:
+            return
+        if event == "taskforge.tests":
+            if not test_functions:            # once, at the end of collection
+                for pair in list.copy(box):
+                    if type(pair) is tuple and len(pair) == 2 and type(pair[0]) is int:
+                        test_functions[pair[0]] = pair[1]
+                test_functions[0] = None
+            return
+        if event == "taskforge.test_call":
+            key = args[1] if len(args) > 1 else None
+            fn = test_functions.get(key) if type(key) is int else None
+            if fn is None:
+                return
+            site = wrapper_site(around)
+            if site is not None:
+                report("graded-test-read", site, "calls a collected test function")
+            box.append(fn)
             return
         if event == "taskforge.signal":
             if len(args) > 2 and type(args[1]) is int and in_the_hook(args[2]):
@@ -1191,10 +1295,7 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
             original = originals.get(("start", text(args[2]) if len(args) > 2 else None))
             if original is None:
                 return
-            try:
-                site = package_site(4, True)
-            except Exception:  # noqa: BLE001 - the monitor never breaks the run it watches
-                site = None
+            site = wrapper_site(None)
             tickets[0] += 1
             pending[tickets[0]] = site
             box.append(partial(original, partial(_booted, tickets[0], args[1])))
@@ -1337,6 +1438,19 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
         guards[id(wrapper)] = wrapper
         for owner in owners:
             setattr(owner, name, wrapper)
+    collected = function_type(_collected.__code__, _started_by.__globals__, "pytest_collection_finish",
+                              (_guard_tests, list), None)
+    guards[id(collected)] = collected
+    guards[id(_guard_tests)] = _guard_tests
+    import linecache
+
+    reported = function_type(_reported.__code__, _started_by.__globals__, "pytest_runtest_logreport",
+                             (linecache, dict, str, type, list, isinstance), None)
+    guards[id(reported)] = reported
+    plugin = module_type("tf_tests")
+    plugin.pytest_collection_finish = collected
+    plugin.pytest_runtest_logreport = plugin.pytest_collectreport = reported
+    TESTS_PLUGIN.append(plugin)
     sys.addaudithook(hook)
 
 
@@ -1367,7 +1481,7 @@ def main() -> None:
         sys.path.append(cwd)
     import pytest
 
-    sys.exit(pytest.main(sys.argv[1:], plugins=[guard]))
+    sys.exit(pytest.main(sys.argv[1:], plugins=[guard, *TESTS_PLUGIN[:1]]))
 
 
 if __name__ == "__main__":
