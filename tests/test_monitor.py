@@ -209,6 +209,13 @@ ACTS: dict[str, tuple[str, set[str]]] = {
             finally:
                 entry.__kwdefaults__["_audit"] = real
         '''), {"code-swap"}),
+    # Registering tests before (or instead of) the monitor's collection hook.
+    "registers_tests_itself": ("import sys\ndef act(arg):\n"
+                               "    sys.modules['__main__']._guard_tests([])\n", {"code-swap"}),
+    # linecache.cache swapped for a mapping that keeps what pytest caches.
+    "rebinds_linecache": ("import collections, linecache\ndef act(arg):\n"
+                          "    linecache.cache = collections.UserDict(linecache.cache)\n",
+                          {"code-swap@<linecache.cache>"}),
     # The collection hook's own binding, changed: charged like a wrapper's.
     "unbinds_the_test_guard": ("import sys\ndef act(arg):\n"
                                "    boot = sys.modules['__main__']\n"

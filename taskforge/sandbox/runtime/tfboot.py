@@ -240,7 +240,8 @@ def _test_entry(*args, _audit=sys.audit, _key=0, **kwargs):
 
 
 def _guard_tests(items, _audit=sys.audit, _function=type(_test_entry), _module=type(sys),
-                 _getattr=getattr, _type=type, _vars=vars, _id=id, _str=str, _len=len):
+                 _getattr=getattr, _type=type, _vars=vars, _id=id, _str=str, _len=len,
+                 _entry=_test_entry):
     """Put a _test_entry in place of each module-level test function in its
     module's namespace, the function itself handed to the monitor only. Its
     parametrize marks stay with pytest's items: the module no longer shows
@@ -260,7 +261,7 @@ def _guard_tests(items, _audit=sys.audit, _function=type(_test_entry), _module=t
             continue
         seen.add(_id(fn))
         key = _len(pairs) + 1
-        entry = _function(_test_entry.__code__, _test_entry.__globals__, name)
+        entry = _function(_entry.__code__, _entry.__globals__, name)
         entry.__kwdefaults__ = {"_audit": _audit, "_key": key}
         entry.__qualname__, entry.__module__ = fn.__qualname__, fn.__module__
         pairs.append((key, fn, module, name, entry))
@@ -277,16 +278,18 @@ def _collected(session, _guard=None, _list=list):
         _guard(_list(session.items))
 
 
-def _reported(report, _linecache=None, _dict=dict, _str=str, _type=type, _list=list, _isinstance=isinstance):
+def _reported(report, _linecache=None, _dict=dict, _str=str, _type=type, _list=list, _audit=sys.audit):
     """pytest_runtest_logreport and pytest_collectreport of the monitor's own
     plugin: drop the source lines pytest cached while it wrote the report. The
     copies fail by design, their tracebacks put the planted test file into
     linecache.cache, and package code read it there with no audited act (the
     held-out corpus of 2026-12-04, c19). Lines cached under a pseudo-name
     ("<attrs generated init ...>") stay: no file holds them. The dict's own
-    methods, on the module's cache as it is now (rebinding it changes nothing)."""
+    methods, on the module's cache as it is now; a cache that is not a plain
+    dict (a mapping of the package's that keeps what it is given) is charged."""
     cache = _linecache.cache if _linecache is not None else None
-    if not _isinstance(cache, _dict):
+    if _type(cache) is not _dict:
+        _audit("taskforge.linecache", [])
         return
     for name in _list(_dict.keys(cache)):
         if not (_type(name) is _str and _str.startswith(name, "<")):
@@ -465,7 +468,7 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
                                    "taskforge.builtin", "taskforge.built", "taskforge.open",
                                    "taskforge.set_signal", "taskforge.get_signal", "taskforge.unwrap",
                                    "taskforge.signal", "taskforge.reads", "taskforge.tests",
-                                   "taskforge.test_call", "os.rename"}
+                                   "taskforge.test_call", "taskforge.linecache", "os.rename"}
 
     # The image's read-only directories: code there is installed code, never
     # the package's (nothing at run time can write a file there).
@@ -601,6 +604,7 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
     open_code, in_signal_code, reads_code = _os_open.__code__, _in_signal.__code__, _reads_file.__code__
     set_signal_code, get_signal_code = _set_signal.__code__, _get_signal.__code__
     tests_code, test_entry_code = _guard_tests.__code__, _test_entry.__code__
+    collected_code, reported_code = _collected.__code__, _reported.__code__
     test_functions = {}   # key -> a collected test function (its module holds a _test_entry)
     handlers = {}         # id(guard) -> (guard, the package's handler)
     monitor_codes = set()     # ids of the code of the hook and its helpers
@@ -1173,7 +1177,8 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
                      "taskforge.built": builtin_code, "taskforge.open": open_code,
                      "taskforge.set_signal": set_signal_code, "taskforge.get_signal": get_signal_code,
                      "taskforge.signal": in_signal_code, "taskforge.reads": reads_code,
-                     "taskforge.tests": tests_code, "taskforge.test_call": test_entry_code}
+                     "taskforge.tests": tests_code, "taskforge.test_call": test_entry_code,
+                     "taskforge.linecache": reported_code}
 
     def wrapper_site(failed):
         """The package site responsible for a wrapper's call (on_wrapper's
@@ -1218,8 +1223,17 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
         box = args[0] if args else None
         if type(box) is not list:
             return
+        if event == "taskforge.linecache":
+            report("code-swap", "<linecache.cache>:0", "linecache.cache is not a plain dict")
+            return
         if event == "taskforge.tests":
-            if not test_functions:            # once, at the end of collection
+            # Once, from the monitor's own collection hook (package code that
+            # registered first would leave every stand-in without its test).
+            f = getframe(4)           # on_wrapper, judge, hook, _guard_tests, its caller
+            if f is None or f.f_code is not collected_code:
+                report("code-swap", package_site(4, True) or around, "registers tests itself")
+                return
+            if not test_functions:
                 for pair in list.copy(box):
                     if type(pair) is tuple and len(pair) == 2 and type(pair[0]) is int:
                         test_functions[pair[0]] = pair[1]
@@ -1445,7 +1459,7 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
     import linecache
 
     reported = function_type(_reported.__code__, _started_by.__globals__, "pytest_runtest_logreport",
-                             (linecache, dict, str, type, list, isinstance), None)
+                             (linecache, dict, str, type, list, audit), None)
     guards[id(reported)] = reported
     plugin = module_type("tf_tests")
     plugin.pytest_collection_finish = collected
