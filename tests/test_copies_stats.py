@@ -461,6 +461,14 @@ def test_the_set_size_is_settled_before_any_draw(tmp_path, tests, size):
     assert seen == {size}
 
 
+def _balanced_over(root: Path, nodeid: str, seeds: int) -> list[TestCopy]:
+    """The balanced copies propose gives one test over `seeds` task seeds
+    (LEGACY style, no corpus)."""
+    return [m for seed in range(seeds)
+            for m in cp.propose(root, [nodeid], f"s{seed}", corpus=copy_odds.Corpus(),
+                                style=cp.CopyStyle.LEGACY) if m.balanced]
+
+
 EXC = """\
 import pytest
 from pkg import ParseError, LexError, TokenError, ScanError
@@ -489,10 +497,7 @@ def test_an_exception_gets_copies_only_from_a_pool_it_belongs_to(tmp_path, exc, 
     (tmp_path / "test_e.py").write_text(EXC.format(exc=exc))
     (tmp_path / "pkg.py").write_text("".join(f"class {n}(Exception):\n    pass\n\n\n"
                                              for n in ("ParseError", "LexError", "TokenError", "ScanError")))
-    made = []
-    for seed in range(60):
-        made += [m for m in cp.propose(tmp_path, ["test_e.py::test_a"], f"s{seed}", corpus=copy_odds.Corpus(),
-                                       style=cp.CopyStyle.LEGACY) if m.balanced]
+    made = _balanced_over(tmp_path, "test_e.py::test_a", 60)
     assert bool(made) == copies
     outside = EXC.format(exc=exc).split("def test_a")[0]
     for m in made:                              # every member is named outside the group
@@ -527,10 +532,7 @@ def test_a_class_that_is_never_a_site_is_never_a_copy(tmp_path):
     SWAPPABLE builtins), so as a copy it would always be the copy (review
     2026-12-04-copy-sets-review-2, finding 2)."""
     (tmp_path / "test_b.py").write_text(BUILTINS)
-    made = []
-    for seed in range(80):
-        made += [m for m in cp.propose(tmp_path, ["test_b.py::test_a"], f"s{seed}", corpus=copy_odds.Corpus(),
-                                       style=cp.CopyStyle.LEGACY) if m.balanced]
+    made = _balanced_over(tmp_path, "test_b.py::test_a", 80)
     expected = {m.site.split("-> ")[1] for m in made}
     assert expected and expected <= {"KeyError", "TypeError"}, expected
 
@@ -616,14 +618,11 @@ def test_a_member_named_elsewhere_in_the_test_refuses_the_set(tmp_path, second, 
     rule picks at chance (here: no set at a site whose original recurs). A
     site whose expected value occurs once keeps its sets."""
     (tmp_path / "test_t.py").write_text(TWICE.format(second=second))
-    planted, recurring = 0, 0
-    for seed in range(80):
-        got = [m for m in cp.propose(tmp_path, ["test_t.py::test_a"], f"s{seed}", corpus=copy_odds.Corpus(),
-                                     style=cp.CopyStyle.LEGACY) if m.balanced]
-        for m in got:
-            planted += 1
-            original = m.site.split(" -> ")[0].rpartition(":")[2].strip()
-            recurring += TWICE.format(second=second).split("def test_a")[1].count(original) > 1
+    got = _balanced_over(tmp_path, "test_t.py::test_a", 80)
+    planted, recurring = len(got), 0
+    for m in got:
+        original = m.site.split(" -> ")[0].rpartition(":")[2].strip()
+        recurring += TWICE.format(second=second).split("def test_a")[1].count(original) > 1
     assert recurring == 0, (planted, recurring)
     assert (planted == 0) == every_site_recurs, planted
 
@@ -682,12 +681,7 @@ def test_an_exception_set_never_holds_classes_the_tree_cannot_show_apart(tmp_pat
     (tmp_path / "test_h.py").write_text(HIERARCHY)
     if not tree:
         monkeypatch.setattr(ClassTree, "related", lambda self, a, b: False)
-    members = set()
-    for seed in range(60):
-        for m in cp.propose(tmp_path, ["test_h.py::test_a"], f"s{seed}", corpus=copy_odds.Corpus(),
-                            style=cp.CopyStyle.LEGACY):
-            if m.balanced:
-                members.add(m.site.split(" -> ")[1])
+    members = {m.site.split(" -> ")[1] for m in _balanced_over(tmp_path, "test_h.py::test_a", 60)}
     if tree:
         assert members == {"TokenError", "FormatError"}, members
     else:

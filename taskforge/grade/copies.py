@@ -933,6 +933,7 @@ class Reader:
         self._seen: dict[int, tuple[str, copy_odds.Context] | None] = {}
         self._loads: Counter | None = None
         self._tree: ast.Module | None = None
+        self._blanked: dict[int, str] = {}     # id(fn) -> _without_values(fn): every other test's context needs it
 
     def loads(self, tree: ast.Module) -> Counter:
         """How often each name is read in the module (a parametrize table's
@@ -967,6 +968,11 @@ class Reader:
     def _without_values(self, fn) -> str:
         """`fn`'s text with each expected value or class a copy may change
         written as `_`."""
+        if id(fn) not in self._blanked:
+            self._blanked[id(fn)] = self._blank(fn)
+        return self._blanked[id(fn)]
+
+    def _blank(self, fn) -> str:
         a, b = span(fn)
         lines = [ln.encode("utf-8") for ln in self.lines[a - 1:b]]
         if self._tree is None:
