@@ -96,6 +96,13 @@ def row_for(name: str, res: dict) -> dict:
         "adequacy": round(t.get("test_seconds_adequacy", 0.0), 2),
         "peak_mb": res.get("peak_mb"),
         "error": res["error"] if not rep else "",
+        # Issue 25 item 5: tasks per core-hour (the run's wall time on every core
+        # of this machine; a warm run unless --no-warm-rerun) and its split.
+        "cores": os.cpu_count() or 1,
+        "tasks_per_core_hour": (round(len(rep.get("tasks", [])) / (res["wall"] * (os.cpu_count() or 1) / 3600), 1)
+                                if res["wall"] else None),
+        "split": {k: round(t.get(k, 0.0), 1) for k in ("image", "baseline", "propose", "validate", "package")}
+                 | {"adequacy_test_s": round(t.get("test_seconds_adequacy", 0.0), 1)},
     }
 
 
@@ -123,7 +130,18 @@ def table(rows: list[dict], jobs: int, max_tasks) -> str:
                f"| {sum(r['flaky'] for r in rows)} | {cands} | {tried} | {tasks} "
                f"| {tasks / tried if tried else 0:.0%} | {wall:.1f} | {nec:.1f} | {wall / nec if nec else 0:.2f} "
                f"| {max(peaks) if peaks else 0:.0f} | |")
+    cores = rows[0].get("cores", 1) if rows else 1
+    all_wall = sum(r["wall"] for r in rows)
     out.append("")
+    out.append(f"Tasks per core-hour: {tasks / (all_wall * cores / 3600) if all_wall else 0:.1f} "
+               f"({tasks} tasks, {all_wall:.0f} s wall on {cores} cores, every repository tried "
+               f"counted). Per repository: "
+               + ", ".join(f"{r['repo']} {r.get('tasks_per_core_hour') or 0:.0f}" for r in rows) + ".")
+    split = {k: sum((r.get("split") or {}).get(k, 0.0) for r in rows)
+             for k in ("image", "baseline", "propose", "validate", "package", "adequacy_test_s")}
+    out.append("Time split (s, all repositories): " + ", ".join(f"{k} {v:.0f}" for k, v in split.items())
+               + " (adequacy_test_s: in-sandbox seconds of the stand-in, partial and mutant probes,"
+                 " inside validate).")
     out.append(f"Repositories with tasks: {with_tasks} of {len(rows)} "
                f"({with_tasks / len(rows):.0%}); tasks: {tasks}; "
                f"wall / necessary test time over the green repositories: "

@@ -127,6 +127,7 @@ class Adequacy(BaseModel):
     partials: dict[str, int] = Field(default_factory=dict)
     partials_passing_all: list[str] = Field(default_factory=list)   # must be empty to be written
     partials_skipped: int = 0         # past adequacy.MAX_PARTIALS: not run
+    batched: int = 0                  # probes switched in after one collection (validate/variants)
 
 
 class TaskTimings(BaseModel):

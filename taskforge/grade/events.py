@@ -200,6 +200,20 @@ def parse_events(text: str, strict: bool = True) -> Parsed:
 _ORDER = {"setup": 0, "call": 1, "teardown": 2}
 
 
+def fold_reports(reports: list[dict]) -> dict[str, str]:
+    """Outcomes by node id from test reports sent as plain records (a probe
+    batch's children, validate/variants.py), folded as the run's events are;
+    a record that is not a report is skipped."""
+    out, phases = Parsed(), dict[str, set[str]]()
+    for rec in reports:
+        try:
+            ev = TestReport.model_validate({"report_type": "TestReport", **rec})
+        except ValidationError:
+            continue
+        _fold(out, ev, phases, strict=False)
+    return out.outcomes
+
+
 def _fold(out: Parsed, ev: TestReport, phases: dict[str, set[str]], strict: bool) -> None:
     nid, when = ev.nodeid, ev.when
     seen = phases.setdefault(nid, set())

@@ -93,11 +93,12 @@ class PytestRunner:
             return f"r{PytestRunner._counter}"
 
     def run(self, args: list[str], timeout: float, cov_sources: list[str] | None = None,
-            extra_args: list[str] | None = None, keep_raw: bool = False) -> RunResult:
+            extra_args: list[str] | None = None, keep_raw: bool = False,
+            env: dict[str, str] | None = None) -> RunResult:
         tag = self._next()
         host = None
         inside = f"{OUT_IN_SANDBOX}/{tag}"
-        env = {**self.env, **ENV}
+        env = {**self.env, **(env or {}), **ENV}
         argv = list(BASE_ARGS)
         if cov_sources is not None:
             if self.out_host is None:

@@ -30,6 +30,9 @@ class Options:
     keep_weak: bool = False
     check_adequacy: bool = True              # False: no stand-ins, no gold mutants (red team only)
     gold_mutants: int = adequacy.MAX_MUTANTS
+    # Probes that change only function bodies share one pytest session, switched in
+    # after one collection (validate/variants.py); False: a session each (the bench's before).
+    batch_probes: bool = True
     only: tuple[str, ...] = ()               # candidates whose name contains one of these
     # Every hidden test must have must-fail copies (a test without one can be
     # forged by a solution that finds it); False keeps such tasks, marked.

@@ -209,7 +209,7 @@ class Settler:
         adq, spent = adequacy.check(w, f2p, cand.symbols,
                                     cand.root.module if cand.kind == FeatureKind.MODULE else None,
                                     seed=s.tid, timeout=limit, mutants=opts.gold_mutants,
-                                    constants=s.required)
+                                    constants=s.required, batch=opts.batch_probes)
         s.adequacy = adq
         v.test_seconds_total += spent
         v.seconds["adequacy"] = spent

@@ -25,8 +25,8 @@ hidden tests in the generation worker:
   symbol is not needed by the graded tests"). Dropping is the honest choice
   that needs no second removal: shrinking the feature to what the tests need
   would have to be validated again (suite green, hidden tests red, leaks).
-  Every probe is one pytest session in the worker's warm sandbox, like the
-  stand-ins: no sandbox is started for it.
+  Probes run in the worker's warm sandbox; those that change only function
+  bodies share one pytest session (validate/variants.py), the rest get one each.
 """
 from __future__ import annotations
 
@@ -45,6 +45,7 @@ import libcst as cst
 from taskforge.analysis.pyparse import parse as parse_python
 from taskforge.grade.copies import TestRef, find_def, test_ref
 from taskforge.models import Adequacy
+from taskforge.validate.variants import Batch, Outcome, Variant, run_variants
 
 STANDINS = ("return-none", "raise", "identity", "swallow")
 CONSTANT = "constant:"          # + a Python literal: `return <literal>`
@@ -179,12 +180,13 @@ def standins(files: dict[str, str], targets: dict[str, Targets],
     `constants` are Python literals (the statement's required strings);
     `raises` are exception expressions (`expected_raises`)."""
     out: dict[str, dict[str, str]] = {}
+    trees = {rel: cst.parse_module(code) for rel, code in files.items()}   # immutable: parsed once
     for kind in [*STANDINS, *(CONSTANT + c for c in constants[:MAX_CONSTANTS]),
                  *(RAISES + r for r in raises[:MAX_EXPECTED])]:
         changes = {}
-        for rel, code in files.items():
+        for rel in files:
             tr = _Bodies(targets[rel], kind)
-            new = cst.parse_module(code).visit(tr)
+            new = trees[rel].visit(tr)
             if tr.changed:
                 changes[rel] = new.code
         if changes and changes not in out.values():
@@ -421,11 +423,11 @@ def _function(tree: cst.Module, name: str) -> cst.FunctionDef | None:
     return found if isinstance(found, cst.FunctionDef) else None
 
 
-def stub(code: str, unit: Unit, how: Stub) -> str | None:
+def stub(code: str, unit: Unit, how: Stub, tree: cst.Module | None = None) -> str | None:
     """`code` with `unit`'s body (or every method of a class unit) replaced, or
     None when that stub does not apply (a constant for a class, or for a
-    function that returns nothing)."""
-    tree = cst.parse_module(code)
+    function that returns nothing). `tree`: `code` already parsed."""
+    tree = tree if tree is not None else cst.parse_module(code)
     kind = "raise"
     if how is Stub.CONSTANT:
         fn = None if unit.is_class else _function(tree, unit.name)
@@ -450,10 +452,14 @@ def partials(files: dict[str, str], targets: dict[str, Targets],
         # stand-ins (raise, return None, the constants) already try. Probing it
         # again tripled generate's time on single-function features.
         return out
+    trees: dict[str, cst.Module] = {}
     for how in Stub:
         for u in units:
-            new = stub(files[u.file], u, how)
-            if new is not None and len(out) < limit:
+            if len(out) >= limit:
+                return out
+            tree = trees.get(u.file) or trees.setdefault(u.file, cst.parse_module(files[u.file]))
+            new = stub(files[u.file], u, how, tree)
+            if new is not None:
                 out[f"stub-{how.value}:{u.name}"] = {u.file: new}
     return out
 
@@ -613,18 +619,20 @@ def hidden_sources(root, f2p: Iterable[str]) -> dict[str, str]:
 
 def check(worker, f2p: list[str], symbols, whole_module: str | None, seed: str,
           timeout: float, mutants: int = MAX_MUTANTS, constants: Sequence[str] = (),
-          partial: bool = True) -> tuple[Adequacy, float]:
+          partial: bool = True, batch: bool = True) -> tuple[Adequacy, float]:
     """Run the stand-ins, the partial solutions and the gold mutants against the
-    hidden tests on the worker (its tree is the gold: the source as cloned), one
-    pytest session each in the worker's sandbox. Returns the measures and the
-    test seconds spent; stops at the first probe that passes every test."""
+    hidden tests on the worker (its tree is the gold: the source as cloned).
+    Those that change only function bodies share one pytest session, switched
+    in after collection (validate/variants.py); the rest get one session each.
+    Returns the measures and the test seconds spent; stops at the first
+    stand-in or partial solution that passes every test."""
     targets = targets_of(symbols, whole_module)
     files = {rel: (worker.src / rel).read_text(encoding="utf-8") for rel in targets}
     result = Adequacy()
     spent = 0.0
     args = ["--continue-on-collection-errors", "--tb=no", "--maxfail=1"]
 
-    def passed_all(changes: dict[str, str]) -> tuple[bool, int]:
+    def single(changes: dict[str, str]) -> Outcome:
         nonlocal spent
         worker.reset()
         worker.apply(changes)
@@ -634,32 +642,41 @@ def check(worker, f2p: list[str], symbols, whole_module: str | None, seed: str,
             worker.reset()
         spent += r.test_seconds
         n = sum(1 for t in f2p if r.outcomes.get(t) == "passed")
-        ok = not r.timed_out and not r.collect_errors and n == len(f2p)
-        return ok, n
+        return Outcome(passed=n, ok=not r.timed_out and not r.collect_errors and n == len(f2p))
 
     literals = [c for c in constants if c[:1] in "'\""]        # not "an error message ..."
     raises = [e.raise_expr for e in expected_raises(hidden_sources(worker.src, f2p), f2p)]
+    probes: list[tuple[str, Variant]] = []
     for name, changes in standins(files, targets, literals, raises).items():
-        ok, n = passed_all(changes)
-        result.standins[name] = n
-        if ok:
-            result.standins_passing_all.append(name)
-            return result, spent          # dropped anyway: no need to go on
+        probes.append(("standin", Variant(f"s{len(probes)}:{name}", changes, stop=True)))
     if partial:
-        probes = partials(files, targets, limit=MAX_PARTIALS + 1)
-        result.partials_skipped = max(0, len(probes) - MAX_PARTIALS)
-        for name, changes in list(probes.items())[:MAX_PARTIALS]:
-            ok, n = passed_all(changes)
-            result.partials[name] = n
-            if ok:
+        found = partials(files, targets, limit=MAX_PARTIALS + 1)
+        result.partials_skipped = max(0, len(found) - MAX_PARTIALS)
+        for name, changes in list(found.items())[:MAX_PARTIALS]:
+            probes.append(("partial", Variant(f"p{len(probes)}:{name}", changes, stop=True)))
+    for m in gold_mutants(files, targets, seed, mutants):
+        probes.append(("mutant", Variant(f"m{len(probes)}", m.changes)))
+    kinds = {v.name: kind for kind, v in probes}
+    runner = Batch(worker, f2p, timeout, args) if batch else None
+    done = run_variants([v for _, v in probes], lambda rel: (worker.src / rel).read_text(encoding="utf-8"),
+                        runner.run if runner else None, single)
+    if runner:
+        spent += runner.test_seconds
+    result.batched = sum(1 for _, o in done if o.batched)
+    for v, o in done:
+        kind, name = kinds[v.name], v.name.partition(":")[2]
+        if kind == "standin":
+            result.standins[name] = o.passed
+            if o.ok:
+                result.standins_passing_all.append(name)
+        elif kind == "partial":
+            result.partials[name] = o.passed
+            if o.ok:
                 result.partials_passing_all.append(name)
-                return result, spent
-    tried = gold_mutants(files, targets, seed, mutants)
-    for m in tried:
-        ok, _ = passed_all(m.changes)
-        result.mutants += 1
-        result.mutants_killed += not ok
-    if result.mutants:
+        else:
+            result.mutants += 1
+            result.mutants_killed += not o.ok
+    if result.mutants and not (result.standins_passing_all or result.partials_passing_all):
         result.mutation_score = round(result.mutants_killed / result.mutants, 3)
     return result, spent
 

@@ -1475,6 +1475,22 @@ def types_traceback():
         return type(e.__traceback__)
 
 
+def _variants(batch):
+    """Generation's probe batch (tf_variants.py): loaded from its file, and
+    watching which code runs before any of the package's is imported."""
+    import importlib.util
+    import json
+
+    spec = importlib.util.spec_from_file_location("tf_variants", os.path.join(HERE, "tf_variants.py"))
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["tf_variants"] = mod
+    spec.loader.exec_module(mod)
+    with open(batch, encoding="utf-8") as f:
+        mod.start(json.load(f))
+    return mod
+
+
 def main() -> None:
     fd = int(os.environ.get("TF_RESULT_FD", "-1"))
     ws = os.environ.pop("TF_WORKSPACE", "") or WS
@@ -1490,12 +1506,16 @@ def main() -> None:
     guard = importlib.util.module_from_spec(spec)
     sys.modules["tf_guard"] = guard
     spec.loader.exec_module(guard)
+    plugins = [guard, *TESTS_PLUGIN[:1]]
+    batch = os.environ.pop("TF_VARIANTS", "")
+    if batch:
+        plugins.append(_variants(batch))
     cwd = os.getcwd()
     if cwd not in sys.path:
         sys.path.append(cwd)
     import pytest
 
-    sys.exit(pytest.main(sys.argv[1:], plugins=[guard, *TESTS_PLUGIN[:1]]))
+    sys.exit(pytest.main(sys.argv[1:], plugins=plugins))
 
 
 if __name__ == "__main__":
