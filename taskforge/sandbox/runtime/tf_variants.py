@@ -100,7 +100,7 @@ def _unwatch() -> None:
         import threading
 
         sys.setprofile(None)
-        threading.setprofile(None)      # type: ignore[arg-type]
+        threading.setprofile(None)
 
 
 def start(spec: dict) -> None:
@@ -330,12 +330,17 @@ def _wait(pid: int, r: int, deadline: float):
     """(what the child sent, whether it ran out of time). The child's exit ends
     the wait, not the pipe's end: a process it forked may hold the pipe open,
     and a test may close it early (os.closerange)."""
-    chunks, exited, eof = [], False, False
+    chunks: list = []
+    exited = eof = False
     while not exited:
         left = deadline - time.monotonic()
         if left <= 0:
             return chunks, True
-        ready = select.select([r], [], [], min(left, 0.05))[0] if not eof else time.sleep(min(left, 0.05))
+        ready = False
+        if eof:
+            time.sleep(min(left, 0.05))
+        else:
+            ready = bool(select.select([r], [], [], min(left, 0.05))[0])
         if ready:
             chunk = os.read(r, 65536)
             if chunk:
