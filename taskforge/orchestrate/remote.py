@@ -84,6 +84,15 @@ def _actor_class():
             result.coverage_file = None            # a path on this node only
             return result
 
+        def run_batch(self, tests: list[str], timeout: float, args: list[str], variants: list):
+            """A probe batch (validate/variants.py) on this node's gold tree:
+            (outcomes, test seconds, the probes it did not run and why)."""
+            from taskforge.validate.variants import Batch
+
+            self.worker.reset()
+            batch = Batch(self.worker, tests, timeout, args)
+            return batch.run(variants), batch.test_seconds, batch.unswitched
+
         def close(self) -> None:
             from taskforge.fsutil import rmtree
 
@@ -101,19 +110,8 @@ class _RemoteRunner:
             extra_args: list[str] | None = None):
         if cov_sources is not None:
             raise InfraError("coverage runs stay on the driver's own workers")
-        from taskforge.rayconn import _ray
-
-        ray = _ray()
         w = self.worker
-        try:
-            result = ray.get(w.actor.run.remote(w.edits(), list(args), timeout, extra_args))
-        except (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError,
-                ray.exceptions.NodeDiedError, ray.exceptions.WorkerCrashedError) as exc:
-            w.lost = True
-            raise WorkerLost(f"remote worker on node {w.node[:12]} lost: "
-                             f"{str(exc).splitlines()[0][:160]}") from None
-        w.runs += 1
-        return result
+        return w.remote_call(lambda actor: actor.run.remote(w.edits(), list(args), timeout, extra_args))
 
 
 class RemoteWorker(TreeCopy):
@@ -126,6 +124,26 @@ class RemoteWorker(TreeCopy):
         self.runs = 0
         self.lost = False
         self.runner = _RemoteRunner(self)
+
+    def remote_call(self, call):
+        """`call(actor)`'s result: a lost node is a WorkerLost, never a verdict."""
+        from taskforge.rayconn import _ray
+
+        ray = _ray()
+        try:
+            result = ray.get(call(self.actor))
+        except (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError,
+                ray.exceptions.NodeDiedError, ray.exceptions.WorkerCrashedError) as exc:
+            self.lost = True
+            raise WorkerLost(f"remote worker on node {self.node[:12]} lost: "
+                             f"{str(exc).splitlines()[0][:160]}") from None
+        self.runs += 1
+        return result
+
+    def batch(self, tests: list[str], timeout: float, args: list[str], variants: list):
+        """A probe batch run on the actor's node (validate/variants.Batch)."""
+        return self.remote_call(lambda actor: actor.run_batch.remote(list(tests), timeout, list(args),
+                                                                      list(variants)))
 
     def close(self) -> None:
         from taskforge.rayconn import _ray

@@ -98,6 +98,12 @@ class Batch:
         self.unswitched: dict[str, str] = {}     # probe -> why the batch did not run it
 
     def run(self, variants: Sequence[Variant]) -> dict[str, Outcome]:
+        remote = getattr(self.worker, "batch", None)
+        if remote is not None:          # a worker on another node (orchestrate/remote.py)
+            out, seconds, unswitched = remote(self.tests, self.timeout, self.args, list(variants))
+            self.test_seconds += seconds
+            self.unswitched.update(unswitched)
+            return out
         Batch.counter += 1
         name = f"variants-{Batch.counter}"
         spec_host, results_host = self.worker.out / f"{name}.json", self.worker.out / f"{name}.out.json"
