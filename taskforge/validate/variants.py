@@ -67,8 +67,11 @@ def switchable(gold: str, variant: str) -> bool:
     """Whether `variant` differs from `gold` only inside function bodies: its
     module-level and class-level code (decorators, defaults, signatures,
     assignments) is the gold's, which a collected session already ran."""
-    a, b = _skeleton(gold), _skeleton(variant)
-    return a is not None and a == b
+    return _outline_is(_skeleton(gold), variant)
+
+
+def _outline_is(skeleton: str | None, variant: str) -> bool:
+    return skeleton is not None and skeleton == _skeleton(variant)
 
 
 def outcome_of(record: dict, tests: Sequence[str], stop: bool = False) -> Outcome | None:
@@ -154,7 +157,7 @@ def run_variants(variants: Sequence[Variant], gold: Callable[[str], str],
     def same_outline(rel: str, text: str) -> bool:
         if rel not in skeletons:
             skeletons[rel] = _skeleton(gold(rel))
-        return skeletons[rel] is not None and skeletons[rel] == _skeleton(text)
+        return _outline_is(skeletons[rel], text)
 
     together = [v for v in variants if all(same_outline(rel, text) for rel, text in v.changes.items())]
     got = batch(together) if batch is not None and len(together) >= MIN_BATCH else {}

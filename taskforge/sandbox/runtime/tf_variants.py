@@ -106,11 +106,16 @@ def _unwatch() -> None:
 def start(spec: dict) -> None:
     SPEC.clear()
     SPEC.update(spec)
-    files = set()
+    _watch(_target_files(spec))
+
+
+def _target_files(spec: dict) -> set:
+    """Every path (as given and resolved) of a file some variant changes."""
+    files: set = set()
     for v in spec.get("variants", []):
         for path in v.get("files", {}):
             files |= _paths(path)
-    _watch(files)
+    return files
 
 
 def units(code, out=None, counts=None) -> dict:
@@ -210,33 +215,49 @@ def _rewritten(mod) -> bool:
     return type(getattr(mod, "__loader__", None)).__name__ == "AssertionRewritingHook"
 
 
-def plan(variant: dict, live: dict, suspended: set):
+class Gold:
+    """One target file as the session loaded it, compiled once for every variant."""
+
+    def __init__(self, path: str):
+        self.path, self.real = path, os.path.realpath(path)
+        with open(path, encoding="utf-8") as f:
+            self.text = f.read()
+        self.code: types.CodeType | None = None
+        try:
+            self.code = compile(self.text, path, "exec", dont_inherit=True)
+        except (SyntaxError, ValueError, RecursionError):
+            pass
+        self.units = units(self.code) if self.code is not None else {}
+        self.residual = residual(self.code, {id(c) for c in self.units.values()}) if self.code else None
+        self.module = _module_of(self.real)
+
+
+def plan(variant: dict, golds: dict, live: dict, suspended: set):
     """[(functions, code)] that switch `variant` in, or the reason it cannot be."""
     patches = []
     for path, source in variant["files"].items():
-        real = os.path.realpath(path)
+        g = golds[path]
+        real, gold = g.real, g.units
         try:
-            with open(path, encoding="utf-8") as f:
-                gold_mod = compile(f.read(), path, "exec", dont_inherit=True)
+            if g.code is None:
+                raise SyntaxError(path)
             new_mod = compile(source, path, "exec", dont_inherit=True)
-            gold, new = units(gold_mod), units(new_mod)
+            new = units(new_mod)
             cells = {k for k, c in gold.items()
                      if k in new and "__class__" in c.co_freevars and "__class__" not in new[k].co_freevars}
             if cells:
                 new_mod = _with_class_cell(source, path, cells)
                 new = units(new_mod)
-        except (OSError, SyntaxError, ValueError, RecursionError) as exc:
+        except (SyntaxError, ValueError, RecursionError) as exc:
             return f"does not compile: {type(exc).__name__}"
         if gold.keys() != new.keys():
             return f"other functions in {path}"
-        if (residual(gold_mod, {id(c) for c in gold.values()})
-                != residual(new_mod, {id(c) for c in new.values()})):
+        if g.residual != residual(new_mod, {id(c) for c in new.values()}):
             return f"changes outside the functions it can switch in {path}"
         changed = [(key, old, new[key]) for key, old in gold.items() if shape(new[key]) != shape(old)]
-        mod = _module_of(real)
-        if mod is None and not any(k[0] == real for k in live):
+        if g.module is None and not any(k[0] == real for k in live):
             continue        # never imported: a test that imports it reads the variant's file
-        if changed and _rewritten(mod):
+        if changed and _rewritten(g.module):
             return f"pytest rewrote the asserts of {path}"
         for key, old, code in changed:
             if (real, old.co_firstlineno) in _ran:
@@ -407,23 +428,16 @@ def pytest_runtestloop(session):
 
     _unwatch()                  # as late as can be: conftest hooks after collection are watched
     results: dict = {}
-    files = set()
-    for v in SPEC["variants"]:
-        for path in v["files"]:
-            files |= _paths(path)
+    files = _target_files(SPEC)
     live = live_functions(files)
     suspended = suspended_frames(files)
     threads = threading.active_count()
-    gold: dict = {}
-    for v in SPEC["variants"]:
-        for path in v["files"]:
-            if path not in gold:
-                with open(path, encoding="utf-8") as f:
-                    gold[path] = f.read()
+    golds = {path: Gold(path) for v in SPEC["variants"] for path in v["files"]}
+    gold = {path: g.text for path, g in golds.items()}
     sys.stdout.flush()
     sys.stderr.flush()
     for v in SPEC["variants"]:
-        patches = plan(v, live, suspended) if threads == 1 else f"{threads} threads alive at the fork"
+        patches = plan(v, golds, live, suspended) if threads == 1 else f"{threads} threads alive at the fork"
         if isinstance(patches, str):
             results[v["name"]] = {"unswitched": patches}
         else:
