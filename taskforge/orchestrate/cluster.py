@@ -19,6 +19,7 @@ they have (`ray start`, `RAY_ADDRESS`) rather than bringing its own.
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 from taskforge.rayconn import _ray, connect
@@ -30,16 +31,24 @@ def _generate_remote():
 
     @ray.remote(max_retries=3, num_cpus=1)
     def generate_one(repo: str, out: str, opts_json: str) -> dict:
+        import time
+
         from taskforge.errors import TaskforgeError
+        from taskforge.orchestrate.corpus import row_of
         from taskforge.orchestrate.pipeline import Options, generate
 
         opts = Options(**json.loads(opts_json))
+        node = ray.get_runtime_context().get_node_id()
+        t0 = time.monotonic()
         try:
             report = generate(repo, out, opts, log=lambda s: None)
         except TaskforgeError as exc:
-            return {"repo": repo, "out": out, "error": exc.message, "node": ray.get_runtime_context().get_node_id()}
-        return {"repo": repo, "out": out, "tasks": sorted(report.tasks),
-                "node": ray.get_runtime_context().get_node_id()}
+            return row_of(repo, out, time.monotonic() - t0, error=exc.message, node=node).model_dump()
+        except Exception as exc:  # noqa: BLE001 - our bug, but this repository's row only
+            msg = f"internal error: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+            return row_of(repo, out, time.monotonic() - t0, error=msg[:300], node=node).model_dump()
+        return row_of(repo, out, time.monotonic() - t0, report.model_dump(mode="json"),
+                      node=node).model_dump()
 
     return generate_one
 
@@ -60,10 +69,12 @@ def corpus_dirs(repos: list[str], out: Path) -> list[tuple[str, Path]]:
 def generate_corpus(repos: list[str], out: str | Path, opts=None, address: str | None = None,
                     progress=None) -> list[dict]:
     """Generate from every repository on the cluster, each into OUT/<name>/;
-    results in input order ({repo, out, tasks} or {repo, out, error}). One
+    results in input order (`corpus.CorpusRow` as dicts: repo, out, tasks or
+    error, seconds, node), and OUT/corpus.json the `corpus.CorpusReport`. One
     repository's failure never costs another its tasks."""
     from dataclasses import asdict
 
+    from taskforge.orchestrate.corpus import CorpusRow, row_of, summarize
     from taskforge.orchestrate.pipeline import Options
 
     connect(address)
@@ -75,16 +86,21 @@ def generate_corpus(repos: list[str], out: str | Path, opts=None, address: str |
     fn = _generate_remote()
     refs = [fn.remote(repo, str(dest), opts_json) for repo, dest in corpus_dirs(repos, out)]
     results = []
+    t0 = time.monotonic()
     for i, ref in enumerate(refs):
         try:
             results.append(ray.get(ref))
         except Exception as exc:  # noqa: BLE001 - a lost task is that repository's error only
-            results.append({"repo": repos[i], "error": f"infrastructure: {str(exc).splitlines()[0][:200]}"})
+            results.append(row_of(repos[i], "", 0.0, error=f"infrastructure: "
+                                  f"{str(exc).splitlines()[0][:200]}").model_dump())
         if progress:
             progress(i + 1, len(refs))
     from taskforge.fsutil import atomic_write
 
-    atomic_write(out / "corpus.json", json.dumps(results, indent=1, sort_keys=True))
+    # Cores: the cluster's, since its nodes ran the corpus side by side.
+    cores = int(sum(n["Resources"].get("CPU", 0) for n in ray.nodes() if n.get("Alive"))) or 1
+    report = summarize([CorpusRow(**r) for r in results], cores, wall_seconds=time.monotonic() - t0)
+    atomic_write(out / "corpus.json", json.dumps(report.model_dump(mode="json"), indent=1))
     return results
 
 

@@ -119,7 +119,11 @@ def fetch(source: str, dest: Path, ref: str | None = None) -> Source:
                 commit = repo.commit(f"origin/{target}")
             except (git.BadName, ValueError, git.GitCommandError):
                 raise UserError(f"no such ref in {source}: {target}") from None
-        repo.git.checkout("--force", "--detach", commit.hexsha)
+        try:
+            repo.git.checkout("--force", "--detach", commit.hexsha)
+        except git.GitCommandError as exc:      # objects missing (a partial mirror), a bad path
+            raise (InfraError if _is_url(source) else UserError)(
+                f"cannot check out {commit.hexsha[:12]} of {source}: {clone_error(exc)}") from None
         if (dest / ".gitmodules").is_file():
             _submodules(repo, source)
         origin = source if _is_url(source) else (_origin_of(Path(repo_id)) or repo_id)
