@@ -689,6 +689,14 @@ def test_a_pytest_pin_only_for_pytest_s_own_removals(tmp_path, errors, files, wa
     ("Failed: x\nSee docs: https://docs.pytest.org/en/stable/deprecations.html", "", None),
     ("E   ModuleNotFoundError: No module named 'six'", "9.1.1", None),
     ("pytest.PytestRemovedIn10Warning: y", "9.1.1", "pytest<9"),
+    # A conftest hook with a py.path argument pytest 9 removed (docopt).
+    ("PluginValidationError: Plugin '/w/conftest.py' for hook 'pytest_collect_file'\n"
+     "hookimpl definition: pytest_collect_file(path, parent)\nArgument(s) {'path'} are declared "
+     "in the hookimpl but can not be found in the hookspec", "9.0.3", "pytest<9"),
+    ("Argument(s) {'path'} are declared in the hookimpl but can not be found in the hookspec",
+     "8.4.0", None),
+    ("Argument(s) {'colour'} are declared in the hookimpl but can not be found in the hookspec",
+     "9.0.3", None),
 ])
 def test_a_pytest_removal_pins_below_the_running_major(tmp_path, log, version, want):
     from taskforge.env.detect import pytest_pin
@@ -714,3 +722,41 @@ def test_generate_pins_pytest_when_the_newest_does_not_collect(tmp_path, base_im
     from taskforge.grade.verify import Solution, verify
 
     assert verify(task, Solution.gold()).reward == 1.0
+
+
+def _old_wheel(path: Path, name: str, version: str, module: str) -> Path:
+    """A released copy of `name` as a wheel file (what a requirement pulls from the index)."""
+    import zipfile
+
+    info = f"{name}-{version}.dist-info"
+    files = {f"{name}.py": module,
+             f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+             f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
+    files[f"{info}/RECORD"] = "".join(f"{f},,\n" for f in files) + f"{info}/RECORD,,\n"
+    whl = path / f"{name}-{version}-py3-none-any.whl"
+    whl.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(whl, "w") as z:
+        for f, text in files.items():
+            z.writestr(f, text)
+    return whl
+
+
+def test_a_requirement_that_pulls_a_released_copy_of_the_project_is_undone(tmp_path, base_image):
+    """filelock's tests want virtualenv, which wants filelock: pip put the
+    released filelock over the editable install, and the suite ran (and failed
+    on) the release. Here a test group's requirement is an older `wordy` without
+    `initials`: the build installs the tree again over it, so the baseline is
+    green and the task grades on the tree."""
+    src = write(tmp_path / "wordy-src", {
+        "pyproject.toml": PYPROJECT_MIN.replace('"jp"', '"wordy"') + "[dependency-groups]\n"
+        'test = ["wordy @ file:///workspace/wheels/wordy-0.1-py3-none-any.whl"]\n',
+        "wordy.py": WORDY,
+        "tests/test_wordy.py": WORDY_TESTS,
+    })
+    _old_wheel(src / "wheels", "wordy", "0.1", "def words(text):\n    return len(text.split())\n")
+    repo = make_git_repo(src, tmp_path / "wordy")
+    report = generate_cli(repo, tmp_path / "out")
+    assert report["baseline_passing"] == 12 and report["baseline_failing"] == 0, report
+    from taskforge.grade.verify import Solution, verify
+
+    assert verify(tmp_path / "out" / report["tasks"][0], Solution.gold()).reward == 1.0

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -275,3 +276,22 @@ def test_a_failing_tests_traceback_leaves_no_source_in_linecache(tmp_path, monit
     assert ("PASSED test_a.py::test_2" in out) == monitored, out
     assert "PASSED test_a.py::test_3" in out, out       # lines are still read when asked for
     assert ('"TestReport"' in events) is monitored, events
+
+
+def test_project_shadowed_names_a_copy_outside_the_tree(tmp_path):
+    """As the build runs it (`cd / && python - NAMES`): a top-level package that
+    resolves outside /workspace is a released copy over the tree (exit 1); one
+    that does not resolve at all is not."""
+    site = tmp_path / "site"
+    (site / "shadowpkg").mkdir(parents=True)
+    (site / "shadowpkg" / "__init__.py").write_text("")
+    (site / "lonemod.py").write_text("")
+    script = (RUNTIME / "project_shadowed.py").read_text()
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    for names, code, said in ((["shadowpkg"], 1, "shadowpkg"), (["lonemod"], 1, "lonemod.py"),
+                              (["no_such_pkg_here"], 0, "")):
+        res = subprocess.run([sys.executable, "-", *names], input=script, text=True, cwd="/",
+                             capture_output=True, env=env, timeout=60)
+        assert res.returncode == code and said in res.stdout, (names, res.stdout, res.stderr)
+    ps = load("project_shadowed")
+    assert ps.shadowed(["no_such_pkg_here", "json"]) == [f"json ({Path(json.__file__).parent})"]

@@ -52,6 +52,7 @@ STRIP_METADATA = (RUNTIME / "strip_metadata.py").read_text(encoding="utf-8")
 REPOINT_INSTALL = (RUNTIME / "repoint_install.py").read_text(encoding="utf-8")
 DROP_VENDORING = (RUNTIME / "drop_vendoring.py").read_text(encoding="utf-8")
 MISSING_IMPORTS = (RUNTIME / "missing_imports.py").read_text(encoding="utf-8")
+PROJECT_SHADOWED = (RUNTIME / "project_shadowed.py").read_text(encoding="utf-8")
 
 
 class RepoConfig(BaseModel):
@@ -156,6 +157,13 @@ class InstallPlan:
             lines.append(f"pip install {q(self.pytest_pin)}")
         # The repository may pin its own pytest: keep the tooling taskforge reads with.
         lines.append('pip install "pytest-cov>=4.1" "coverage>=7.4"')
+        if self.install is None and self.installable and self.packages:
+            # A requirement that depends on the project put a released copy over the tree.
+            lines.append("(cd / && python - " + " ".join(q(p) for p in self.packages)
+                         + " <<'PY'\n" + PROJECT_SHADOWED + "PY\n) || {\necho 'taskforge: "
+                         "installing the tree again over the released copy'\n"
+                         "pip install --no-deps -e . || { pip install --no-deps --force-reinstall . "
+                         "&& python - /workspace <<'PY'\n" + REPOINT_INSTALL + "PY\n}\n}")
         lines.append("python - <<'PY'\n" + STRIP_METADATA + "PY")
         if self.packages and not self.needs_installers:
             lines.append("python - " + " ".join(q(p) for p in self.packages)
@@ -639,6 +647,10 @@ def detect(root: Path, layout=None, config: RepoConfig | None = None) -> Install
 _REMOVED_IN = re.compile(r"PytestRemovedIn(\d+)Warning")
 # pytest's own removals end with a pointer to its deprecation page.
 _PYTEST_REMOVAL = re.compile(r"docs\.pytest\.org/en/\w+/deprecations\.html")
+# A conftest hook that still takes a py.path argument pytest 9 took away
+# (`pytest_collect_file(path, parent)`): pluggy refuses it before collection.
+_LEGACY_HOOK_ARG = re.compile(r"Argument\(s\) \{'(?:path|fspath|startdir)'\} are declared in the "
+                              r"hookimpl but can not be found in the hookspec")
 _WANTS_PYTEST = re.compile(r"""["'\s,\[]pytest\s*(?:>=|==|~=|>)\s*(\d+)""")
 
 
@@ -648,14 +660,16 @@ def pytest_pin(collect_errors: dict[str, str], root: Path, pytest_version: str =
     The signs that pytest's own version is to blame: a PytestRemovedIn<N>Warning
     (an error by default in pytest N, or by the project's `filterwarnings =
     error`): pytest<N, or below the running major when that is lower; a removal
-    error pointing at pytest's deprecation page (python-dateutil under pytest 9):
+    error pointing at pytest's deprecation page (python-dateutil under pytest 9),
+    or a hook taking a py.path argument pytest 9 removed (docopt's conftest):
     below the running major (`pytest_version`, as the environment reports it).
     None when nothing points at pytest, or the project's files ask for that
     version or newer (a pin below it would break what the project declares)."""
     text = "\n".join(collect_errors.values())
     running = int(pytest_version.split(".")[0]) if pytest_version[:1].isdigit() else None
     majors = [int(m) for m in _REMOVED_IN.findall(text)]
-    if running is not None and (majors or _PYTEST_REMOVAL.search(text)):
+    if running is not None and (majors or _PYTEST_REMOVAL.search(text)
+                                or (running >= 9 and _LEGACY_HOOK_ARG.search(text))):
         majors.append(running)
     if not majors:
         return None
