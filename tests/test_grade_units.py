@@ -466,3 +466,33 @@ def test_a_same_named_test_of_another_file_is_not_a_hidden_test_left_readable(tm
     (tmp_path / "workspace/tests/cases.py").write_text(dur)
     assert visible_hidden_tests(tmp_path, f2p) == [
         "tests/test_duration.py::test_format is defined in workspace/tests/cases.py"]
+
+
+def test_a_test_that_calls_another_test_still_runs_renamed(tmp_path):
+    """emoji's test_text_multiple_times calls test_text(...): renamed at random,
+    the call named a function that was gone (NameError), so every feature those
+    tests graded was dropped ("tests did not all pass renamed"). Calls follow the
+    rename; a string or an attribute of the same name does not."""
+    (tmp_path / "test_t.py").write_text(textwrap.dedent('''\
+        def test_text(n=2):
+            assert n * 2 == n + n
+
+
+        def test_text_many():
+            note = "test_text is called"      # test_text in a comment
+            for i in range(3):
+                test_text(i)
+            assert note and not hasattr(object, "test_text")
+            fn = test_text
+            fn()
+        '''))
+    ids = ["test_t.py::test_text", "test_t.py::test_text_many"]
+    plan = cp.plant(tmp_path, ids, [], rng=random.Random(3))
+    text = (tmp_path / "test_t.py").read_text()
+    new = next(n for n, r in plan.originals.items() if r.func == "test_text")
+    assert f"    {new}(i)" in text and f"fn = {new}" in text
+    assert '"test_text is called"' in text and "# test_text in a comment" in text
+    assert 'hasattr(object, "test_text")' in text
+    res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_t.py"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0 and "2 passed" in res.stdout, res.stdout

@@ -1557,6 +1557,40 @@ def _splice(lines: list[str], spans: dict[tuple, tuple[int, int, ast.FunctionDef
     return "".join(out)
 
 
+def _renamed_calls(text: str, names: dict[tuple, str]) -> str:
+    """`text` with every use of a renamed module-level test function by its old
+    name (a NAME token not after a dot: emoji's `test_text_multiple_times` calls
+    `test_text(...)`) under its new one, so renaming breaks no test; strings and
+    comments are left as they are. The new names are random, so the calls tell
+    nothing the renaming hid."""
+    import io
+    import tokenize
+
+    old_new = {func: new for (cls, func), new in names.items() if not cls}
+    if not old_new or not any(re.search(r"\b%s\b" % re.escape(o), text) for o in old_new):
+        return text
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return text
+    edits: list[tuple[int, int, str, str]] = []
+    prev = None
+    for tok in tokens:
+        if tok.type == tokenize.NAME and tok.string in old_new and not (
+                prev is not None and prev.type == tokenize.OP and prev.string == "."):
+            edits.append((tok.start[0], tok.start[1], tok.string, old_new[tok.string]))
+        if tok.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT, tokenize.INDENT,
+                            tokenize.DEDENT):
+            prev = tok
+    if not edits:
+        return text
+    lines = text.splitlines(keepends=True)
+    for row, col, old, new in sorted(edits, reverse=True):
+        line = lines[row - 1]
+        lines[row - 1] = line[:col] + new + line[col + len(old):]
+    return "".join(lines)
+
+
 def _plant_file(path: Path, rel: str, file_refs: list[TestRef], copies: list[TestCopy], plan: Plan,
                 taken: set[str], rename: bool, rng: random.Random, place: str) -> None:
     """plant() for one file: its tests renamed into `plan`, its copies placed."""
@@ -1610,8 +1644,8 @@ def _plant_file(path: Path, rel: str, file_refs: list[TestRef], copies: list[Tes
     if not names and not inserts:
         return
     tables = {n for ms in groups.values() for m in ms for n in m.tables}
-    path.write_text(drop_unused_constants(_splice(lines, spans, names, rewrites, inserts), tables),
-                    encoding="utf-8")
+    planted = _renamed_calls(_splice(lines, spans, names, rewrites, inserts), names)
+    path.write_text(drop_unused_constants(planted, tables), encoding="utf-8")
 
 
 def plant(tree: Path, nodeids: list[str], copies: list[TestCopy], rename: bool = True,
