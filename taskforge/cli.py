@@ -196,11 +196,15 @@ def generate(
                                         "only, and what the code raises, in the statement's words "
                                         "(docstrings are retrieval keys for a model that read "
                                         "the project)."),
-    max_feature_defs: int = typer.Option(16, "--max-feature-defs", min=1, help="A feature "
-                                         "with its dependents (a whole module's too) has at most "
-                                         "this many definitions, over at most a quarter as many "
-                                         "files (4 at least): larger vertical slices, each still "
-                                         "validated."),
+    max_feature_defs: int = typer.Option(40, "--max-feature-defs", min=1, help="A feature "
+                                         "with its dependents (a whole module's too) grows while "
+                                         "the tests its removal takes stay within --max-share, and "
+                                         "has at most this many definitions, over at most a "
+                                         "quarter as many files (4 at least)."),
+    check_predictions: bool = typer.Option(False, "--check-predictions", help="Try candidates "
+                                           "predicted to break the suite (a body that runs at "
+                                           "import) last instead of dropping them, so report.json's "
+                                           "`prediction` says how often the prediction is wrong."),
     as_json: bool = typer.Option(False, "--json", help="Print report.json to stdout."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress output."),
 ) -> None:
@@ -243,7 +247,8 @@ def generate(
                                         min_mutation_score=min_mutation_score,
                                         keep_weak=keep_weak, since=since_ts,
                                         statement_style=StatementStyle(statement_style),
-                                        max_feature_defs=max_feature_defs),
+                                        max_feature_defs=max_feature_defs,
+                                        check_predictions=check_predictions),
                      progress=cast("PipelineProgress", prog), log=prog.stage)
     except TaskforgeError as exc:
         prog.done()
@@ -487,7 +492,6 @@ def corpus(
     """Generate tasks from many repositories, locally one after another or spread
     over a Ray cluster. One repository's failure never costs another its tasks."""
     from taskforge.orchestrate.pipeline import Options
-    from taskforge.orchestrate.pipeline import generate as run_generate
 
     names = list(repos or [])
     limit = max_tasks
@@ -509,34 +513,29 @@ def corpus(
         _error("no repositories: give them as arguments or with --from FILE")
         raise typer.Exit(2) from None
     opts = Options(max_tasks=limit, jobs=jobs, remote_workers=remote_workers)
+    from taskforge.orchestrate.corpus import CorpusReport, summary_line
+
     if ray:
         from taskforge.orchestrate.cluster import generate_corpus
 
         try:
-            results = generate_corpus(names, out, opts, address=ray_address)
+            generate_corpus(names, out, opts, address=ray_address)
         except TaskforgeError as exc:
             _fail(exc)
+        report = CorpusReport.model_validate_json((out / "corpus.json").read_text())
     else:
-        from taskforge.orchestrate.cluster import corpus_dirs  # no Ray import: names only
+        from taskforge.orchestrate.corpus import run_local
 
-        results = []
-        for repo, dest in corpus_dirs(names, out):
-            try:
-                report = run_generate(repo, dest, opts)
-                results.append({"repo": repo, "out": str(dest), "tasks": sorted(report.tasks)})
-            except TaskforgeError as exc:
-                results.append({"repo": repo, "out": str(dest), "error": exc.message})
-        from taskforge.fsutil import atomic_write
-
-        out.mkdir(parents=True, exist_ok=True)
-        atomic_write(out / "corpus.json", json.dumps(results, indent=1, sort_keys=True))
-    for r in results:
+        report = run_local(names, out, opts, log=lambda s: typer.echo(s, err=True))
+    for r in report.rows:
         if as_json:
-            typer.echo(json.dumps(r))
+            typer.echo(json.dumps(r.model_dump(mode="json")))
+        elif r.tasks:
+            typer.echo(f"{r.repo}: {len(r.tasks)} task(s) in {r.out} ({r.seconds:.0f} s)")
         else:
-            typer.echo(f"{r['repo']}: " + (f"{len(r['tasks'])} task(s) in {r['out']}"
-                                           if "tasks" in r else f"error: {r['error']}"))
-    raise typer.Exit(0 if any(r.get("tasks") for r in results) else 1)
+            typer.echo(f"{r.repo}: " + (f"error: {r.error}" if r.error else f"no task: {r.cause}"))
+    typer.echo(summary_line(report), err=as_json)
+    raise typer.Exit(0 if report.yielding else 1)
 
 
 @image_app.command("build", epilog="""Examples:
@@ -927,7 +926,7 @@ def harden(
                                  "repository."),
     jobs: int = typer.Option(max(1, min(os.cpu_count() or 1, 4)), "--jobs", "-j", min=1,
                              help="Validation workers per repository."),
-    max_feature_defs: int = typer.Option(16, "--max-feature-defs", min=1, help="As the tasks "
+    max_feature_defs: int = typer.Option(40, "--max-feature-defs", min=1, help="As the tasks "
                                          "were generated with (their features must be proposed "
                                          "again to be combined)."),
     statement_style: Optional[str] = typer.Option(None, "--statement-style", help="upstream or "

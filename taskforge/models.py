@@ -300,6 +300,15 @@ class ResumeInfo(BaseModel):
     rejections: int = 0
 
 
+class Prediction(BaseModel):
+    """Candidates predicted to break the suite before any run (a body that runs
+    at import: propose.features.runs_at_import), and how the prediction fared."""
+    rejected: int = 0            # dropped on the prediction, no run spent
+    checked: int = 0             # predicted, tried anyway (--check-predictions), rest-of-suite run reached
+    confirmed: int = 0           # of those, the rest of the suite was red or did not collect
+    missed: int = 0              # not predicted, yet the rest of the suite was red or did not collect
+
+
 class CopyCoverage(BaseModel):
     """Over the tasks written: how many hidden test functions have must-fail copies."""
     tasks_with_copies: int = 0
@@ -340,6 +349,7 @@ class GenerateReport(BaseModel):
     remote_runs: int = 0             # test runs they made
     remote_workers_lost: int = 0     # lost mid-run: their candidates settled again
     resumed: ResumeInfo = Field(default_factory=ResumeInfo)
+    prediction: Prediction = Field(default_factory=Prediction)
     copies: CopyCoverage = Field(default_factory=CopyCoverage)
     # Over the tasks written: how many per tier and per kind, and their sizes.
     difficulty: dict[str, int] = Field(default_factory=dict)

@@ -606,3 +606,61 @@ def test_module_level_assignments_go_with_the_feature_they_use(tmp_path):
     # `ctwice` is bound twice: module-level code, which holds `twice` back.
     feature, why = grow(index, users, by["pkg.core.twice"])
     assert feature is None and "pkg.curried (module level)" in why
+
+
+def test_a_class_body_that_reads_a_definition_holds_it(tmp_path):
+    """A class body runs at import: `DECODERS = {"iso": utils.from_iso}` or
+    `MAPPING = {bool: fields.Flag}` (marshmallow's Date and Schema) cannot stay
+    without what they read, by attribute or by a name its methods use too.
+    Removing `from_iso` alone broke every test at import (1,176 of them on
+    marshmallow, found only by a full suite run); now the class goes with it,
+    and a same-named attribute of a module that is not imported holds nothing."""
+    from taskforge.propose.features import Users, grow
+
+    root = make(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/utils.py": """\
+            def from_iso(s):
+                parts = s.split("-")
+                return tuple(int(p) for p in parts)
+
+
+            def to_iso(t):
+                text = "-".join(str(p) for p in t)
+                return text
+            """,
+        "pkg/fields.py": """\
+            from pkg import utils
+
+
+            class Flag:
+                def load(self, v):
+                    out = bool(v)
+                    return out
+
+
+            class Date:
+                DECODERS = {"iso": utils.from_iso}
+
+                def load(self, s):
+                    return self.DECODERS["iso"](s)
+
+
+            class Schema:
+                MAPPING = {bool: Flag}
+
+                def make(self):
+                    return Flag()
+            """,
+        "pkg/other.py": """\
+            class Loose:
+                NAME = somewhere.to_iso
+            """,
+    })
+    index = index_repo(root, scan(root))
+    users = Users(index)
+    assert "pkg.fields.Date" in users.of(users.by_qual["pkg.utils.from_iso"])
+    assert "pkg.fields.Schema" in users.of(users.by_qual["pkg.fields.Flag"])
+    assert users.of(users.by_qual["pkg.utils.to_iso"]) == []
+    feature, why = grow(index, users, users.by_qual["pkg.utils.from_iso"])
+    assert why == "" and {f.qualname for f in feature} == {"pkg.utils.from_iso", "pkg.fields.Date"}

@@ -300,3 +300,112 @@ def test_docker_exec_frames_in_pieces_of_any_size(cut):
     out = b"".join(frames.feed(STREAM[i:i + cut]) for i in range(0, len(STREAM), cut))
     assert out == b"first\nerr\n" + b"x" * 70000
     assert frames.feed(b"") == b"" and frames.feed(_frame(1, b"ab")[:9]) == b"a"
+
+
+def _sym(name, kind="function", body=(), path="pkg/m.py", methods=()):
+    from taskforge.analysis.symbols import Symbol
+
+    return Symbol(qualname=f"pkg.m.{name}", module="pkg.m", path=path, name=name, kind=kind, cls=None,
+                  start=1, end=9, body_lines=set(body), methods=list(methods))
+
+
+@pytest.mark.parametrize("feature, imported, want", [
+    # A body line that ran outside every test: something imported needs it.
+    ([_sym("f", body=[3, 4])], {4}, "pkg.m.f ran at import or collection (pkg/m.py:4)"),
+    ([_sym("f", body=[3, 4])], {1, 9}, ""),             # its def line ran (it was defined): no
+    # A class's own lines are its methods'; a class body always runs at import.
+    ([_sym("C", kind="class", body=[3], methods=[_sym("C.add", kind="method", body=[3])])], {3},
+     "pkg.m.C.add ran at import or collection (pkg/m.py:3)"),
+    ([_sym("C", kind="class", body=[3])], {3}, ""),
+    ([_sym("RATE", kind="assignment", body=[2])], {2}, ""),
+    ([_sym("f", body=[3], path="pkg/other.py")], {3}, ""),  # another file's line 3
+])
+def test_a_body_that_runs_at_import_predicts_a_red_suite(feature, imported, want):
+    from taskforge.analysis.coverage_map import CoverageMap
+    from taskforge.propose.features import PREDICTED, runs_at_import
+
+    cov = CoverageMap({"pkg/m.py": {}}, {"pkg/m.py": frozenset(imported)})
+    assert runs_at_import(cov, feature) == (f"{PREDICTED}: {want}" if want else "")
+
+
+def _verdict(predicted, stage, reason="", ok=False):
+    from taskforge.propose.features import Candidate
+    from taskforge.validate.checks import Verdict
+
+    cand = Candidate(name="c", kind="function", root=_sym("c"), symbols=[], predicted=predicted)
+    return Verdict(candidate=cand, ok=ok, stage=stage, reason=reason)
+
+
+def test_the_prediction_is_scored_only_where_the_rest_of_the_suite_ran():
+    from taskforge.models import Prediction, Stage
+    from taskforge.orchestrate.pipeline import prediction_of
+
+    P = "predicted to break the suite: x"
+    verdicts = [
+        _verdict(P, Stage.REMAINING_GREEN, "remaining suite red: 9 test(s) fail"),     # confirmed
+        _verdict(P, Stage.REMAINING_GREEN, "stripped tree does not collect: t.py: E"),  # confirmed
+        _verdict(P, Stage.COPIES, "hidden tests without must-fail copies"),              # wrong
+        _verdict(P, Stage.TASKS, ok=True),                                               # wrong
+        _verdict(P, Stage.HIDDEN_FAIL, "hidden tests still pass without the feature"),   # no word
+        _verdict(P, Stage.REMAINING_GREEN, "remaining suite timed out"),                  # no word
+        _verdict("", Stage.REMAINING_GREEN, "remaining suite red: 1 test(s) fail"),      # missed
+        _verdict("", Stage.TASKS, ok=True),
+    ]
+    assert prediction_of(verdicts, rejected=5) == Prediction(rejected=5, checked=4, confirmed=2, missed=1)
+
+
+def test_the_cli_s_definitions_limit_is_the_library_s():
+    """The CLI imports nothing heavy at start, so it writes the default out: it
+    must be the library's (a run and its `harden` propose the same features)."""
+    import inspect
+
+    from taskforge import cli
+    from taskforge.orchestrate.options import Options
+    from taskforge.propose.features import MAX_FEATURE_SYMBOLS
+
+    for fn in (cli.generate, cli.harden):
+        assert inspect.signature(fn).parameters["max_feature_defs"].default.default == MAX_FEATURE_SYMBOLS
+    assert Options().max_feature_defs == MAX_FEATURE_SYMBOLS
+
+
+@pytest.mark.parametrize("files, want", [
+    ({"tests/test_a.py", "tests/a_test.py", "tests.py"}, ""),
+    ({"tests/test_a.py", "tests/base.py"}, "the test helper tests/base.py names it at import"),
+    ({"tests/conftest.py"}, "the test helper tests/conftest.py names it at import"),
+    (set(), ""),
+])
+def test_a_helper_of_the_tests_that_names_a_feature_cannot_be_hidden(files, want):
+    from taskforge.propose.features import PREDICTED, helper_names_it
+
+    assert helper_names_it(files) == (f"{PREDICTED}: {want}" if want else "")
+
+
+@pytest.mark.parametrize("pyproject, want", [
+    ({"tool": {"setuptools": {"packages": {"find": {"include": ["emoji*"]}}}}}, ["emoji*"]),
+    ({"tool": {"setuptools": {"packages": ["pkg", "pkg.sub"], "py-modules": ["one"]}}}, ["one", "pkg"]),
+    ({"tool": {"hatch": {"build": {"targets": {"wheel": {"packages": ["src/foo"]}}}}}}, ["foo"]),
+    ({"tool": {"poetry": {"packages": [{"include": "bar", "from": "src"}]}}}, ["bar"]),
+    ({"tool": {"setuptools": {"packages": {"find": {"where": ["src"]}}}}}, None),
+    ({"project": {"name": "x"}}, None),
+])
+def test_the_packages_a_pyproject_declares(pyproject, want):
+    from taskforge.repo.layout import declared_packages
+
+    assert declared_packages(pyproject) == want
+
+
+def test_test_helpers_beside_a_declared_package_are_no_source(tmp_path):
+    """emoji: `utils/testutils.py` beside `emoji/`, which pyproject declares alone;
+    its helpers were proposed as the library's features (3 of 5 candidates)."""
+    from taskforge.repo.layout import scan
+
+    for rel, text in {"pyproject.toml": '[tool.setuptools.packages.find]\ninclude = ["emoji*"]\n',
+                      "emoji/__init__.py": "", "emoji/core.py": "def f():\n    return 1\n",
+                      "utils/testutils.py": "def load():\n    return 2\n",
+                      "tests/test_core.py": "def test_f():\n    pass\n"}.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    layout = scan(tmp_path)
+    assert layout.packages == ["emoji"] and "utils/testutils.py" not in layout.source_files
+    (tmp_path / "pyproject.toml").write_text('[tool.setuptools]\npackages = ["nothing_here"]\n')
+    assert scan(tmp_path).packages == ["emoji", "utils"]     # a declaration matching nothing: ignored

@@ -51,3 +51,7 @@ class Options:
     # `taskforge harden`: only these groups of proposed features, each removed
     # as one task (propose.features.combine); () proposes as usual.
     combine: tuple[tuple[str, ...], ...] = ()
+    # Candidates predicted to break the suite (a body that runs at import) are
+    # dropped before any run; True tries them last instead, so the report says
+    # how often the prediction was wrong (report.prediction).
+    check_predictions: bool = False

@@ -32,6 +32,7 @@ from taskforge.models import (
     EnvironmentRecipe,
     FunnelStage,
     GenerateReport,
+    Prediction,
     ResumeInfo,
     Stage,
     Tier,
@@ -232,7 +233,9 @@ class GenerateRun:
                                         self.plan.python)
         proposal = propose(index, cov, passing, all_ids, tests, max_share=opts.max_share,
                            hopeless=hopeless, late=late, min_statements=opts.min_statements,
-                           min_tier=opts.min_tier, max_symbols=opts.max_feature_defs)
+                           min_tier=opts.min_tier, max_symbols=opts.max_feature_defs,
+                           # harden combines features that made tasks: none is held back
+                           check_predictions=opts.check_predictions or bool(opts.combine))
         self.drops = [DropReason(candidate=n, stage=Stage.CANDIDATES, reason=r)
                       for n, r in proposal.drops]
         self.cap = cap = max(1, int(opts.max_share * len(passing)))
@@ -318,6 +321,7 @@ class GenerateRun:
             resumed=ResumeInfo(baseline=self.cached is not None,
                                tasks=sum(1 for v in verdicts if v.resumed and v.ok),
                                rejections=sum(1 for v in verdicts if v.resumed and not v.ok)),
+            prediction=prediction_of(verdicts, proposal.predicted),
             copies=_copy_coverage(out_dir, tasks), families=fams,
             **_distribution(out_dir, tasks))
         atomic_write(out_dir / "report.json", report.model_dump_json(indent=2) + "\n")
@@ -445,6 +449,28 @@ def tally(verdicts: list[Verdict], candidates: list, tid_of: Callable[[Any], str
                                 reason=f"not tried: {opts.max_tasks} task(s) found first "
                                        f"(--max-tasks)"))
     return tasks, necessary, adequacy_secs
+
+
+RED_REST = ("remaining suite red", "stripped tree does not collect")
+
+
+def prediction_of(verdicts: list[Verdict], rejected: int) -> Prediction:
+    """How the prediction of a red suite (propose.features.runs_at_import) fared
+    on the candidates that reached the rest-of-suite run: a predicted one tried
+    anyway (--check-predictions) confirms it when the rest was red or did not
+    collect; one not predicted that was red is a miss. A candidate dropped
+    before that run (hidden tests still pass, too central) tells nothing."""
+    after = STAGE_ORDER.index(Stage.REMAINING_GREEN)
+    out = Prediction(rejected=rejected)
+    for v in verdicts:
+        red = v.stage is Stage.REMAINING_GREEN and v.reason.startswith(RED_REST)
+        green = v.ok or STAGE_ORDER.index(v.stage) > after
+        if v.candidate.predicted and (red or green):
+            out.checked += 1
+            out.confirmed += red
+        elif not v.candidate.predicted and red:
+            out.missed += 1
+    return out
 
 
 def mark_families(out_dir: Path, tasks: list[str]) -> dict[str, list[str]]:

@@ -37,6 +37,7 @@ class Candidate:
     late: bool = False              # risky (dispatched by computed name): tried last
     difficulty: Difficulty = field(default_factory=Difficulty)
     parts: list[str] = field(default_factory=list)          # combined features' names (harden)
+    predicted: str = ""             # why its removal is predicted to break the suite (runs_at_import)
 
 
 @dataclass
@@ -44,11 +45,51 @@ class Proposal:
     candidates: list[Candidate]
     considered: int
     drops: list[tuple[str, str]]    # (symbol, reason): considered == drops + candidates
+    predicted: int = 0              # candidates dropped as predicted to break the suite
 
 
-# A feature grows by its dependents and the code only it uses, up to this size;
-# past it the candidate is a rewrite of the package, not a task.
-MAX_FEATURE_SYMBOLS = 16
+PREDICTED = "predicted to break the suite"
+
+
+def _test_module(rel: str) -> bool:
+    """A file pytest collects tests from by default (or a tests.py / test.py)."""
+    name = rel.rsplit("/", 1)[-1]
+    return name != "conftest.py" and (name.startswith("test") or name.endswith("_test.py"))
+
+
+def helper_names_it(files: AbstractSet[str]) -> str:
+    """Why hiding `files` whole cannot keep the rest of the suite green, or "": one
+    of them is a conftest or a helper module of the tests (marshmallow's
+    tests/base.py lists every field class at import, and conftest imports it),
+    which other test files import, so hiding it takes the suite with it."""
+    helpers = sorted(f for f in files if not _test_module(f))
+    if helpers:
+        return f"{PREDICTED}: the test helper {helpers[0]} names it at import"
+    return ""
+
+
+def runs_at_import(cov: CoverageMap, feature: list[Symbol]) -> str:
+    """Why removing `feature` would break tests no test id points at, or "": a
+    body line of one of its functions ran outside every test (coverage's empty
+    context: while the package or a test module was imported, or a test
+    collected). Something that runs before any test needs it, so the tests
+    its coverage names are not all that fail (marshmallow's `OrderedSet.add`,
+    run by every schema class at import: 740 tests red, found by a full run)."""
+    for s in _expand(feature):
+        if s.kind not in ("function", "method"):
+            continue                # a class's lines are its methods'; assignments always run
+        hit = cov.ran_at_import(s.path, s.body_lines)
+        if hit:
+            return f"{PREDICTED}: {s.qualname} ran at import or collection ({s.path}:{min(hit)})"
+    return ""
+
+
+# A feature grows by its dependents and the code only it uses while the tests
+# its removal takes stay within the suite budget (--max-share; _Proposer.budget),
+# and never past this many definitions: a ceiling on the work of one task, not
+# the bound that usually binds (16 was: marshmallow, pydash and the fixtures gain
+# 1-3 candidates at 40, and the budget stops the rest first; bench/bench_propose.py).
+MAX_FEATURE_SYMBOLS = 40
 MAX_FEATURE_FILES = 4
 MIN_STATEMENTS = 3          # a body of one or two statements (an alias, a wrapper) is no task
 
@@ -141,13 +182,17 @@ def _dependents(users: Users, feature: list[Symbol], names: set[str], whole: str
 
 def grow(index: RepoIndex, users: Users, root: Symbol, hopeless=lambda sym: None,
          seeds: list[Symbol] | None = None, whole: str | None = None,
-         max_symbols: int = MAX_FEATURE_SYMBOLS, max_files: int = MAX_FEATURE_FILES
+         max_symbols: int = MAX_FEATURE_SYMBOLS, max_files: int = MAX_FEATURE_FILES,
+         budget: Callable[[list[Symbol]], str] | None = None
          ) -> tuple[list[Symbol] | None, str]:
     """The feature of `root`: root, its private helpers, then every definition that
     uses something in the feature (its dependents), then the public code that only
     the feature uses. (None, reason) when a user cannot go: module-level code, a
-    special method, or a feature past `max_symbols`. `seeds` start it from
-    several definitions (a whole module, `whole`, whose own top level goes too)."""
+    special method, a feature past `max_symbols`, or one past the suite `budget`
+    (a reason once the tests its removal takes are too many: checked after each
+    round of dependents, so a slice stops growing where the suite would go red).
+    `seeds` start it from several definitions (a whole module, `whole`, whose
+    own top level goes too)."""
     feature: list[Symbol] = []
     names: set[str] = set()
     limit = max_symbols + len(seeds or ())
@@ -169,6 +214,9 @@ def grow(index: RepoIndex, users: Users, root: Symbol, hopeless=lambda sym: None
                 add(dep)
             if len(feature) > limit:
                 raise _too_many(limit)
+            why = budget(feature) if budget is not None else ""
+            if why:
+                raise _Blocked(why)
     except _Blocked as blocked:
         return None, blocked.reason
     # Downwards: public functions and classes that exist only to serve the feature.
@@ -261,10 +309,10 @@ def _users(index: RepoIndex, sym: Symbol, exclude: set[str]) -> list[str]:
             users.append(f"{mod.module} (module level)")
         for cls in mod.symbols:
             if cls.kind == "class" and cls.qualname not in exclude:
-                class_level_names = cls.name_refs - {m.name for m in cls.methods}
-                for m in cls.methods:
-                    class_level_names -= m.name_refs
-                if sym.kind != "method" and sym.name in class_level_names:
+                # What the class body itself reads at import (a name its methods
+                # use too included), by name or as `module.name`.
+                if sym.kind != "method" and (_class_body_uses_name(mod, cls.name, sym)
+                                             or _class_body_uses_attr(mod, cls.name, sym)):
                     if not any(cls.qualname == e for e in exclude):
                         users.append(cls.qualname)
                 # `IFEXP = IF` or `@IF.setter` in a class body uses method IF at import time.
@@ -274,12 +322,31 @@ def _users(index: RepoIndex, sym: Symbol, exclude: set[str]) -> list[str]:
     return sorted(set(users))
 
 
-_CLASS_BODY: dict[tuple[str, int], dict[str, set[str]]] = {}
+_CLASS_BODY: dict[tuple[str, int], dict[str, tuple[set[str], set[tuple[str, str]]]]] = {}
+
+
+def _class_body_uses_name(mod: ModuleInfo, cls_name: str, sym: Symbol) -> bool:
+    """A class body that reads the name of `sym` at import, where that name is
+    `sym` (its own module, imported by name, or a star import)."""
+    return sym.name in _class_body_names(mod, cls_name) and (
+        mod.module == sym.module or bool(mod.star_imports)
+        or any(b.local == sym.name and b.name for b in mod.bindings))
+
+
+def _class_body_uses_attr(mod: ModuleInfo, cls_name: str, sym: Symbol) -> bool:
+    """A class body that reads `alias.<sym>` of an imported module at import time
+    (marshmallow's `DESERIALIZATION_FUNCS = {"iso": utils.from_iso_date}`,
+    `bool: ma_fields.Boolean`): the class cannot stay without it."""
+    _class_body_names(mod, cls_name)
+    attrs = _CLASS_BODY[(mod.path, hash(mod.code))].get(cls_name, (set(), set()))[1]
+    aliases = {b.local for b in mod.bindings}
+    return any(attr == sym.name and base in aliases for base, attr in attrs)
 
 
 def _class_body_names(mod: ModuleInfo, cls_name: str) -> set[str]:
     """Names a class body itself loads (assignments, decorators, defaults), not
-    those inside its methods' bodies. One parse per module, for all its classes."""
+    those inside its methods' bodies; its `name.attr` reads are kept beside them
+    (`_class_body_uses_attr`). One parse per module, for all its classes."""
     key = (mod.path, hash(mod.code))          # by content: a library may index many repos
     if key not in _CLASS_BODY:
         import ast
@@ -288,11 +355,12 @@ def _class_body_names(mod: ModuleInfo, cls_name: str) -> set[str]:
             tree = parse_python(mod.code)
         except SyntaxError:
             tree = ast.Module(body=[], type_ignores=[])
-        table: dict[str, set[str]] = {}
+        table: dict[str, tuple[set[str], set[tuple[str, str]]]] = {}
         for node in tree.body:
             if not isinstance(node, ast.ClassDef):
                 continue
             names: set[str] = set()
+            attrs: set[tuple[str, str]] = set()
             for st in node.body:
                 parts: list[ast.AST | None]
                 if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -305,9 +373,11 @@ def _class_body_names(mod: ModuleInfo, cls_name: str) -> set[str]:
                     if part is not None:
                         names |= {n.id for n in ast.walk(part) if isinstance(n, ast.Name)
                                   and isinstance(n.ctx, ast.Load)}
-            table[node.name] = names
+                        attrs |= {(n.value.id, n.attr) for n in ast.walk(part)
+                                  if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)}
+            table[node.name] = (names, attrs)
         _CLASS_BODY[key] = table
-    return _CLASS_BODY[key].get(cls_name, set())
+    return _CLASS_BODY[key].get(cls_name, (set(), set()))[0]
 
 
 def _references(mod: ModuleInfo, names: set[str], attrs: set[str], sym: Symbol) -> bool:
@@ -444,12 +514,27 @@ class _Proposer:
     by_key: dict = field(init=False)
     kept: set[str] = field(init=False)
     seen: dict[frozenset[str], str] = field(default_factory=dict)
+    _covering: dict[tuple[str, str], frozenset[str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.users = Users(self.index)
         self.module_names = set(self.index.modules)
         self.by_key = group_ids(self.all_ids)
         self.kept = {s.name for m in self.index.modules.values() for s in m.symbols}
+
+    def budget(self, feature: list[Symbol]) -> str:
+        """Why `feature` with its dependents so far takes too much of the suite
+        (the passing tests its body lines' coverage names, past the cap), or ""."""
+        tests: set[str] = set()
+        for s in feature:
+            key = (s.path, s.qualname)
+            if key not in self._covering:
+                self._covering[key] = frozenset(self.cov.tests_for(s.path, s.body_lines) & self.passing)
+            tests |= self._covering[key]
+        if len(tests) > self.cap:
+            return (f"too central with its dependents: removing them takes {len(tests)} of "
+                    f"{len(self.passing)} passing tests (cap {self.cap})")
+        return ""
 
     def symbol(self, sym: Symbol) -> Candidate | str:
         """The candidate grown from `sym`, or why there is none."""
@@ -459,7 +544,7 @@ class _Proposer:
         if why:
             return why
         feature, why = grow(self.index, self.users, sym, self.hopeless, max_symbols=self.max_symbols,
-                            max_files=feature_files(self.max_symbols))
+                            max_files=feature_files(self.max_symbols), budget=self.budget)
         if feature is None:
             return why
         key = frozenset(f.qualname for f in feature)
@@ -483,14 +568,15 @@ class _Proposer:
         name = root.qualname if kind != FeatureKind.CLUSTER else (
             root.qualname + "+" + hashlib.sha256("\0".join(sorted(key)).encode()).hexdigest()[:6])
         return Candidate(name=name, kind=kind, root=root, symbols=feature, hidden=hidden, hidden_files=files,
-                         late=any(self.late(f) for f in feature), difficulty=diff)
+                         late=any(self.late(f) for f in feature), difficulty=diff,
+                         predicted=helper_names_it(files) or runs_at_import(self.cov, feature))
 
     def module(self, mod) -> Candidate | str | None:
         """The whole-module candidate of `mod`, why there is none, or None when
         the module is no candidate at all."""
         cand, reason = _module_candidate(self.index, mod, self.cov, self.tests, self.module_names,
                                          self.by_key, self.all_ids, self.hopeless, self.users,
-                                         max_symbols=self.max_symbols)
+                                         max_symbols=self.max_symbols, budget=self.budget)
         if cand is None:
             return reason
         if reason is None:
@@ -498,6 +584,8 @@ class _Proposer:
         if reason is None:
             cand.difficulty = difficulty_of(self.index, cand.symbols, whole_module=mod.module)
             reason = too_small(cand.difficulty, self.min_statements, self.min_tier)
+        if reason is None:
+            cand.predicted = helper_names_it(cand.hidden_files) or runs_at_import(self.cov, cand.symbols)
         return reason or cand
 
 
@@ -505,12 +593,15 @@ def propose(index: RepoIndex, cov: CoverageMap, passing: set[str], all_ids: set[
             tests: dict[str, TestModule], max_share: float = 0.4,
             hopeless=lambda sym: None, late=lambda sym: False,
             min_statements: int = MIN_STATEMENTS, min_tier: Tier = Tier.EASY,
-            max_symbols: int = MAX_FEATURE_SYMBOLS) -> Proposal:
+            max_symbols: int = MAX_FEATURE_SYMBOLS, check_predictions: bool = False) -> Proposal:
     """`hopeless(symbol)` gives a reason a symbol cannot go that references do not
     show, or None; `late(symbol)` puts a risky candidate at the end of the order
     (dynamic.hopeless_check makes both). Every symbol considered ends as one
     candidate or one drop. `max_symbols` bounds a feature with its dependents
-    (`--max-feature-defs`: larger vertical slices, each still validated)."""
+    (`--max-feature-defs`: larger vertical slices, each still validated).
+    A candidate predicted to break the suite (`runs_at_import`) is dropped
+    before any run, or with `check_predictions` tried last, so that a run
+    measures how often the prediction is wrong."""
     p = _Proposer(index, cov, passing, all_ids, tests, hopeless, late, min_statements, min_tier,
                   max_symbols, cap=max(1, int(max_share * len(passing))))
     drops: list[tuple[str, str]] = []
@@ -532,7 +623,15 @@ def propose(index: RepoIndex, cov: CoverageMap, passing: set[str], all_ids: set[
             drops.append((mod.module, got_mod))
         else:
             cands.append(got_mod)
-    return Proposal(candidates=order(cands), considered=considered, drops=drops)
+    predicted = [c for c in cands if c.predicted]
+    if check_predictions:
+        for c in predicted:
+            c.late = True
+    else:
+        drops += [(c.name, c.predicted) for c in predicted]
+        cands = [c for c in cands if not c.predicted]
+    return Proposal(candidates=order(cands), considered=considered, drops=drops,
+                    predicted=0 if check_predictions else len(predicted))
 
 
 def combine(index: RepoIndex, cov: CoverageMap, tests: dict[str, TestModule], passing: set[str],
@@ -635,7 +734,8 @@ def _imported_whole(index: RepoIndex, mod: ModuleInfo) -> str | None:
 
 def _module_candidate(index: RepoIndex, mod: ModuleInfo, cov: CoverageMap, tests, module_names,
                       by_key, all_ids, hopeless=lambda sym: None, users: Users | None = None,
-                      max_symbols: int = MAX_FEATURE_SYMBOLS):
+                      max_symbols: int = MAX_FEATURE_SYMBOLS,
+                      budget: Callable[[list[Symbol]], str] | None = None):
     """A whole module as a feature: (candidate, None), (None, drop reason) or (None, None)."""
     if mod.is_package:
         return None, None
@@ -655,7 +755,7 @@ def _module_candidate(index: RepoIndex, mod: ModuleInfo, cov: CoverageMap, tests
     feature, why = grow(index, users or Users(index), tops[0], hopeless,
                         seeds=[*tops, *(s for s in mod.symbols if s.kind == "assignment")],
                         whole=mod.module, max_symbols=max_symbols,
-                        max_files=feature_files(max_symbols))
+                        max_files=feature_files(max_symbols), budget=budget)
     if feature is None:
         return None, why
     module_refs = {rel for rel, tm in tests.items() if any(

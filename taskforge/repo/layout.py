@@ -225,6 +225,48 @@ def fallback_test_modules(files: list[str], python_files: list[str]) -> list[str
                   and f.split("/")[0] not in NON_SOURCE_TOP - {"tests"})
 
 
+def declared_packages(pyproject: dict) -> list[str] | None:
+    """The top-level packages and modules a pyproject says the distribution
+    holds (setuptools `packages` / `py-modules` / `packages.find.include`
+    patterns, Hatch's wheel `packages`, Poetry's `packages`), as fnmatch
+    patterns of a top-level name; None when it does not say. A directory of
+    test helpers beside the package (emoji's utils/testutils.py) is then no
+    source: its functions are not the library's features."""
+    tool = pyproject.get("tool", {}) if isinstance(pyproject, dict) else {}
+    out: list[str] = []
+    st = tool.get("setuptools", {})
+    if isinstance(st, dict):
+        pk = st.get("packages")
+        if isinstance(pk, list):
+            out += [str(x) for x in pk]
+        elif isinstance(pk, dict) and isinstance(pk.get("find"), dict):
+            inc = pk["find"].get("include")
+            if isinstance(inc, list) and inc:
+                out += [str(x) for x in inc]
+        mods = st.get("py-modules")
+        if isinstance(mods, list):
+            out += [str(x) for x in mods]
+    wheel = tool.get("hatch", {}).get("build", {}).get("targets", {}).get("wheel", {}) \
+        if isinstance(tool.get("hatch"), dict) else {}
+    if isinstance(wheel, dict) and isinstance(wheel.get("packages"), list):
+        out += [str(x).rstrip("/").rsplit("/", 1)[-1] for x in wheel["packages"]]
+    poetry = tool.get("poetry", {})
+    if isinstance(poetry, dict) and isinstance(poetry.get("packages"), list):
+        out += [str(x["include"]) for x in poetry["packages"]
+                if isinstance(x, dict) and isinstance(x.get("include"), str)]
+    tops = sorted({o.split(".")[0].split("/")[0] for o in out if o and o.split(".")[0]})
+    return tops or None
+
+
+def _declared(root: Path) -> list[str] | None:
+    import tomllib
+
+    try:
+        return declared_packages(tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8")))
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
 def scan(root: Path) -> RepoLayout:
     files = walk(root)
     layout = RepoLayout(root=root)
@@ -258,6 +300,18 @@ def scan(root: Path) -> RepoLayout:
         if layout.import_roots == ["src"] and not f.startswith("src/"):
             continue
         layout.source_files.append(f)
+    declared = _declared(root)
+    if declared:
+        import fnmatch
+
+        def top_of(f: str) -> str:
+            mod = layout.module_name(f)
+            return mod.split(".")[0] if mod else ""
+
+        kept = [f for f in layout.source_files
+                if any(fnmatch.fnmatchcase(top_of(f), pat) for pat in declared)]
+        if kept:                       # a declaration that matches nothing is not trusted
+            layout.source_files = kept
     pkgs = set()
     for f in layout.source_files:
         mod = layout.module_name(f)

@@ -1,0 +1,87 @@
+"""What the proposal stage offers per repository, under several definitions
+limits: candidates, their tiers, and why the others were dropped (issue 25 item
+3: yield per repository; issue 24 item 5: larger vertical slices).
+
+    PYTHONPATH=. python bench/bench_propose.py REPO [REPO ...] [--defs 16 40 64] [--out DIR]
+
+Each repository goes through generate's own clone, environment and baseline
+stages once (cached in DIR/<name>/, so a second run costs no test run), then
+`propose` runs once per limit on the same index and coverage: no candidate is
+validated. Prints one JSON line per (repository, limit).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def _kind(reason: str) -> str:
+    return re.sub(r"\d+", "N", reason.split(":", 1)[0].split(" (", 1)[0])
+
+
+def measure(repo: str, out: Path, limits: list[int]) -> list[dict]:
+    from taskforge.orchestrate.pipeline import GenerateRun, Options
+    from taskforge.propose.features import propose
+
+    run = GenerateRun(repo, out, Options(jobs=1))
+    run._claim()
+    rows = []
+    try:
+        run.fetch()
+        run.read()
+        run.environment_and_baseline()
+        run.propose_features()            # sets index, tests, cov and the run's own checks
+        from taskforge.analysis.dynamic import hopeless_check
+
+        hopeless, late = hopeless_check(run.src.path, run.layout, run.image_scan.result(),
+                                        run.plan.python)
+        for limit in limits:
+            t = time.monotonic()
+            p = propose(run.index, run.cov, run.passing, run.all_ids, run.tests,
+                        hopeless=hopeless, late=late, max_symbols=limit)
+            tiers = Counter(c.difficulty.tier.value for c in p.candidates)
+            hard = [c.difficulty for c in p.candidates if c.difficulty.tier.value == "hard"]
+            rows.append({
+                "repo": Path(repo).name, "max_defs": limit, "symbols": p.considered,
+                "candidates": len(p.candidates), "tiers": dict(tiers), "predicted_red": p.predicted,
+                "hard_mean_lines": round(sum(d.removed_lines for d in hard) / len(hard), 1) if hard else 0,
+                "hard_mean_files": round(sum(d.files for d in hard) / len(hard), 2) if hard else 0,
+                "drops": dict(Counter(_kind(r) for _, r in p.drops).most_common(6)),
+                "seconds": round(time.monotonic() - t, 2)})
+    finally:
+        run.background.shutdown(wait=True, cancel_futures=True)
+        from taskforge.fsutil import rmtree
+        from taskforge.orchestrate.pipeline import _close
+
+        _close(run.workers, run.remote)
+        rmtree(run.scratch)
+        run.state.unlock()
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("repos", nargs="+")
+    ap.add_argument("--defs", type=int, nargs="+", default=[16, 40])
+    ap.add_argument("--out", default=None, help="Where the baselines are kept (default: a temporary directory).")
+    a = ap.parse_args()
+    base = Path(a.out) if a.out else Path(tempfile.mkdtemp(prefix="bench-propose-"))
+    for repo in a.repos:
+        try:
+            for row in measure(repo, base / Path(repo).name, a.defs):
+                print(json.dumps(row), flush=True)
+        except Exception as exc:  # noqa: BLE001 - one repository's failure is its line only
+            print(json.dumps({"repo": Path(repo).name, "error": str(exc).splitlines()[0][:200]}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
