@@ -301,9 +301,11 @@ class ResumeInfo(BaseModel):
 
 
 class Prediction(BaseModel):
-    """Candidates predicted to break the suite before any run (a body that runs
-    at import: propose.features.runs_at_import), and how the prediction fared."""
+    """Candidates predicted to break the suite before any run (a test helper that
+    names them at import: dropped; a body that ran at import: tried last), and
+    how the prediction fared where the rest of the suite was run."""
     rejected: int = 0            # dropped on the prediction, no run spent
+    deferred: int = 0            # tried last on a weaker sign (a body that ran at import)
     checked: int = 0             # predicted, tried anyway (--check-predictions), rest-of-suite run reached
     confirmed: int = 0           # of those, the rest of the suite was red or did not collect
     missed: int = 0              # not predicted, yet the rest of the suite was red or did not collect

@@ -328,11 +328,12 @@ def test_a_body_that_runs_at_import_predicts_a_red_suite(feature, imported, want
     assert runs_at_import(cov, feature) == (f"{PREDICTED}: {want}" if want else "")
 
 
-def _verdict(predicted, stage, reason="", ok=False):
+def _verdict(predicted, stage, reason="", ok=False, deferred=""):
     from taskforge.propose.features import Candidate
     from taskforge.validate.checks import Verdict
 
-    cand = Candidate(name="c", kind="function", root=_sym("c"), symbols=[], predicted=predicted)
+    cand = Candidate(name="c", kind="function", root=_sym("c"), symbols=[], predicted=predicted,
+                     deferred=deferred)
     return Verdict(candidate=cand, ok=ok, stage=stage, reason=reason)
 
 
@@ -350,8 +351,10 @@ def test_the_prediction_is_scored_only_where_the_rest_of_the_suite_ran():
         _verdict(P, Stage.REMAINING_GREEN, "remaining suite timed out"),                  # no word
         _verdict("", Stage.REMAINING_GREEN, "remaining suite red: 1 test(s) fail"),      # missed
         _verdict("", Stage.TASKS, ok=True),
+        _verdict("", Stage.TASKS, ok=True, deferred=P),                                  # wrong
     ]
-    assert prediction_of(verdicts, rejected=5) == Prediction(rejected=5, checked=4, confirmed=2, missed=1)
+    assert prediction_of(verdicts, rejected=5, deferred=3) == Prediction(
+        rejected=5, deferred=3, checked=5, confirmed=2, missed=1)
 
 
 def test_the_cli_s_definitions_limit_is_the_library_s():
@@ -369,15 +372,27 @@ def test_the_cli_s_definitions_limit_is_the_library_s():
 
 
 @pytest.mark.parametrize("files, want", [
-    ({"tests/test_a.py", "tests/a_test.py", "tests.py"}, ""),
-    ({"tests/test_a.py", "tests/base.py"}, "the test helper tests/base.py names it at import"),
-    ({"tests/conftest.py"}, "the test helper tests/conftest.py names it at import"),
-    (set(), ""),
+    # A helper that lists the class at its top level (marshmallow's tests/base.py).
+    ({"tests/base.py": "from pkg import Flag\nALL = [Flag]\n"}, "tests/base.py"),
+    # ... or in a class body (a schema declared with it), or as a base class.
+    ({"tests/conftest.py": "from pkg import m\nclass S:\n    f = m.Flag()\n"}, "tests/conftest.py"),
+    ({"tests/helpers.py": "import pkg.m\nclass S(pkg.m.Flag):\n    pass\n"}, "tests/helpers.py"),
+    # Inside a helper function it runs only when called: no sign.
+    ({"tests/base.py": "from pkg import Flag\ndef make():\n    return Flag()\n"}, ""),
+    # A test module naming it at import is hidden whole, as before: no sign either.
+    ({"tests/test_a.py": "from pkg import Flag\nALL = [Flag]\n"}, ""),
+    ({"tests/base.py": "from pkg import Other\nALL = [Other]\n"}, ""),
 ])
-def test_a_helper_of_the_tests_that_names_a_feature_cannot_be_hidden(files, want):
+def test_a_test_helper_that_names_a_feature_at_import_predicts_a_red_suite(tmp_path, files, want):
+    from taskforge.analysis.testindex import index_tests
     from taskforge.propose.features import PREDICTED, helper_names_it
 
-    assert helper_names_it(files) == (f"{PREDICTED}: {want}" if want else "")
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    tests = index_tests(tmp_path, sorted(files))
+    got = helper_names_it(tests, {("pkg", "Flag"), ("pkg.m", "Flag")}, {"pkg", "pkg.m"}, {"Flag"})
+    assert got == (f"{PREDICTED}: the test helper {want} names it at import" if want else "")
 
 
 @pytest.mark.parametrize("pyproject, want", [

@@ -76,7 +76,7 @@ def index_test_module(data: bytes, rel: str):
                     n, a = _refs(inner)
                     tm.defs.append(TestDef(path=(st.name, inner.name), name_refs=n | cn,
                                            attr_refs=a | ca))
-            tm.defs.append(TestDef(path=(st.name,), name_refs=cn, attr_refs=ca))
+            tm.defs.append(TestDef(path=(st.name,), name_refs=cn, attr_refs=ca, class_level=True))
         elif isinstance(st, (ast.Import, ast.ImportFrom)):
             tm.bindings += _bindings(st, mod_name, is_pkg)
         else:

@@ -60,7 +60,7 @@ def index_test_module(root: Path, rel: str) -> TestModule:
                                            name_refs=n | cls_names | class_level_n,
                                            attr_refs=a | cls_attrs | class_level_a))
             tm.defs.append(TestDef(path=(st.name.value,), name_refs=cls_names | class_level_n,
-                                   attr_refs=cls_attrs | class_level_a))
+                                   attr_refs=cls_attrs | class_level_a, class_level=True))
         elif isinstance(st, cst.SimpleStatementLine):
             for small in st.body:
                 if isinstance(small, (cst.Import, cst.ImportFrom)):

@@ -13,6 +13,7 @@ class TestDef:
     path: tuple[str, ...]              # ("TestA", "test_b") or ("test_x",)
     name_refs: set[str]
     attr_refs: set[str]
+    class_level: bool = False          # a class's own lines (bases, decorators, body): run at import
 
 
 @dataclass

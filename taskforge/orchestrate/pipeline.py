@@ -321,7 +321,7 @@ class GenerateRun:
             resumed=ResumeInfo(baseline=self.cached is not None,
                                tasks=sum(1 for v in verdicts if v.resumed and v.ok),
                                rejections=sum(1 for v in verdicts if v.resumed and not v.ok)),
-            prediction=prediction_of(verdicts, proposal.predicted),
+            prediction=prediction_of(verdicts, proposal.predicted, proposal.deferred),
             copies=_copy_coverage(out_dir, tasks), families=fams,
             **_distribution(out_dir, tasks))
         atomic_write(out_dir / "report.json", report.model_dump_json(indent=2) + "\n")
@@ -454,21 +454,23 @@ def tally(verdicts: list[Verdict], candidates: list, tid_of: Callable[[Any], str
 RED_REST = ("remaining suite red", "stripped tree does not collect")
 
 
-def prediction_of(verdicts: list[Verdict], rejected: int) -> Prediction:
-    """How the prediction of a red suite (propose.features.runs_at_import) fared
-    on the candidates that reached the rest-of-suite run: a predicted one tried
-    anyway (--check-predictions) confirms it when the rest was red or did not
-    collect; one not predicted that was red is a miss. A candidate dropped
+def prediction_of(verdicts: list[Verdict], rejected: int, deferred: int = 0) -> Prediction:
+    """How the prediction of a red suite (propose.features: helper_names_it,
+    runs_at_import) fared on the candidates that reached the rest-of-suite run:
+    a flagged one tried (deferred, or dropped but for --check-predictions)
+    confirms it when the rest was red or did not collect; one not flagged that
+    was red is a miss. A candidate dropped
     before that run (hidden tests still pass, too central) tells nothing."""
     after = STAGE_ORDER.index(Stage.REMAINING_GREEN)
-    out = Prediction(rejected=rejected)
+    out = Prediction(rejected=rejected, deferred=deferred)
     for v in verdicts:
         red = v.stage is Stage.REMAINING_GREEN and v.reason.startswith(RED_REST)
         green = v.ok or STAGE_ORDER.index(v.stage) > after
-        if v.candidate.predicted and (red or green):
+        flagged = bool(v.candidate.predicted or v.candidate.deferred)
+        if flagged and (red or green):
             out.checked += 1
             out.confirmed += red
-        elif not v.candidate.predicted and red:
+        elif not flagged and red:
             out.missed += 1
     return out
 

@@ -37,7 +37,8 @@ class Candidate:
     late: bool = False              # risky (dispatched by computed name): tried last
     difficulty: Difficulty = field(default_factory=Difficulty)
     parts: list[str] = field(default_factory=list)          # combined features' names (harden)
-    predicted: str = ""             # why its removal is predicted to break the suite (runs_at_import)
+    predicted: str = ""             # why its removal is predicted to break the suite: dropped
+    deferred: str = ""              # a weaker sign of the same: tried last (runs_at_import)
 
 
 @dataclass
@@ -46,6 +47,7 @@ class Proposal:
     considered: int
     drops: list[tuple[str, str]]    # (symbol, reason): considered == drops + candidates
     predicted: int = 0              # candidates dropped as predicted to break the suite
+    deferred: int = 0               # candidates tried last on a weaker sign of it
 
 
 PREDICTED = "predicted to break the suite"
@@ -57,14 +59,20 @@ def _test_module(rel: str) -> bool:
     return name != "conftest.py" and (name.startswith("test") or name.endswith("_test.py"))
 
 
-def helper_names_it(files: AbstractSet[str]) -> str:
-    """Why hiding `files` whole cannot keep the rest of the suite green, or "": one
-    of them is a conftest or a helper module of the tests (marshmallow's
-    tests/base.py lists every field class at import, and conftest imports it),
-    which other test files import, so hiding it takes the suite with it."""
-    helpers = sorted(f for f in files if not _test_module(f))
-    if helpers:
-        return f"{PREDICTED}: the test helper {helpers[0]} names it at import"
+def helper_names_it(tests: dict[str, TestModule], exported: set[tuple[str, str]],
+                    module_names: set[str], removed_names: set[str]) -> str:
+    """Why removing the feature breaks tests no test id points at, or "": a
+    conftest or helper module of the tests names it where it runs at import (its
+    top level, or a class's own lines: marshmallow's tests/base.py lists every
+    field class and declares schemas with them, and conftest imports it). Other
+    test files import the helper, so hiding it takes the suite with it."""
+    helpers = {rel: tm for rel, tm in tests.items() if not _test_module(rel)}
+    if not helpers:
+        return ""
+    keys, files = lexical_tests(helpers, exported, module_names, removed_names, class_level_only=True)
+    named = sorted(files | {k.split("::")[0] for k in keys})
+    if named:
+        return f"{PREDICTED}: the test helper {named[0]} names it at import"
     return ""
 
 
@@ -431,8 +439,10 @@ def _uses(user: Symbol, h: Symbol) -> bool:
 
 
 def lexical_tests(tests: dict[str, TestModule], exported: set[tuple[str, str]],
-                  module_names: set[str], removed_names: set[str]) -> tuple[set[str], set[str]]:
-    """Tests (as (file, path) keys) and whole files that name removed top-level symbols."""
+                  module_names: set[str], removed_names: set[str], class_level_only: bool = False
+                  ) -> tuple[set[str], set[str]]:
+    """Tests (as (file, path) keys) and whole files that name removed top-level
+    symbols; `class_level_only`: of the definitions, only classes' own lines."""
     hits: set[str] = set()
     files: set[str] = set()
     for rel, tm in tests.items():
@@ -447,6 +457,8 @@ def lexical_tests(tests: dict[str, TestModule], exported: set[tuple[str, str]],
             files.add(rel)
             continue
         for d in tm.defs:
+            if class_level_only and not d.class_level:
+                continue
             if bound & d.name_refs or (removed_names & d.attr_refs and aliases & d.name_refs):
                 hits.add(rel + "::" + "::".join(d.path))
     return hits, files
@@ -536,6 +548,13 @@ class _Proposer:
                     f"{len(self.passing)} passing tests (cap {self.cap})")
         return ""
 
+    def helpers_name(self, top: list[Symbol]) -> str:
+        """helper_names_it for a feature's top-level definitions."""
+        if not top:
+            return ""
+        return helper_names_it(self.tests, exported_bindings(self.index, top), self.module_names,
+                               {s.name for s in top})
+
     def symbol(self, sym: Symbol) -> Candidate | str:
         """The candidate grown from `sym`, or why there is none."""
         if not self.cov.measured(sym.path):
@@ -569,7 +588,7 @@ class _Proposer:
             root.qualname + "+" + hashlib.sha256("\0".join(sorted(key)).encode()).hexdigest()[:6])
         return Candidate(name=name, kind=kind, root=root, symbols=feature, hidden=hidden, hidden_files=files,
                          late=any(self.late(f) for f in feature), difficulty=diff,
-                         predicted=helper_names_it(files) or runs_at_import(self.cov, feature))
+                         predicted=self.helpers_name(top), deferred=runs_at_import(self.cov, feature))
 
     def module(self, mod) -> Candidate | str | None:
         """The whole-module candidate of `mod`, why there is none, or None when
@@ -585,7 +604,8 @@ class _Proposer:
             cand.difficulty = difficulty_of(self.index, cand.symbols, whole_module=mod.module)
             reason = too_small(cand.difficulty, self.min_statements, self.min_tier)
         if reason is None:
-            cand.predicted = helper_names_it(cand.hidden_files) or runs_at_import(self.cov, cand.symbols)
+            cand.predicted = self.helpers_name([s for s in cand.symbols if s.kind in TOP_KINDS])
+            cand.deferred = runs_at_import(self.cov, cand.symbols)
         return reason or cand
 
 
@@ -599,9 +619,11 @@ def propose(index: RepoIndex, cov: CoverageMap, passing: set[str], all_ids: set[
     (dynamic.hopeless_check makes both). Every symbol considered ends as one
     candidate or one drop. `max_symbols` bounds a feature with its dependents
     (`--max-feature-defs`: larger vertical slices, each still validated).
-    A candidate predicted to break the suite (`runs_at_import`) is dropped
+    A candidate predicted to break the suite (`helper_names_it`) is dropped
     before any run, or with `check_predictions` tried last, so that a run
-    measures how often the prediction is wrong."""
+    measures how often the prediction is wrong; one with a weaker sign of it
+    (`runs_at_import`: right 6 times of 8 on marshmallow, where test modules
+    also run code at collection) is tried last."""
     p = _Proposer(index, cov, passing, all_ids, tests, hopeless, late, min_statements, min_tier,
                   max_symbols, cap=max(1, int(max_share * len(passing))))
     drops: list[tuple[str, str]] = []
@@ -624,14 +646,15 @@ def propose(index: RepoIndex, cov: CoverageMap, passing: set[str], all_ids: set[
         else:
             cands.append(got_mod)
     predicted = [c for c in cands if c.predicted]
-    if check_predictions:
-        for c in predicted:
+    for c in cands:
+        if c.deferred or (check_predictions and c.predicted):
             c.late = True
-    else:
+    if not check_predictions:
         drops += [(c.name, c.predicted) for c in predicted]
         cands = [c for c in cands if not c.predicted]
     return Proposal(candidates=order(cands), considered=considered, drops=drops,
-                    predicted=0 if check_predictions else len(predicted))
+                    predicted=0 if check_predictions else len(predicted),
+                    deferred=sum(1 for c in cands if c.deferred and not c.predicted))
 
 
 def combine(index: RepoIndex, cov: CoverageMap, tests: dict[str, TestModule], passing: set[str],
