@@ -37,6 +37,19 @@ def test_the_cause_of_no_task_is_its_commonest_drop(rep, want, kind):
     assert no_task_cause(rep) == (want, kind)
 
 
+@pytest.mark.parametrize("reason, kind", [
+    ("cannot check out b392d3af7f9a of /tmp/src/cerberus: error: invalid object", "cannot check out"),
+    ("cannot clone https://github.com/a/b.git: fatal: no route", "cannot clone"),
+    ("cannot fetch the submodules of /tmp/x/hyperframe: fatal: clone failed", "cannot fetch the submodules"),
+    ("too central: 12 of 40 passing tests depend on it (cap 16)", "too central"),
+    ("the test suite did not run at baseline (exit 1): x", "the test suite did not run at baseline"),
+])
+def test_cause_kinds_add_up_across_repositories(reason, kind):
+    from taskforge.orchestrate.corpus import _category
+
+    assert _category(reason) == kind
+
+
 def test_rows_and_the_headline_figures():
     rows = [row_of("r1", "o/r1", 100.0, report(tasks=["t1", "t2", "t3"], funnel={"candidates": 5,
                                                                                 "tried": 4})),
@@ -51,6 +64,11 @@ def test_rows_and_the_headline_figures():
     assert s.tasks_per_core_hour == round(4 / (200 * 2 / 3600), 2)
     assert s.causes == {"the test suite timed out at baseline": 1, "no candidates": 1}
     assert summarize([], cores=2).share_yielding == 0.0
+    # Tasks an interrupted run wrote before are not this run's work: not in the rate.
+    resumed = report(tasks=["t1", "t2"])
+    resumed["resumed"] = {"tasks": 2}
+    again = summarize([row_of("r1", "o/r1", 10.0, resumed)], cores=1)
+    assert again.tasks == 2 and again.tasks_per_core_hour == 0.0
     assert CorpusRow.model_validate_json(rows[0].model_dump_json()) == rows[0]
 
 

@@ -471,28 +471,53 @@ def test_a_same_named_test_of_another_file_is_not_a_hidden_test_left_readable(tm
 def test_a_test_that_calls_another_test_still_runs_renamed(tmp_path):
     """emoji's test_text_multiple_times calls test_text(...): renamed at random,
     the call named a function that was gone (NameError), so every feature those
-    tests graded was dropped ("tests did not all pass renamed"). Calls follow the
-    rename; a string or an attribute of the same name does not."""
+    tests graded was dropped ("tests did not all pass renamed"). Uses of the
+    module's global follow the rename; a class attribute, a parameter, a keyword
+    argument, a string or a comment of that name do not. Such a test gets no
+    copies: the call would point at the original among them (a reviewer's find)."""
     (tmp_path / "test_t.py").write_text(textwrap.dedent('''\
+        import functools
+
+
         def test_text(n=2):
-            assert n * 2 == n + n
+            assert n * 2 == 4
+
+
+        class Cfg:
+            test_text = 5
+            also = test_text + 1
+
+            def method(self):
+                return test_text(2)
+
+
+        def helper(test_text=None):
+            return test_text
 
 
         def test_text_many():
             note = "test_text is called"      # test_text in a comment
-            for i in range(3):
-                test_text(i)
-            assert note and not hasattr(object, "test_text")
-            fn = test_text
-            fn()
+            test_text(2)
+            fn = functools.partial(dict, test_text=1)
+            assert Cfg.also == 6 and fn()["test_text"] == 1 and helper(4) == 4
+            assert Cfg().method() is None and note
         '''))
     ids = ["test_t.py::test_text", "test_t.py::test_text_many"]
-    plan = cp.plant(tmp_path, ids, [], rng=random.Random(3))
+    assert [m for m in cp.propose(tmp_path, ids, "s", style=LEGACY) if m.func == "test_text"] == []
+    # Copies made before the caller existed (a task generated earlier) are not planted either.
+    full = (tmp_path / "test_t.py").read_text()
+    (tmp_path / "test_t.py").write_text(full.replace("    test_text(2)\n", "    pass\n")
+                                        .replace("return test_text(2)", "return None"))
+    forced = [m for m in cp.propose(tmp_path, ids, "s", style=LEGACY) if m.func == "test_text"]
+    assert forced and all(m.func == "test_text" for m in forced)
+    (tmp_path / "test_t.py").write_text(full)
+    plan = cp.plant(tmp_path, ids, forced, rng=random.Random(3))
+    assert not any(m.func == "test_text" for m in plan.copies.values())
     text = (tmp_path / "test_t.py").read_text()
     new = next(n for n, r in plan.originals.items() if r.func == "test_text")
-    assert f"    {new}(i)" in text and f"fn = {new}" in text
-    assert '"test_text is called"' in text and "# test_text in a comment" in text
-    assert 'hasattr(object, "test_text")' in text
+    assert f"    {new}(2)" in text and f"        return {new}(2)" in text
+    assert "    test_text = 5" in text and "def helper(test_text=None):\n    return test_text" in text
+    assert "dict, test_text=1" in text and '"test_text is called"' in text
     res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_t.py"],
                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert res.returncode == 0 and "2 passed" in res.stdout, res.stdout

@@ -614,7 +614,8 @@ def test_a_class_body_that_reads_a_definition_holds_it(tmp_path):
     without what they read, by attribute or by a name its methods use too.
     Removing `from_iso` alone broke every test at import (1,176 of them on
     marshmallow, found only by a full suite run); now the class goes with it,
-    and a same-named attribute of a module that is not imported holds nothing."""
+    and a same-named attribute of a module that is not imported, or of another
+    module (`dataclasses.field` for the project's own `field`), holds nothing."""
     from taskforge.propose.features import Users, grow
 
     root = make(tmp_path, {
@@ -653,8 +654,12 @@ def test_a_class_body_that_reads_a_definition_holds_it(tmp_path):
                     return Flag()
             """,
         "pkg/other.py": """\
+            import dataclasses
+
+
             class Loose:
                 NAME = somewhere.to_iso
+                to_iso = dataclasses.to_iso
             """,
     })
     index = index_repo(root, scan(root))

@@ -328,6 +328,25 @@ def test_a_body_that_runs_at_import_predicts_a_red_suite(feature, imported, want
     assert runs_at_import(cov, feature) == (f"{PREDICTED}: {want}" if want else "")
 
 
+def test_a_header_line_that_ran_at_import_is_no_sign(tmp_path):
+    """`def f(a): return a + 1` has its body on its def line, which runs when the
+    module defines it: no sign (a reviewer's find: every one-liner was flagged)."""
+    from taskforge.analysis.coverage_map import CoverageMap
+    from taskforge.analysis.symbols import index_repo
+    from taskforge.propose.features import runs_at_import
+    from taskforge.repo.layout import scan
+
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg/__init__.py").write_text("")
+    (tmp_path / "pkg/m.py").write_text("def f(a): return a + 1\n\n\ndef g(a):\n    b = a * 2\n"
+                                       "    return b\n\n\nX = g(1)\n")
+    index = index_repo(tmp_path, scan(tmp_path))
+    by = {s.name: s for s in index.modules["pkg.m"].symbols}
+    cov = CoverageMap({"pkg/m.py": {}}, {"pkg/m.py": frozenset({1, 4, 5, 6, 9})})
+    assert runs_at_import(cov, [by["f"]], index) == ""
+    assert runs_at_import(cov, [by["g"]], index).endswith("pkg.m.g ran at import or collection (pkg/m.py:5)")
+
+
 def _verdict(predicted, stage, reason="", ok=False, deferred=""):
     from taskforge.propose.features import Candidate
     from taskforge.validate.checks import Verdict
@@ -391,8 +410,18 @@ def test_a_test_helper_that_names_a_feature_at_import_predicts_a_red_suite(tmp_p
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(text)
     tests = index_tests(tmp_path, sorted(files))
-    got = helper_names_it(tests, {("pkg", "Flag"), ("pkg.m", "Flag")}, {"pkg", "pkg.m"}, {"Flag"})
+    # A helper is a file the baseline collected no test from, whatever its name.
+    collected = {rel for rel in files if rel.rsplit("/", 1)[-1].startswith("test_")}
+    got = helper_names_it(tests, {("pkg", "Flag"), ("pkg.m", "Flag")}, {"pkg", "pkg.m"}, {"Flag"},
+                          collected)
     assert got == (f"{PREDICTED}: the test helper {want} names it at import" if want else "")
+    if want:        # named like a test module but with no test collected: still a helper
+        renamed = {f"tests/test_{rel.rsplit('/', 1)[-1]}": text for rel, text in files.items()}
+        for rel, text in renamed.items():
+            (tmp_path / rel).write_text(text)
+        tests = index_tests(tmp_path, sorted(renamed))
+        assert helper_names_it(tests, {("pkg", "Flag"), ("pkg.m", "Flag")}, {"pkg", "pkg.m"},
+                               {"Flag"}, set()).startswith(PREDICTED)
 
 
 @pytest.mark.parametrize("pyproject, want", [

@@ -159,11 +159,14 @@ class InstallPlan:
         lines.append('pip install "pytest-cov>=4.1" "coverage>=7.4"')
         if self.install is None and self.installable and self.packages:
             # A requirement that depends on the project put a released copy over the tree.
-            lines.append("(cd / && python - " + " ".join(q(p) for p in self.packages)
-                         + " <<'PY'\n" + PROJECT_SHADOWED + "PY\n) || {\necho 'taskforge: "
-                         "installing the tree again over the released copy'\n"
-                         "pip install --no-deps -e . || { pip install --no-deps --force-reinstall . "
-                         "&& python - /workspace <<'PY'\n" + REPOINT_INSTALL + "PY\n}\n}")
+            check = ("(cd / && python - " + " ".join(q(p) for p in self.packages)
+                     + " <<'PY'\n" + PROJECT_SHADOWED + "PY\n)")
+            # Checked again after: tests that run a released copy test nothing of the tree.
+            lines.append(check + " || {\necho 'taskforge: installing the tree again over the released "
+                         "copy'\npip install --no-deps -e . || { pip install --no-deps --force-reinstall . "
+                         "&& python - /workspace <<'PY'\n" + REPOINT_INSTALL + "PY\n}\n" + check
+                         + " || { echo 'taskforge: a released copy of the project still shadows the "
+                         "tree'; exit 1; }\n}")
         lines.append("python - <<'PY'\n" + STRIP_METADATA + "PY")
         if self.packages and not self.needs_installers:
             lines.append("python - " + " ".join(q(p) for p in self.packages)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import io
 import math
 import random
 import re
@@ -1083,8 +1084,8 @@ def propose(root: Path, nodeids: list[str], seed: str, sites_per_test: int = 2,
             continue
         tree, lines, text = entry
         fn = find_def(tree, ref)
-        if fn is None:
-            continue
+        if fn is None or (not ref.cls and used_by_name(tree, ref.func)):
+            continue        # a test called by name elsewhere: the call would point at the original
         if style is CopyStyle.EXCHANGED:
             exchanged.setdefault(ref.file, []).append((ref, fn))
             continue
@@ -1557,35 +1558,111 @@ def _splice(lines: list[str], spans: dict[tuple, tuple[int, int, ast.FunctionDef
     return "".join(out)
 
 
+def used_by_name(tree: ast.Module, func: str) -> bool:
+    """Whether the module uses its global `func` as a plain name elsewhere
+    (`test_text(...)` in another test). Such a test is planted without copies:
+    the use would point at the original among them (plant and propose check)."""
+    return any(isinstance(n, ast.Name) and n.id == func for n in ast.walk(tree)) \
+        and bool(_global_uses(tree, func))
+
+
+def _binds(scope: ast.AST, name: str) -> bool:
+    """Whether `name` is local to a function or class scope (a parameter, an
+    assignment, a def or import of that name), not declared global."""
+    body: list[ast.AST] = []
+    if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        body = list(scope.body)
+    elif isinstance(scope, ast.Lambda):
+        body = [scope.body]
+    nodes: list[ast.AST] = []
+    if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        a = scope.args
+        if any(x.arg == name for x in [*a.posonlyargs, *a.args, *a.kwonlyargs,
+                                      *([a.vararg] if a.vararg else []), *([a.kwarg] if a.kwarg else [])]):
+            return True
+    stack: list[ast.AST] = list(body)
+    while stack:
+        node = stack.pop()
+        nodes.append(node)
+        if isinstance(node, ast.Global) and name in node.names:
+            return False
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if node.name == name:
+                return True
+            continue                    # a nested scope's own bindings are its own
+        if isinstance(node, ast.Lambda):
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+    return any((isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, (ast.Store, ast.Del)))
+               or (isinstance(n, ast.alias) and (n.asname or n.name.split(".")[0]) == name)
+               for n in nodes)
+
+
+def _global_uses(tree: ast.Module, name: str) -> list[ast.Name]:
+    """The `ast.Name` nodes of `name` that mean the module's global (no function
+    scope between them and the module binds it; a class body that binds it
+    shadows it for its own lines only, not for its methods)."""
+    out: list[ast.Name] = []
+    scopes = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+    def expr(node: ast.AST, shadowed: bool) -> None:
+        if isinstance(node, scopes):
+            scope(node, shadowed)
+            return
+        if isinstance(node, ast.Name) and node.id == name and not shadowed:
+            out.append(node)
+        for child in ast.iter_child_nodes(node):
+            expr(child, shadowed)
+
+    def scope(node: ast.AST, shadowed: bool) -> None:
+        # decorators, defaults and bases are evaluated in the enclosing scope
+        outer: list[ast.AST] = [*getattr(node, "decorator_list", []), *getattr(node, "bases", []),
+                                *getattr(node, "keywords", [])]
+        body: list[ast.AST] = []
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            args = node.args
+            outer += [*args.defaults, *[d for d in args.kw_defaults if d is not None]]
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            body = list(node.body)
+        elif isinstance(node, ast.Lambda):
+            body = [node.body]
+        for o in outer:
+            expr(o, shadowed)
+        own = shadowed or _binds(node, name)
+        for st in body:
+            if isinstance(node, ast.ClassDef) and isinstance(st, scopes):
+                scope(st, shadowed)        # a method does not see its class's names
+            else:
+                expr(st, own)
+
+    for st in tree.body:
+        expr(st, False)
+    return out
+
+
 def _renamed_calls(text: str, names: dict[tuple, str]) -> str:
     """`text` with every use of a renamed module-level test function by its old
-    name (a NAME token not after a dot: emoji's `test_text_multiple_times` calls
-    `test_text(...)`) under its new one, so renaming breaks no test; strings and
-    comments are left as they are. The new names are random, so the calls tell
-    nothing the renaming hid."""
-    import io
-    import tokenize
-
+    name (emoji's `test_text_multiple_times` calls `test_text(...)`) under its
+    new one, so renaming breaks no test. Only names that mean the module's
+    global change: a parameter, a local, a class attribute, a keyword argument
+    or a method of that name stay. Such a test has no copies (used_by_name), so
+    the call points at no original among copies."""
     old_new = {func: new for (cls, func), new in names.items() if not cls}
     if not old_new or not any(re.search(r"\b%s\b" % re.escape(o), text) for o in old_new):
         return text
     try:
-        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
-    except (tokenize.TokenError, SyntaxError, IndentationError):
+        tree = parse_python(text)
+    except (SyntaxError, ValueError):
         return text
+    lines = io.StringIO(text).readlines()          # ast numbers lines by "\n" alone
     edits: list[tuple[int, int, str, str]] = []
-    prev = None
-    for tok in tokens:
-        if tok.type == tokenize.NAME and tok.string in old_new and not (
-                prev is not None and prev.type == tokenize.OP and prev.string == "."):
-            edits.append((tok.start[0], tok.start[1], tok.string, old_new[tok.string]))
-        if tok.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT, tokenize.INDENT,
-                            tokenize.DEDENT):
-            prev = tok
-    if not edits:
-        return text
-    lines = text.splitlines(keepends=True)
-    for row, col, old, new in sorted(edits, reverse=True):
+    for old, new in old_new.items():
+        for n in _global_uses(tree, old):
+            raw = lines[n.lineno - 1].encode("utf-8")
+            col = len(raw[:n.col_offset].decode("utf-8", errors="replace"))
+            if lines[n.lineno - 1][col:col + len(old)] == old:      # where ast says it is
+                edits.append((n.lineno, col, old, new))
+    for row, col, old, new in sorted(set(edits), reverse=True):
         line = lines[row - 1]
         lines[row - 1] = line[:col] + new + line[col + len(old):]
     return "".join(lines)
@@ -1618,7 +1695,7 @@ def _plant_file(path: Path, rel: str, file_refs: list[TestRef], copies: list[Tes
     rewrites: dict[tuple, str] = {}            # (cls, func) -> rewritten original
     groups: dict[tuple, list[TestCopy]] = {}
     for m in copies:
-        if m.file != rel:
+        if m.file != rel or (not m.cls and used_by_name(module, m.func)):
             continue
         key = (tuple(m.cls), m.func)
         if key not in spans:

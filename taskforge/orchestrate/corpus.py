@@ -11,6 +11,7 @@ are pure; `run_local` is the loop around `pipeline.generate`.
 from __future__ import annotations
 
 import os
+import re
 import statistics
 import time
 from collections import Counter
@@ -27,6 +28,7 @@ class CorpusRow(BaseModel):
     repo: str
     out: str = ""
     tasks: list[str] = Field(default_factory=list)
+    resumed_tasks: int = 0              # of them, written by an earlier, interrupted run
     error: str | None = None            # generate failed: its one-line message
     cause: str | None = None            # no task: why, in one line (the error, or the drops)
     cause_kind: str | None = None       # the cause's kind, for counting ("too central", ...)
@@ -48,14 +50,19 @@ class CorpusReport(BaseModel):
     tasks: int
     wall_seconds: float
     cores: int
-    tasks_per_core_hour: float
+    tasks_per_core_hour: float          # tasks written by this run, over its wall time on every core
     causes: dict[str, int] = Field(default_factory=dict)   # first word group of each cause
 
 
 def _category(reason: str) -> str:
-    """The kind of a drop reason: its text before the first colon or parenthesis
-    ("used by other code", "too central", "hidden tests still pass without the feature")."""
-    return reason.split(":", 1)[0].split(" (", 1)[0].strip()
+    """The kind of a drop reason or error: its text before the first colon or
+    parenthesis ("used by other code", "hidden tests still pass without the
+    feature"), without what names one repository (a commit, a path or URL after
+    "of", numbers), so kinds add up across a corpus."""
+    head = re.sub(r"\S+://\S*?(?=:\s|\s|$)", "", reason).split(":", 1)[0].split(" (", 1)[0]
+    head = re.split(r" (?:of|from) (?=\S*[/.])", head, maxsplit=1)[0]
+    head = re.sub(r"\b[0-9a-f]{7,40}\b", "", head)
+    return re.sub(r"\s+", " ", re.sub(r"\d+", "N", head)).strip()
 
 
 def no_task_cause(report: dict) -> tuple[str, str]:
@@ -90,6 +97,7 @@ def row_of(repo: str, out: str, seconds: float, report: dict | None = None,
     cause, kind = (None, None) if tasks else no_task_cause(report)
     return CorpusRow(repo=repo, out=out, tasks=tasks, seconds=round(seconds, 1), node=node,
                      cause=cause, cause_kind=kind,
+                     resumed_tasks=min(len(tasks), (report.get("resumed") or {}).get("tasks", 0)),
                      baseline_tests=report.get("baseline_tests", 0),
                      baseline_passing=report.get("baseline_passing", 0),
                      candidates=funnel.get("candidates", 0), tried=funnel.get("tried", 0))
@@ -101,13 +109,14 @@ def summarize(rows: list[CorpusRow], cores: int, wall_seconds: float | None = No
     counts = [len(r.tasks) for r in rows]
     wall = wall_seconds if wall_seconds is not None else sum(r.seconds for r in rows)
     tasks = sum(counts)
+    made = tasks - sum(r.resumed_tasks for r in rows)     # the rate is this run's work over its time
     causes = Counter(r.cause_kind or "" for r in rows if not r.tasks)
     return CorpusReport(
         rows=rows, repositories=n, yielding=sum(1 for c in counts if c),
         share_yielding=round(sum(1 for c in counts if c) / n, 3) if n else 0.0,
         median_tasks=float(statistics.median(counts)) if counts else 0.0, tasks=tasks,
         wall_seconds=round(wall, 1), cores=cores,
-        tasks_per_core_hour=round(tasks / (wall * cores / 3600), 2) if wall > 0 else 0.0,
+        tasks_per_core_hour=round(made / (wall * cores / 3600), 2) if wall > 0 else 0.0,
         causes=dict(causes.most_common()))
 
 

@@ -60,13 +60,17 @@ def _test_module(rel: str) -> bool:
 
 
 def helper_names_it(tests: dict[str, TestModule], exported: set[tuple[str, str]],
-                    module_names: set[str], removed_names: set[str]) -> str:
+                    module_names: set[str], removed_names: set[str],
+                    collected: AbstractSet[str] | None = None) -> str:
     """Why removing the feature breaks tests no test id points at, or "": a
     conftest or helper module of the tests names it where it runs at import (its
     top level, or a class's own lines: marshmallow's tests/base.py lists every
     field class and declares schemas with them, and conftest imports it). Other
-    test files import the helper, so hiding it takes the suite with it."""
-    helpers = {rel: tm for rel, tm in tests.items() if not _test_module(rel)}
+    test files import the helper, so hiding it takes the suite with it. A
+    helper is a test file pytest collected no test from (`collected`: the files
+    of the baseline's ids), or, without them, one not named like a test module."""
+    helpers = {rel: tm for rel, tm in tests.items()
+               if (rel not in collected if collected is not None else not _test_module(rel))}
     if not helpers:
         return ""
     keys, files = lexical_tests(helpers, exported, module_names, removed_names, class_level_only=True)
@@ -76,17 +80,25 @@ def helper_names_it(tests: dict[str, TestModule], exported: set[tuple[str, str]]
     return ""
 
 
-def runs_at_import(cov: CoverageMap, feature: list[Symbol]) -> str:
+_HEADER = ("def ", "async def ", "@", "class ")
+
+
+def runs_at_import(cov: CoverageMap, feature: list[Symbol], index: RepoIndex | None = None) -> str:
     """Why removing `feature` would break tests no test id points at, or "": a
     body line of one of its functions ran outside every test (coverage's empty
     context: while the package or a test module was imported, or a test
     collected). Something that runs before any test needs it, so the tests
     its coverage names are not all that fail (marshmallow's `OrderedSet.add`,
-    run by every schema class at import: 740 tests red, found by a full run)."""
+    run by every schema class at import: 740 tests red, found by a full run).
+    A header line (`def`, a decorator: they run when the function is defined)
+    is no sign, so a one-line function's body, on its def line, never is."""
     for s in _expand(feature):
         if s.kind not in ("function", "method"):
             continue                # a class's lines are its methods'; assignments always run
         hit = cov.ran_at_import(s.path, s.body_lines)
+        if hit and index is not None and s.module in index.modules:
+            lines = index.modules[s.module].code.splitlines()
+            hit = {n for n in hit if n <= len(lines) and not lines[n - 1].lstrip().startswith(_HEADER)}
         if hit:
             return f"{PREDICTED}: {s.qualname} ran at import or collection ({s.path}:{min(hit)})"
     return ""
@@ -342,12 +354,17 @@ def _class_body_uses_name(mod: ModuleInfo, cls_name: str, sym: Symbol) -> bool:
 
 
 def _class_body_uses_attr(mod: ModuleInfo, cls_name: str, sym: Symbol) -> bool:
-    """A class body that reads `alias.<sym>` of an imported module at import time
-    (marshmallow's `DESERIALIZATION_FUNCS = {"iso": utils.from_iso_date}`,
-    `bool: ma_fields.Boolean`): the class cannot stay without it."""
+    """A class body that reads `alias.<sym>` at import time, where the alias is an
+    import of sym's module or a package above it (marshmallow's
+    `DESERIALIZATION_FUNCS = {"iso": utils.from_iso_date}`, `bool:
+    ma_fields.Boolean`; not `dataclasses.field` for a `field` of the project):
+    the class cannot stay without it."""
     _class_body_names(mod, cls_name)
     attrs = _CLASS_BODY[(mod.path, hash(mod.code))].get(cls_name, (set(), set()))[1]
-    aliases = {b.local for b in mod.bindings}
+    def of_module(b) -> bool:
+        target = b.module if b.name is None else f"{b.module}.{b.name}"
+        return target == sym.module or sym.module.startswith(target + ".")
+    aliases = {b.local for b in mod.bindings if of_module(b)}
     return any(attr == sym.name and base in aliases for base, attr in attrs)
 
 
@@ -525,6 +542,7 @@ class _Proposer:
     module_names: set[str] = field(init=False)
     by_key: dict = field(init=False)
     kept: set[str] = field(init=False)
+    collected: set[str] = field(init=False)      # test files the baseline collected tests from
     seen: dict[frozenset[str], str] = field(default_factory=dict)
     _covering: dict[tuple[str, str], frozenset[str]] = field(default_factory=dict)
 
@@ -533,6 +551,7 @@ class _Proposer:
         self.module_names = set(self.index.modules)
         self.by_key = group_ids(self.all_ids)
         self.kept = {s.name for m in self.index.modules.values() for s in m.symbols}
+        self.collected = {i.split("::")[0] for i in self.all_ids}
 
     def budget(self, feature: list[Symbol]) -> str:
         """Why `feature` with its dependents so far takes too much of the suite
@@ -553,7 +572,7 @@ class _Proposer:
         if not top:
             return ""
         return helper_names_it(self.tests, exported_bindings(self.index, top), self.module_names,
-                               {s.name for s in top})
+                               {s.name for s in top}, self.collected)
 
     def symbol(self, sym: Symbol) -> Candidate | str:
         """The candidate grown from `sym`, or why there is none."""
@@ -588,7 +607,8 @@ class _Proposer:
             root.qualname + "+" + hashlib.sha256("\0".join(sorted(key)).encode()).hexdigest()[:6])
         return Candidate(name=name, kind=kind, root=root, symbols=feature, hidden=hidden, hidden_files=files,
                          late=any(self.late(f) for f in feature), difficulty=diff,
-                         predicted=self.helpers_name(top), deferred=runs_at_import(self.cov, feature))
+                         predicted=self.helpers_name(top),
+                         deferred=runs_at_import(self.cov, feature, self.index))
 
     def module(self, mod) -> Candidate | str | None:
         """The whole-module candidate of `mod`, why there is none, or None when
@@ -604,8 +624,9 @@ class _Proposer:
             cand.difficulty = difficulty_of(self.index, cand.symbols, whole_module=mod.module)
             reason = too_small(cand.difficulty, self.min_statements, self.min_tier)
         if reason is None:
+            # Its own top level calls its functions at import, and goes with it:
+            # no sign from those (runs_at_import is for definitions taken alone).
             cand.predicted = self.helpers_name([s for s in cand.symbols if s.kind in TOP_KINDS])
-            cand.deferred = runs_at_import(self.cov, cand.symbols)
         return reason or cand
 
 
