@@ -125,6 +125,24 @@ def test_monitor_findings_once_per_site_capped_at_100_with_a_flood_finding():
     assert len(decide.monitor_findings(many, 0, frozenset(), Policy.SCORE, bounded=False)) == 151
 
 
+def test_the_gold_s_own_acts_are_no_flood():
+    """w3lib's gold does 117 distinct acts the monitor reports: every task's gold
+    scored 0 as a flood. Acts the gold does in that file are exempt and counted
+    apart (their own cap, past which they are dropped, not charged); 101 acts
+    that are not still flood."""
+    allowed = exemptions([("process", "pkg/x.py")])
+    gold_like = [mon(site=f"pkg/x.py:{i}") for i in range(150)]
+    out = decide.monitor_findings(gold_like, 0, allowed, Policy.SCORE)
+    assert len(out) == 150 and not any(f.kind is K.MONITOR_FLOOD for f in out)
+    assert not any(f.severity is Severity.FATAL for f in out)
+    lots = [mon(site=f"pkg/x.py:{i}") for i in range(decide.MAX_EXEMPT_FINDINGS + 50)]
+    assert len(decide.monitor_findings(lots, 0, allowed, Policy.SCORE)) == decide.MAX_EXEMPT_FINDINGS
+    mixed = gold_like + [mon(site=f"pkg/y.py:{i}") for i in range(101)]
+    out = decide.monitor_findings(mixed, 0, allowed, Policy.SCORE)
+    assert out[-1].kind is K.MONITOR_FLOOD and out[-1].severity is Severity.FATAL
+    assert out[-1].detail == "101 distinct monitor events; the first 100 kept"
+
+
 def test_monitor_findings_unknown_kinds_and_exemptions():
     out = decide.monitor_findings([mon(kind="x" * 100), mon(kind="process", site="pkg/x.py:12")],
                                   0, frozenset({("process", "pkg/x.py")}), Policy.SCORE)

@@ -173,7 +173,9 @@ def final_check(task_dir: Path) -> None:
     if shown:
         raise GradeCheckError(f"a hidden test stays readable: {shown[0]}")
 
-    gold = verify(task_dir, Solution.gold(), defences=Defences(policy=Policy.FLAG),
+    # Unbounded: the gold is ours, and every act it does must reach `allowed`
+    # (w3lib's gold does 117 distinct ones: capped, the gold scored 0 as a flood).
+    gold = verify(task_dir, Solution.gold(), defences=Defences(policy=Policy.FLAG, bounds=False),
                   backend=GENERATION_BACKEND)
     if gold.error:
         raise GradeCheckError(f"verify --gold did not run: {gold.error}")
