@@ -376,6 +376,39 @@ def test_the_prediction_is_scored_only_where_the_rest_of_the_suite_ran():
         rejected=5, deferred=3, checked=5, confirmed=2, missed=1)
 
 
+@pytest.mark.parametrize("files, want", [
+    # A helper a test imports, that lists the class at its top level (marshmallow's tests/base.py).
+    ({"tests/base.py": "from pkg import Flag\nALL = [Flag]\n",
+      "tests/test_x.py": "from tests.base import ALL\n"}, "tests/base.py"),
+    # ... or in a class body (a schema declared with it), or as a base class; a conftest always runs.
+    ({"tests/conftest.py": "from pkg import m\nclass S:\n    f = m.Flag()\n"}, "tests/conftest.py"),
+    ({"tests/helpers.py": "import pkg.m\nclass S(pkg.m.Flag):\n    pass\n",
+      "tests/test_x.py": "from helpers import S\n"}, "tests/helpers.py"),
+    # Inside a helper function it runs only when called: no sign.
+    ({"tests/base.py": "from pkg import Flag\ndef make():\n    return Flag()\n",
+      "tests/test_x.py": "from tests.base import make\n"}, ""),
+    # A test module naming it at import is hidden whole, as before: no sign either.
+    ({"tests/test_a.py": "from pkg import Flag\nALL = [Flag]\n"}, ""),
+    # A test-named file pytest does not run and nothing imports (w3lib's benchmarks): none.
+    ({"tests/benchmarks/test_bench.py": "from pkg import Flag\nALL = [Flag]\n"}, ""),
+    ({"tests/base.py": "from pkg import Other\nALL = [Other]\n",
+      "tests/test_x.py": "from tests.base import ALL\n"}, ""),
+])
+def test_a_test_helper_that_names_a_feature_at_import_predicts_a_red_suite(tmp_path, files, want):
+    from taskforge.analysis.testindex import index_tests
+    from taskforge.propose.features import PREDICTED, helper_names_it
+
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    tests = index_tests(tmp_path, sorted(files))
+    # Collected: the files the baseline ran tests from (not the benchmarks).
+    collected = {rel for rel in files if rel.rsplit("/", 1)[-1].startswith("test_") and "bench" not in rel}
+    got = helper_names_it(tests, {("pkg", "Flag"), ("pkg.m", "Flag")}, {"pkg", "pkg.m"}, {"Flag"},
+                          collected)
+    assert got == (f"{PREDICTED}: the test helper {want} names it at import" if want else "")
+
+
 def test_the_cli_s_definitions_limit_is_the_library_s():
     """The CLI imports nothing heavy at start, so it writes the default out: it
     must be the library's (a run and its `harden` propose the same features)."""
@@ -388,40 +421,6 @@ def test_the_cli_s_definitions_limit_is_the_library_s():
     for fn in (cli.generate, cli.harden):
         assert inspect.signature(fn).parameters["max_feature_defs"].default.default == MAX_FEATURE_SYMBOLS
     assert Options().max_feature_defs == MAX_FEATURE_SYMBOLS
-
-
-@pytest.mark.parametrize("files, want", [
-    # A helper that lists the class at its top level (marshmallow's tests/base.py).
-    ({"tests/base.py": "from pkg import Flag\nALL = [Flag]\n"}, "tests/base.py"),
-    # ... or in a class body (a schema declared with it), or as a base class.
-    ({"tests/conftest.py": "from pkg import m\nclass S:\n    f = m.Flag()\n"}, "tests/conftest.py"),
-    ({"tests/helpers.py": "import pkg.m\nclass S(pkg.m.Flag):\n    pass\n"}, "tests/helpers.py"),
-    # Inside a helper function it runs only when called: no sign.
-    ({"tests/base.py": "from pkg import Flag\ndef make():\n    return Flag()\n"}, ""),
-    # A test module naming it at import is hidden whole, as before: no sign either.
-    ({"tests/test_a.py": "from pkg import Flag\nALL = [Flag]\n"}, ""),
-    ({"tests/base.py": "from pkg import Other\nALL = [Other]\n"}, ""),
-])
-def test_a_test_helper_that_names_a_feature_at_import_predicts_a_red_suite(tmp_path, files, want):
-    from taskforge.analysis.testindex import index_tests
-    from taskforge.propose.features import PREDICTED, helper_names_it
-
-    for rel, text in files.items():
-        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / rel).write_text(text)
-    tests = index_tests(tmp_path, sorted(files))
-    # A helper is a file the baseline collected no test from, whatever its name.
-    collected = {rel for rel in files if rel.rsplit("/", 1)[-1].startswith("test_")}
-    got = helper_names_it(tests, {("pkg", "Flag"), ("pkg.m", "Flag")}, {"pkg", "pkg.m"}, {"Flag"},
-                          collected)
-    assert got == (f"{PREDICTED}: the test helper {want} names it at import" if want else "")
-    if want:        # named like a test module but with no test collected: still a helper
-        renamed = {f"tests/test_{rel.rsplit('/', 1)[-1]}": text for rel, text in files.items()}
-        for rel, text in renamed.items():
-            (tmp_path / rel).write_text(text)
-        tests = index_tests(tmp_path, sorted(renamed))
-        assert helper_names_it(tests, {("pkg", "Flag"), ("pkg.m", "Flag")}, {"pkg", "pkg.m"},
-                               {"Flag"}, set()).startswith(PREDICTED)
 
 
 @pytest.mark.parametrize("pyproject, want", [

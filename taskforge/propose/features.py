@@ -59,18 +59,43 @@ def _test_module(rel: str) -> bool:
     return name != "conftest.py" and (name.startswith("test") or name.endswith("_test.py"))
 
 
+def test_helpers(tests: dict[str, TestModule], collected: AbstractSet[str] | None) -> set[str]:
+    """The test files the suite imports without collecting tests from them: a
+    conftest.py, or a module a collected test file imports (by its dotted name,
+    or the tail of it, as rootdir-relative imports name it). A test-named file
+    nothing imports and pytest does not run (w3lib's deselected benchmarks) is
+    no helper: it breaks nothing."""
+    ran = {rel for rel in tests if (rel in collected if collected is not None else _test_module(rel))}
+    imported: set[str] = set()
+    for rel in ran:
+        for b in tests[rel].bindings:
+            imported.add(b.module)
+            if b.name:
+                imported.add(f"{b.module}.{b.name}")
+    out = set()
+    for rel in tests:
+        if rel in ran:
+            continue
+        if rel.rsplit("/", 1)[-1] == "conftest.py":
+            out.add(rel)
+            continue
+        dotted = rel[:-3].replace("/", ".").removesuffix(".__init__")
+        if any(dotted == m or dotted.endswith("." + m) for m in imported if m):
+            out.add(rel)
+    return out
+
+
 def helper_names_it(tests: dict[str, TestModule], exported: set[tuple[str, str]],
                     module_names: set[str], removed_names: set[str],
                     collected: AbstractSet[str] | None = None) -> str:
     """Why removing the feature breaks tests no test id points at, or "": a
-    conftest or helper module of the tests names it where it runs at import (its
-    top level, or a class's own lines: marshmallow's tests/base.py lists every
-    field class and declares schemas with them, and conftest imports it). Other
-    test files import the helper, so hiding it takes the suite with it. A
-    helper is a test file pytest collected no test from (`collected`: the files
-    of the baseline's ids), or, without them, one not named like a test module."""
-    helpers = {rel: tm for rel, tm in tests.items()
-               if (rel not in collected if collected is not None else not _test_module(rel))}
+    conftest or helper module of the tests (`test_helpers`) names it where it
+    runs at import (its top level, or a class's own lines: marshmallow's
+    tests/base.py lists every field class and declares schemas with them, and
+    conftest imports it). Test files import the helper, so hiding it takes the
+    suite with it. `collected`: the files of the baseline's ids (without them,
+    files named like test modules count as run)."""
+    helpers = {rel: tests[rel] for rel in test_helpers(tests, collected)}
     if not helpers:
         return ""
     keys, files = lexical_tests(helpers, exported, module_names, removed_names, class_level_only=True)
