@@ -53,19 +53,6 @@ def _generate_remote():
     return generate_one
 
 
-def corpus_dirs(repos: list[str], out: Path) -> list[tuple[str, Path]]:
-    """(repository, OUT/<stable name>) for each; a name seen twice gets -2, -3..."""
-    from taskforge.repo.source import stable_name
-
-    seen: dict[str, int] = {}
-    dirs = []
-    for repo in repos:
-        name = stable_name(repo).replace("/", "__")
-        seen[name] = seen.get(name, 0) + 1
-        dirs.append((repo, out / (name if seen[name] == 1 else f"{name}-{seen[name]}")))
-    return dirs
-
-
 def generate_corpus(repos: list[str], out: str | Path, opts=None, address: str | None = None,
                     progress=None) -> list[dict]:
     """Generate from every repository on the cluster, each into OUT/<name>/;
@@ -74,7 +61,7 @@ def generate_corpus(repos: list[str], out: str | Path, opts=None, address: str |
     repository's failure never costs another its tasks."""
     from dataclasses import asdict
 
-    from taskforge.orchestrate.corpus import CorpusRow, row_of, summarize
+    from taskforge.orchestrate.corpus import CorpusRow, corpus_dirs, row_of, summarize
     from taskforge.orchestrate.pipeline import Options
 
     connect(address)

@@ -120,6 +120,19 @@ def summarize(rows: list[CorpusRow], cores: int, wall_seconds: float | None = No
         causes=dict(causes.most_common()))
 
 
+def corpus_dirs(repos: list[str], out: Path) -> list[tuple[str, Path]]:
+    """(repository, OUT/<stable name>) for each; a name seen twice gets -2, -3..."""
+    from taskforge.repo.source import stable_name
+
+    seen: dict[str, int] = {}
+    dirs = []
+    for repo in repos:
+        name = stable_name(repo).replace("/", "__")
+        seen[name] = seen.get(name, 0) + 1
+        dirs.append((repo, out / (name if seen[name] == 1 else f"{name}-{seen[name]}")))
+    return dirs
+
+
 def run_local(names: list[str], out: Path, opts, log: Callable[[str], None] | None = None
               ) -> CorpusReport:
     """Generate from each repository in turn into OUT/<name>/, writing
@@ -129,7 +142,6 @@ def run_local(names: list[str], out: Path, opts, log: Callable[[str], None] | No
     import json
 
     from taskforge.fsutil import atomic_write
-    from taskforge.orchestrate.cluster import corpus_dirs
     from taskforge.orchestrate.pipeline import generate
 
     say = log or (lambda s: None)

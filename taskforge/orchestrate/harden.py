@@ -179,7 +179,7 @@ def harden(repos: list[str], tasks: Sequence[str | Path], out: str | Path,
     are generate's (install overrides, --max-feature-defs as the tasks were
     made); the statement style is the tasks' own unless `statement_style` says."""
     options_style = statement_style
-    from taskforge.orchestrate.cluster import corpus_dirs
+    from taskforge.orchestrate.corpus import corpus_dirs
     from taskforge.orchestrate.options import Options
     from taskforge.orchestrate.pipeline import generate
     from taskforge.training.curriculum import read_stats
