@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 import tempfile
 import time
@@ -24,11 +23,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 
-def _kind(reason: str) -> str:
-    return re.sub(r"\d+", "N", reason.split(":", 1)[0].split(" (", 1)[0])
-
-
 def measure(repo: str, out: Path, limits: list[int]) -> list[dict]:
+    from taskforge.orchestrate.corpus import _category
     from taskforge.orchestrate.pipeline import GenerateRun, Options
     from taskforge.propose.features import propose
 
@@ -55,7 +51,7 @@ def measure(repo: str, out: Path, limits: list[int]) -> list[dict]:
                 "candidates": len(p.candidates), "tiers": dict(tiers), "predicted_red": p.predicted,
                 "hard_mean_lines": round(sum(d.removed_lines for d in hard) / len(hard), 1) if hard else 0,
                 "hard_mean_files": round(sum(d.files for d in hard) / len(hard), 2) if hard else 0,
-                "drops": dict(Counter(_kind(r) for _, r in p.drops).most_common(6)),
+                "drops": dict(Counter(_category(r) for _, r in p.drops).most_common(6)),
                 "seconds": round(time.monotonic() - t, 2)})
     finally:
         run.background.shutdown(wait=True, cancel_futures=True)

@@ -87,15 +87,19 @@ def test_helpers(tests: dict[str, TestModule], collected: AbstractSet[str] | Non
 
 def helper_names_it(tests: dict[str, TestModule], exported: set[tuple[str, str]],
                     module_names: set[str], removed_names: set[str],
-                    collected: AbstractSet[str] | None = None) -> str:
+                    collected: AbstractSet[str] | None = None,
+                    helper_files: AbstractSet[str] | None = None) -> str:
     """Why removing the feature breaks tests no test id points at, or "": a
     conftest or helper module of the tests (`test_helpers`) names it where it
     runs at import (its top level, or a class's own lines: marshmallow's
     tests/base.py lists every field class and declares schemas with them, and
     conftest imports it). Test files import the helper, so hiding it takes the
     suite with it. `collected`: the files of the baseline's ids (without them,
-    files named like test modules count as run)."""
-    helpers = {rel: tests[rel] for rel in test_helpers(tests, collected)}
+    files named like test modules count as run); `helper_files`: test_helpers
+    already worked out (once per proposal, not once per candidate)."""
+    if helper_files is None:
+        helper_files = test_helpers(tests, collected)
+    helpers = {rel: tests[rel] for rel in helper_files}
     if not helpers:
         return ""
     keys, files = lexical_tests(helpers, exported, module_names, removed_names, class_level_only=True)
@@ -384,8 +388,7 @@ def _class_body_uses_attr(mod: ModuleInfo, cls_name: str, sym: Symbol) -> bool:
     `DESERIALIZATION_FUNCS = {"iso": utils.from_iso_date}`, `bool:
     ma_fields.Boolean`; not `dataclasses.field` for a `field` of the project):
     the class cannot stay without it."""
-    _class_body_names(mod, cls_name)
-    attrs = _CLASS_BODY[(mod.path, hash(mod.code))].get(cls_name, (set(), set()))[1]
+    attrs = _class_body(mod, cls_name)[1]
     def of_module(b) -> bool:
         target = b.module if b.name is None else f"{b.module}.{b.name}"
         return target == sym.module or sym.module.startswith(target + ".")
@@ -394,6 +397,11 @@ def _class_body_uses_attr(mod: ModuleInfo, cls_name: str, sym: Symbol) -> bool:
 
 
 def _class_body_names(mod: ModuleInfo, cls_name: str) -> set[str]:
+    """Names a class body itself loads at import (`_class_body`'s first half)."""
+    return _class_body(mod, cls_name)[0]
+
+
+def _class_body(mod: ModuleInfo, cls_name: str) -> tuple[set[str], set[tuple[str, str]]]:
     """Names a class body itself loads (assignments, decorators, defaults), not
     those inside its methods' bodies; its `name.attr` reads are kept beside them
     (`_class_body_uses_attr`). One parse per module, for all its classes."""
@@ -427,7 +435,7 @@ def _class_body_names(mod: ModuleInfo, cls_name: str) -> set[str]:
                                   if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)}
             table[node.name] = (names, attrs)
         _CLASS_BODY[key] = table
-    return _CLASS_BODY[key].get(cls_name, (set(), set()))[0]
+    return _CLASS_BODY[key].get(cls_name, (set(), set()))
 
 
 def _references(mod: ModuleInfo, names: set[str], attrs: set[str], sym: Symbol) -> bool:
@@ -567,7 +575,7 @@ class _Proposer:
     module_names: set[str] = field(init=False)
     by_key: dict = field(init=False)
     kept: set[str] = field(init=False)
-    collected: set[str] = field(init=False)      # test files the baseline collected tests from
+    helper_files: set[str] = field(init=False)   # test files the suite imports but collects nothing from
     seen: dict[frozenset[str], str] = field(default_factory=dict)
     _covering: dict[tuple[str, str], frozenset[str]] = field(default_factory=dict)
 
@@ -576,7 +584,7 @@ class _Proposer:
         self.module_names = set(self.index.modules)
         self.by_key = group_ids(self.all_ids)
         self.kept = {s.name for m in self.index.modules.values() for s in m.symbols}
-        self.collected = {i.split("::")[0] for i in self.all_ids}
+        self.helper_files = test_helpers(self.tests, {i.split("::")[0] for i in self.all_ids})
 
     def budget(self, feature: list[Symbol]) -> str:
         """Why `feature` with its dependents so far takes too much of the suite
@@ -597,7 +605,7 @@ class _Proposer:
         if not top:
             return ""
         return helper_names_it(self.tests, exported_bindings(self.index, top), self.module_names,
-                               {s.name for s in top}, self.collected)
+                               {s.name for s in top}, helper_files=self.helper_files)
 
     def symbol(self, sym: Symbol) -> Candidate | str:
         """The candidate grown from `sym`, or why there is none."""
