@@ -750,3 +750,32 @@ def test_the_static_scan_judges_literal_proc_paths_as_the_monitor_does(call, cha
     """A computed path is the monitor's to judge, as the real path it opens."""
     found = static.scan_file("pkg/m.py", f"import os\nx = {call}\n".encode(), set())
     assert any(k is FindingKind.PROC_ACCESS for k, _, _ in found) is charged
+
+
+def test_a_full_review_channel_says_so(tmp_path):
+    """Past 200 distinct acts the sandbox stops sending review-level ones (the
+    host keeps 100 findings anyway); acts the gold also does cost nothing on the
+    host, so 200 of them would silence every later review report unseen. The
+    sandbox says once that it stopped (`review-capped`, a review finding), and
+    the acts that score are still sent after it."""
+    ws = tmp_path
+    (ws / "pkg").mkdir()
+    (ws / "tests").mkdir()
+    (ws / "pkg" / "__init__.py").write_text("")
+    lines = ["def act():"] + [f"    exec('x = {i}', {{}})" for i in range(230)]
+    lines += ["    import gc", "    return len(gc.get_objects())", ""]
+    (ws / "pkg" / "many.py").write_text("\n".join(lines))
+    (ws / "tests" / "test_many.py").write_text("from pkg import many\n\ndef test_many():\n"
+                                                "    assert many.act() > 0\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "COV"))}
+    env.update(monitor_env(["tests/test_many.py"], ["tests/test_many.py"]))
+    env.update({"TF_WORKSPACE": str(ws), "PYTHONDONTWRITEBYTECODE": "1"})
+    res = subprocess.run([sys.executable, "-I", "-S", str(RUNTIME / "tfrun.py"), "--timeout", "120",
+                          "--", "-q", "-p", "no:cacheprovider", "-W", "ignore", "tests"],
+                         capture_output=True, text=True, timeout=200, cwd=ws, env=env)
+    meta = json.loads(res.stdout.strip().splitlines()[-1])
+    mons = [json.loads(line) for line in meta["results"].splitlines() if '"Monitor"' in line]
+    kinds = [m["kind"] for m in mons]
+    assert kinds.count("dynamic-code") == 200 and kinds.count("review-capped") == 1, kinds[-5:]
+    assert "gc-walk" in kinds                      # a scoring act still gets through
+    assert severity(FindingKind.REVIEW_CAPPED, Policy.SCORE) is Severity.REVIEW

@@ -37,6 +37,7 @@ class FindingKind(str, Enum):
     UNPROCESSABLE = "unprocessable"
     OVER_LIMIT = "over-limit"            # a host-side bound: size, files, depth, apply time/memory
     MONITOR_FLOOD = "monitor-flood"      # more distinct monitor events than the host keeps
+    REVIEW_CAPPED = "review-capped"      # the sandbox stopped sending review-level acts (200 distinct)
     NOT_SEPARATED = "not-separated"
     # Static scan of changed files.
     RUNNER_INTERNALS = "runner-internals"

@@ -647,7 +647,13 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
         # Review kinds are capped; the acts that score are always reported, so
         # that a flood of harmless ones cannot hide them.
         if len(seen) >= 200 and kind not in high:
-            return
+            # Said once, so that a reviewer knows the review channel was full
+            # (200 distinct acts the gold also does would otherwise silence it).
+            if ("review-capped", "") not in seen:
+                seen.add(("review-capped", ""))
+                kind, site, detail = "review-capped", "", "review-level acts past 200 distinct ones not reported"
+            else:
+                return
         if len(seen) >= 5000:
             return
         seen.add(key)
