@@ -272,7 +272,7 @@ def generate(
         typer.echo(f"copies: {m.hidden_with_copy} of {m.hidden_functions} hidden test functions "
                    f"have must-fail copies ({m.tasks_with_copies} of {len(report.tasks)} tasks); "
                    f"graded tests: {m.graded}, {m.protected} protected by copies, "
-                   f"{m.unprotected} unprotected")
+                   f"{m.unprotected} unprotected; {m.crossed} tests with crossed copies")
         if report.families:
             typer.echo(f"families of near-duplicate tasks: {len(report.families)} "
                        f"({sum(map(len, report.families.values()))} tasks)")

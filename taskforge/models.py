@@ -179,6 +179,11 @@ class TestCopy(BaseModel):
     # (1 or 2 copies), planted whole or not at all, and only where verify wants
     # that size. 0: not such a set (tasks written before).
     balanced: int = 0
+    # A crossed copy (grade/copy_cross.py): several sites of the test changed
+    # together, one combination of the cross `cross` names; `axes` gives each
+    # site's member (0: the original's value). "": a copy of one site.
+    cross: str = ""
+    axes: list[int] = Field(default_factory=list)
 
 
 class GradingPlan(BaseModel):
@@ -320,6 +325,7 @@ class CopyCoverage(BaseModel):
     graded: int = 0                   # FAIL_TO_PASS ids over the tasks
     protected: int = 0                # ... with must-fail value copies
     unprotected: int = 0              # ... without: graded, a forger's easier target
+    crossed: int = 0                  # hidden test functions with crossed copies (grade/copy_cross.py)
 
     @model_validator(mode="before")
     @classmethod

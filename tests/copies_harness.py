@@ -165,3 +165,73 @@ def for_fitting(files: list[tuple[Path, str]]) -> list:
 def held_out(files: list[tuple[Path, str]]) -> list:
     """The files no fitting of copy_odds.WEIGHTS has seen: balancing is judged on these."""
     return [f for f in files if hash_of("fit:" + f[1]) % 4 == 0]
+
+
+def task_wins(files: list[tuple[Path, str]], corpus: Corpus, w: list[float], crossed: bool,
+              tests_per_task: int = 2, seed: str = "tasks") -> list[tuple[int, int, int, str]]:
+    """Whole tasks as a forger meets them: each file's tests, `tests_per_task`
+    at a time, are one task's hidden tests; its copies proposed (with as many
+    sites per test as calibration asks for), crossed or not
+    (grade/copy_cross.py), chosen and planted as verify does, every combination
+    assumed to pass calibration. The forger (weights `w`) reads every group;
+    for a cross it reads each site on the group of that site's copies beside
+    the original (the cross's slice through the original, which tells it more
+    than the cross does), and must be right at every site. Returns per task
+    (forger right on every group, groups read, tests with copies, the task)."""
+    from copies_attack import pick
+
+    from taskforge.grade import copy_cross
+    out = []
+    scratch = Path(tempfile.mkdtemp(prefix="tf-cross-"))
+    try:
+        for root, rel in files:
+            try:
+                text = (root / rel).read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
+            ids = test_ids(text, rel)
+            own = Corpus()
+            own.add(text)
+            others = corpus.minus(own)
+            for t in range(0, len(ids) - tests_per_task + 1, tests_per_task):
+                task_ids = ids[t:t + tests_per_task]
+                work = scratch / "src"
+                (work / rel).parent.mkdir(parents=True, exist_ok=True)
+                (work / rel).write_text(text, encoding="utf-8")
+                tseed = f"{seed}:{rel}:{t}"
+                per = max(2, min(copy_cross.MAX_AXES, 24 // len(task_ids)))
+                proposed = cp.propose(work, task_ids, tseed, sites_per_test=per, corpus=others)
+                if crossed:
+                    refs = [r for r in map(cp.test_ref, task_ids) if r is not None]
+                    proposed = proposed + copy_cross.crosses(
+                        work, proposed, tseed, {copy_cross.key_of_ref(r): 1 for r in refs})
+                chosen = choose_copies(proposed, random.Random(tseed))
+                if not chosen:
+                    continue
+                by_test: dict[tuple, list] = {}
+                for m in chosen:
+                    by_test.setdefault(copy_cross.key_of(m), []).append(m)
+                right = True
+                read = 0
+                guess = random.Random(tseed + ":guess")
+                for ms in by_test.values():
+                    if ms[0].cross:
+                        n = len(ms[0].axes)
+                        slices = [[m for m in ms if sum(1 for a in m.axes if a) == 1 and m.axes[i]]
+                                  for i in range(n)]
+                    else:
+                        slices = [ms]
+                    for sl in slices:
+                        (work / rel).write_text(text, encoding="utf-8")
+                        plan = cp.plant(work, task_ids, sl, rng=random.Random(tseed + str(read)))
+                        samples = _samples((work / rel).read_text(encoding="utf-8"), plan, others, rel)
+                        read += 1
+                        if len(samples) == 1:
+                            right = right and pick(w, samples[0].feats) == samples[0].truth
+                        else:           # not found as one group: a guess among its members
+                            right = right and guess.random() < 1 / (len(sl) + 1)
+                out.append((int(right), read, len(by_test), tseed))
+                shutil.rmtree(work, ignore_errors=True)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return out

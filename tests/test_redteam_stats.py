@@ -226,11 +226,11 @@ def test_memory_across_verifies_carries_nothing(redteam_tasks):  # noqa: F811
     # A grader that draws the copies afresh per verify (as before) from a pool
     # with more copies than it plants (real tasks' pools have two literals per
     # test): the attacker's memory keeps the originals and sheds copies.
-    # (Neither blocks nor matched values, which that grader did not have.)
+    # (Neither blocks, matched values nor crosses, which that grader did not have.)
     was, cp.BALANCED = cp.BALANCED, False          # that grader's one-step copies: unbalanced
     try:
         wide = [m.model_copy(update={"block": "", "matched": False, "balanced": 0})
-                for m in rec.grading.copies] + cp.propose(
+                for m in rec.grading.copies if not m.cross] + cp.propose(
             task / "hidden", rec.FAIL_TO_PASS, "wider", values_per_site=4, style=cp.CopyStyle.LEGACY)
     finally:
         cp.BALANCED = was

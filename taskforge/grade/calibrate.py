@@ -16,13 +16,14 @@ import ast
 import json
 import math
 import random
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import AbstractSet
 
 from taskforge.analysis.pyparse import parse as parse_python
 from taskforge.grade import copies as cp
-from taskforge.grade import copy_blocks
+from taskforge.grade import copy_blocks, copy_cross
 from taskforge.grade.findings import Policy, Severity, Source
 from taskforge.sandbox import GENERATION_BACKEND
 
@@ -57,7 +58,12 @@ def calibrate(worker, f2p: list[str], seed: str, timeout: float,
     cal = Calibration()
     refs = {r for r in map(cp.test_ref, f2p) if r is not None}
     cal.functions = len(refs)
-    candidates = cp.propose(worker.src, f2p, seed, removed=removed)
+    # More sites per test where a task has few tests: crosses of them
+    # (grade/copy_cross.py) then use the budget the few tests leave.
+    per_test = max(2, min(copy_cross.MAX_AXES, 24 // max(1, len(refs))))
+    candidates = cp.propose(worker.src, f2p, seed, sites_per_test=per_test, removed=removed)
+    ids = Counter(copy_cross.key_of_ref(r) for r in map(cp.test_ref, f2p) if r is not None)
+    candidates += copy_cross.crosses(worker.src, candidates, seed, ids)
     files = sorted({m.file for m in candidates} | {r.file for r in refs})
     must_pass = {t for t in (passing or set(f2p)) if t.split("::")[0] in files} | set(f2p)
     profiles: list[dict[str, dict[str, str]]] = []
@@ -99,7 +105,8 @@ def calibrate(worker, f2p: list[str], seed: str, timeout: float,
         a, b = profiles[0][names[0][i]], profiles[1][names[1][i]]
         if a == b and a and "failed" in a.values() and all(o in ("passed", "failed") for o in a.values()):
             cal.copies.append(m.model_copy(update={"expect": dict(sorted(a.items()))}))
-    cal.copies = cp.whole_sets(copy_blocks.whole_blocks(cal.copies, candidates), candidates)
+    cal.copies = copy_cross.whole_levels(
+        cp.whole_sets(copy_blocks.whole_blocks(cal.copies, candidates), candidates), candidates)
     return cal
 
 

@@ -762,6 +762,11 @@ def _named(src_lines: list[str], fn, edits: list[Edit]) -> str | None:
     return text
 
 
+def base_text(src_lines: list[str], fn) -> str | None:
+    """The test function's source as its copies are rendered, unchanged."""
+    return _named(src_lines, fn, [])
+
+
 def _render(src_lines: list[str], fn, site: Site, rng: random.Random, base=None, chosen=None
             ) -> tuple[str, str, str, object] | None:
     """(copy source, what changed, the original rewritten or "", the new value).

@@ -34,7 +34,7 @@ from typing import Literal, cast
 from taskforge.errors import InfraError, TaskforgeError, UserError
 from taskforge.fsutil import copy_tree, rmtree, share_with_sandbox
 from taskforge.grade import copies as cp
-from taskforge.grade import decide, static
+from taskforge.grade import copy_cross, decide, static
 from taskforge.grade.bounds import Bounds, in_workspace, patch_breach, patch_facts, survey
 from taskforge.grade.cases import GradingCase, case_of
 from taskforge.grade.decide import MAX_MONITOR_FINDINGS  # noqa: F401 - re-exported
@@ -53,7 +53,7 @@ from taskforge.sandbox.warm import Lease, WarmPool
 
 INFRA_RETRIES = 2
 DEFAULT_TIMEOUT = 900.0
-MAX_PLANTED = 64          # copies planted per verify, or one per test that has any where more
+MAX_PLANTED = copy_cross.BUDGET          # copies planted per verify, or one per test that has any where more
 BOUNDS = Bounds()
 # Bounds as good as none: what the naive grader (and `bounds=False`) walks with.
 UNBOUNDED = Bounds(patch_bytes=1 << 62, file_bytes=1 << 62, tree_bytes=1 << 62, extra_files=1 << 62,
@@ -165,6 +165,11 @@ def choose_copies(candidates: list[cp.TestCopy], rng: random.Random, limit: int 
     grade/copy_values.py; else one-step copies), two of them when few tests have
     copies, so that a guess between original and copies is right one time in
     three, not two."""
+    crossed: dict[tuple, list[cp.TestCopy]] = {}
+    for m in candidates:
+        if m.cross:
+            crossed.setdefault((m.file, tuple(m.cls), m.func), []).append(m)
+    candidates = [m for m in candidates if not m.cross]
     blocks: dict[str, list[cp.TestCopy]] = {}
     for m in candidates:
         if m.block:
@@ -191,9 +196,10 @@ def choose_copies(candidates: list[cp.TestCopy], rng: random.Random, limit: int 
     keys = list(tests)
     rng.shuffle(keys)
     per = 2 if len(keys) < 4 else 1
+    single: dict[tuple, list[cp.TestCopy]] = {}
     for n, k in enumerate(keys):
         # two copies where the budget leaves one for every test still to come
-        room = limit - len(out) - (len(keys) - n - 1)
+        room = limit - len(out) - sum(map(len, single.values())) - (len(keys) - n - 1)
         want = max(1, min(per, room))
         groups = list(tests[k].values())
         values = [g for g in groups if g[0].kind == "value"]
@@ -208,8 +214,41 @@ def choose_copies(candidates: list[cp.TestCopy], rng: random.Random, limit: int 
             continue
         group = list(rng.choice(pool))
         rng.shuffle(group)
-        out += group if group[0].balanced else group[:want]
+        single[k] = group if group[0].balanced else group[:want]
+    _widen(single, {k: v for k, v in crossed.items() if k in single}, limit - len(out))
+    for k in keys:
+        out += single.get(k, [])
     return out[:limit]
+
+
+def _widen(planted: dict[tuple, list[cp.TestCopy]], crossed: dict[tuple, list[cp.TestCopy]],
+           room: int) -> None:
+    """Spend what the budget leaves on crosses (grade/copy_cross.py): each step
+    puts the test with the fewest members at its cross's next level, in place
+    of what it planted, while the copies fit in `room` and the test ids the
+    crosses add in copy_cross.ITEMS. Deterministic: the planted set must not
+    change between verifies."""
+    top = {k: max(map(copy_cross.level_of, ms)) for k, ms in crossed.items()}
+    at = {k: 1 for k in crossed}
+    used = sum(map(len, planted.values()))
+    added = 0
+    while True:
+        options = []
+        for k in sorted(crossed):
+            if at[k] >= top[k]:
+                continue
+            new = copy_cross.level(crossed[k], at[k] + 1)
+            more = len(new) - len(planted[k])
+            ids = sum(len(m.expect) or 1 for m in new) - sum(len(m.expect) or 1 for m in planted[k])
+            if used + more <= room and added + max(ids, 0) <= copy_cross.ITEMS:
+                options.append((len(planted[k]), more, k, new, ids))
+        if not options:
+            return
+        _, more, k, new, ids = min(options, key=lambda o: o[:3])
+        planted[k] = new
+        at[k] += 1
+        used += more
+        added += max(ids, 0)
 
 
 def prepare(task: Task, solution: Solution, tree: Path, defences: Defences,

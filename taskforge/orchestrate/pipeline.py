@@ -541,6 +541,7 @@ def _copy_coverage(out_dir: Path, tasks: list[str]) -> CopyCoverage:
         cov.graded += g.graded
         cov.protected += g.protected
         cov.unprotected += len(g.unprotected)
+        cov.crossed += len({m.cross for m in g.copies if m.cross})
     return cov
 
 
