@@ -349,6 +349,9 @@ class GenerateReport(BaseModel):
     flaky_ids: list[str] = Field(default_factory=list)
     # A pytest older than the newest, when the newest did not collect the suite.
     pytest_pin: str | None = None
+    # Test files that did not collect at baseline (a module that breaks pytest's
+    # collection of another): left out of every run with --ignore.
+    uncollected_files: list[str] = Field(default_factory=list)
     drops: list[DropReason]
     tasks: list[str]
     timings: dict[str, float] = Field(default_factory=dict)

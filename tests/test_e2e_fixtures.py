@@ -251,3 +251,26 @@ def test_since_keeps_only_features_written_after_the_day(base_image, tmp_path):
         assert c.code_age.oldest >= "2026-03-01" and c.statement_style == "own", c
         assert c.code_age.lines >= rec.sizes.removed_lines, (c, rec.sizes)
         assert c.quoted_lines == 0 and '"""' not in rec.problem_statement, rec.problem_statement
+
+
+def test_a_test_file_that_does_not_collect_is_left_out_not_the_repository(base_image, tmp_path):
+    """markdown's suite: one test module sets `warnings.simplefilter('error')` at
+    import, so pytest's warning about another module's imported `TestSuite`
+    class becomes a collection error there. The baseline leaves that file out
+    (--ignore, in the task's options too) and the rest makes tasks."""
+    from taskforge.orchestrate.pipeline import Options, generate
+    from tests.conftest import FIXTURES, make_git_repo
+
+    src = tmp_path / "src"
+    shutil.copytree(FIXTURES / "textkit", src)
+    (src / "tests" / "test_zz_strict.py").write_text(
+        "import warnings\nwarnings.simplefilter('error')\n\n\ndef test_strict():\n    assert True\n")
+    (src / "tests" / "test_zzz_suite.py").write_text(
+        "from unittest import TestSuite\n\n\ndef test_suite_built():\n    assert TestSuite() is not None\n")
+    repo = make_git_repo(src, tmp_path / "repo")
+    out = tmp_path / "out"
+    report = generate(str(repo), out, Options(max_tasks=1, jobs=2))
+    assert report.uncollected_files == ["tests/test_zzz_suite.py"]
+    assert report.tasks, report.model_dump_json(indent=1)
+    rec = load_task(out / report.tasks[0]).record
+    assert "--ignore=tests/test_zzz_suite.py" in rec.test_options

@@ -521,3 +521,51 @@ def test_a_test_that_calls_another_test_still_runs_renamed(tmp_path):
     res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_t.py"],
                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert res.returncode == 0 and "2 passed" in res.stdout, res.stdout
+
+
+# ------------------------------------------------ the project's assert helpers
+
+HELPER_LIB = '''
+import unittest
+
+class TestCase(unittest.TestCase):
+    def assertRenders(self, source, expected, attrs=None):
+        out = render(source)
+        self.assertMultiLineEqual(out, expected)
+
+    def assertContainsText(self, source, expected):
+        self.assertIn(expected, render(source))       # a substring: not an equality
+
+def assertRoundTrips(value, want):
+    assert dump(load(value)) == want
+'''
+
+HELPER_TESTS = [
+    # call in a test, sites (the literal each changes)
+    ("self.assertRenders('*a*', '<em>a</em>')", ["'<em>a</em>'"]),
+    ("self.assertRenders(source='*a*', expected='<em>a</em>')", ["'<em>a</em>'"]),
+    ("self.assertRenders(make(), expected='x', attrs=None)", ["'x'"]),
+    ("self.assertContainsText('*a*', '<em>')", []),           # its check is no equality
+    ("assertRoundTrips(7, 8)", ["8"]),
+    ("self.assertRenders(*args)", []),
+]
+
+
+@pytest.mark.parametrize("call,want", HELPER_TESTS)
+def test_an_assert_helper_of_the_project_makes_its_expected_argument_a_site(tmp_path, call, want):
+    """An argument to a helper's parameter that the helper only compares for
+    equality is an expected value (markdown's assertMarkdownRenders: none of
+    its 164 hidden tests had a copy before)."""
+    (tmp_path / "lib.py").write_text(HELPER_LIB)
+    helpers = cp.assert_helpers(tmp_path)
+    assert set(helpers) == {"assertRenders", "assertRoundTrips"}
+    fn = ast.parse(f"def test_x(self):\n    {call}\n").body[0]
+    token = cp.HELPERS.set(helpers)
+    try:
+        found = [s for s in cp.sites(fn) if s.kind == "value"]
+    finally:
+        cp.HELPERS.reset(token)
+    src = f"def test_x(self):\n    {call}\n".splitlines(keepends=True)
+    got = [src[e.line - 1].encode()[e.start:e.end].decode() for s in found for e in s.edits_for(random.Random(0))]
+    assert got == want
+    assert not [s for s in cp.sites(fn) if s.kind == "value"]    # without the helpers: none

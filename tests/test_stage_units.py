@@ -452,3 +452,25 @@ def test_test_helpers_beside_a_declared_package_are_no_source(tmp_path):
     assert layout.packages == ["emoji"] and "utils/testutils.py" not in layout.source_files
     (tmp_path / "pyproject.toml").write_text('[tool.setuptools]\npackages = ["nothing_here"]\n')
     assert scan(tmp_path).packages == ["emoji", "utils"]     # a declaration matching nothing: ignored
+
+
+UNCOLLECTED = [
+    # collection errors, test files, already left out -> files to leave out (None: refuse)
+    ({"tests/b/test_y.py::TestSuite": "E PytestCollectionWarning"}, [f"tests/t{i}.py" for i in range(8)]
+     + ["tests/b/test_y.py"], [], ["tests/b/test_y.py"]),
+    ({"tests/t1.py": "E ImportError", "tests/t2.py::C": "E"}, [f"tests/t{i}.py" for i in range(8)], [],
+     ["tests/t1.py", "tests/t2.py"]),
+    ({"": "E session"}, ["tests/t1.py"], [], None),                        # the session itself
+    ({"tests/conftest.py": "E"}, ["tests/conftest.py", "tests/t1.py"], [], None),
+    ({"tests/t1.py": "E"}, [f"tests/t{i}.py" for i in range(8)], ["tests/t1.py"], None),  # again
+    ({"elsewhere.py": "E"}, ["tests/t1.py"], [], None),                  # not a test file
+    ({"tests/t1.py": "E", "tests/t2.py": "E", "tests/t3.py": "E"}, [f"tests/t{i}.py" for i in range(8)],
+     [], None),                                                            # 3 of 8: too many
+]
+
+
+@pytest.mark.parametrize("errors,files,ignored,want", UNCOLLECTED)
+def test_which_test_files_a_baseline_leaves_out(errors, files, ignored, want):
+    from taskforge.orchestrate.pipeline import uncollected_files
+
+    assert uncollected_files(errors, files, ignored) == want

@@ -31,8 +31,10 @@ import random
 import re
 import secrets
 import textwrap
+import types
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -388,7 +390,64 @@ def _equality_uses(fn, nodes=None) -> list[tuple[ast.AST, ast.AST]]:
                 and node.func.attr in EQUAL_METHODS and len(node.args) >= 2:
             uses.append((node.args[0], node.args[1]))
             uses.append((node.args[1], node.args[0]))
+        elif isinstance(node, ast.Call) and (bound := _helper_args(node, HELPERS.get())) is not None:
+            uses += [(side, ast.Tuple(elts=bound[1], ctx=ast.Load())) for side in bound[0]]
     return uses
+
+
+# The project's own assertion helpers, known while propose runs (assert_helpers):
+# name -> (its parameters after self, those compared for equality in its body).
+Helpers = Mapping[str, tuple[tuple[str, ...], frozenset[str]]]
+HELPERS: ContextVar[Helpers] = ContextVar("assert_helpers", default=types.MappingProxyType({}))
+
+
+def assert_helpers(root: Path, max_bytes: int = 1 << 20) -> dict[str, tuple[tuple[str, ...], frozenset[str]]]:
+    """The project's assertion helpers (markdown's `assertMarkdownRenders(self,
+    source, expected)`) whose parameters are only ever one side of an asserted
+    equality in their body: an argument given to such a parameter is an
+    expected value, as `assertEqual`'s is. A name defined twice differently is
+    left out."""
+    found: dict[str, set[tuple[tuple[str, ...], frozenset[str]]]] = {}
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root).parts
+        if any(p.startswith(".") or p in ("node_modules", "site-packages") for p in rel):
+            continue
+        try:
+            if path.stat().st_size > max_bytes:
+                continue
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        if "def assert" not in text:
+            continue
+        try:
+            tree = parse_python(text)
+        except (SyntaxError, ValueError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("assert") \
+                    and node.name not in EQUAL_METHODS:
+                params = [a.arg for a in node.args.posonlyargs + node.args.args]
+                if params[:1] in (["self"], ["cls"]):
+                    params = params[1:]
+                exp = _expected_names(node) & set(params)
+                if exp:
+                    found.setdefault(node.name, set()).add((tuple(params), frozenset(exp)))
+    return {name: next(iter(v)) for name, v in found.items() if len(v) == 1}
+
+
+def _helper_args(node: ast.Call, helpers: Helpers) -> tuple[list[ast.expr], list[ast.expr]] | None:
+    """(arguments to the helper's expected parameters, the others) of a call to
+    one of the project's assertion helpers, or None."""
+    f = node.func
+    name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
+    h = helpers.get(name) if name else None
+    if h is None or any(isinstance(a, ast.Starred) for a in node.args) \
+            or any(k.arg is None for k in node.keywords) or len(node.args) > len(h[0]):
+        return None
+    bound: dict[str, ast.expr] = dict(zip(h[0], node.args))
+    bound.update({k.arg: k.value for k in node.keywords if k.arg is not None})
+    return [v for p, v in bound.items() if p in h[1]], [v for p, v in bound.items() if p not in h[1]]
 
 
 def _expected_names(fn) -> set[str]:
@@ -468,6 +527,10 @@ def _literal_sites(plain: list[ast.AST], expected: set[str]) -> list[Site]:
             for side, other in ((a, b), (b, a)):
                 if _literal(side) and not _literal(other):
                     out += [_value_site(c) for c in _constants(side)]
+        elif isinstance(node, ast.Call) and (bound := _helper_args(node, HELPERS.get())) is not None:
+            # The helper computes inside: its expected argument is a site even
+            # beside literal inputs (the gold's run drops what is not sound).
+            out += [_value_site(c) for side in bound[0] if _literal(side) for c in _constants(side)]
         elif isinstance(node, ast.Assign) and len(node.targets) == 1 \
                 and isinstance(node.targets[0], ast.Name) and node.targets[0].id in expected \
                 and _literal(node.value):
@@ -1050,6 +1113,16 @@ def propose(root: Path, nodeids: list[str], seed: str, sites_per_test: int = 2,
     exchange block swaps an exception class the solution will define).
     `corpus`: the reader's prior (default: the tree's test files), less each
     file's own share."""
+    token = HELPERS.set(assert_helpers(root))
+    try:
+        return _propose(root, nodeids, seed, sites_per_test, values_per_site, style, removed, corpus)
+    finally:
+        HELPERS.reset(token)
+
+
+def _propose(root: Path, nodeids: list[str], seed: str, sites_per_test: int, values_per_site: int,
+             style: CopyStyle | None, removed: AbstractSet[str], corpus: copy_odds.Corpus | None
+             ) -> list[TestCopy]:
     style = style or DEFAULT_STYLE
     readers: dict[str, Reader | None] = {}
     classes = functools.cache(lambda: ClassTree.of(root))

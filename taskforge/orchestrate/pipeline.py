@@ -155,16 +155,21 @@ class GenerateRun:
                                                         index_tests(src.path, layout.test_files)))
         self.plan = plan = install_plan(src.path, self.repo, layout, self.opts, self.say)
         self.run_args = RunArgs(options=plan.test_options, paths=plan.test_paths, env=plan.env)
+        self.ignored: list[str] = []      # test files left out: they do not collect at baseline
 
     def environment_and_baseline(self) -> None:
         """The environment, then the baseline runs in it; built once more with
-        a pinned pytest when the newest does not collect the suite."""
-        for attempt in (1, 2):
-            self.prog.stage("building the environment image")
-            t = time.monotonic()
-            self.image, self.build_secs = build_environment(self.src, self.plan, self.say)
-            self.timings["image"] = time.monotonic() - t
-            self.image_scan = self.background.submit(ImageScan.open, self.image)
+        a pinned pytest when the newest does not collect the suite, and run
+        again without the test files that do not collect (no rebuild)."""
+        build, attempt = True, 0
+        while True:
+            if build:
+                attempt += 1
+                self.prog.stage("building the environment image")
+                t = time.monotonic()
+                self.image, self.build_secs = build_environment(self.src, self.plan, self.say)
+                self.timings["image"] = time.monotonic() - t
+                self.image_scan = self.background.submit(ImageScan.open, self.image)
             if self.opts.remote_workers:
                 # Started now: their nodes build the environment while the baseline runs here.
                 from taskforge.orchestrate.remote import RemoteWorkers
@@ -174,16 +179,19 @@ class GenerateRun:
                                        self.plan.script(), self.run_args)
             self.prog.stage("baseline runs")
             t = time.monotonic()
-            if self._baseline(attempt):
+            done = self._baseline(attempt)
+            if done is True:
                 break
+            build = done is False
         self.timings["baseline"] = time.monotonic() - t
 
     def _open_workers(self, n: int) -> None:
         _open_workers(self.src.path, self.image, self.scratch, n, self.run_args, self.workers)
 
-    def _baseline(self, attempt: int) -> bool:
+    def _baseline(self, attempt: int) -> bool | None:
         """The baseline (an earlier run's if it saved one); False when the
-        environment was re-pinned and must be built again."""
+        environment was re-pinned and must be built again, None when test
+        files that do not collect were left out and it must run again."""
         src, opts = self.src, self.opts
         key = RunState.baseline_key(src.commit, self.image, __version__, str(opts.timeout),
                                     repr(self.run_args))
@@ -198,9 +206,21 @@ class GenerateRun:
             base_state, cov_file = run_baseline(self.workers, self.layout, opts, key,
                                                 self._open_workers)
         except DoesNotCollect as exc:
-            if not self._repin(exc, attempt):
+            if self._repin(exc, attempt):
+                return False
+            files = uncollected_files(exc.errors, self.layout.test_files, self.ignored)
+            if files is None:
                 raise
-            return False
+            # A red baseline is data: the files that do not collect go, the rest runs.
+            self.say(f"{len(files)} test file(s) do not collect at baseline ({exc.message}); "
+                     f"left out of every run")
+            self.ignored += files
+            self.run_args = RunArgs(options=[*self.run_args.options, *(f"--ignore={f}" for f in files)],
+                                    paths=self.run_args.paths, env=self.run_args.env)
+            _close(self.workers, self.remote)
+            self.workers.clear()
+            self.remote = None
+            return None
         self.base_state = base_state
         self.cov_file = self.state.save_baseline(base_state, cov_file)
         self._open_workers(opts.jobs)
@@ -315,6 +335,7 @@ class GenerateRun:
             baseline_failing=len(base_state.failing), flaky_excluded=len(self.flaky),
             baseline_failing_ids=sorted(base_state.failing)[:MAX_NAMED],
             pytest_pin=self.plan.pytest_pin, flaky_ids=sorted(self.flaky)[:MAX_NAMED],
+            uncollected_files=self.ignored[:MAX_NAMED],
             funnel=funnel(proposal.considered, self.drops),
             drops=self.drops, tasks=tasks, timings={k: round(v, 3) for k, v in timings.items()},
             jobs=opts.jobs, remote_workers=n_remote, remote_runs=remote_runs, remote_workers_lost=lost,
@@ -629,6 +650,26 @@ def run_baseline(workers: list[Worker], layout, opts: Options, key: str, open_wo
                        failing=sorted(failing), all_ids=sorted(ids),
                        coverage_seconds=r1.test_seconds, bare_seconds=r2.test_seconds)
     return st, r1.coverage_file
+
+
+MAX_UNCOLLECTED = 0.25     # share of the test files that may be left out for not collecting
+
+
+def uncollected_files(errors: dict[str, str], test_files: list[str], ignored: list[str]
+                      ) -> list[str] | None:
+    """The test files to leave out when collection errors name them (markdown:
+    one test module's `warnings.simplefilter('error')` at import turns another's
+    collection warning into an error), or None: an error of the session or a
+    conftest, a file not among the test files, one left out already (the
+    errors move rather than go), or more than MAX_UNCOLLECTED of the files."""
+    files = sorted({nid.split("::")[0] for nid in errors})
+    known = set(test_files)
+    if not files or any(not f or f not in known or f in ignored or f.endswith("conftest.py")
+                        for f in files):
+        return None
+    if len(files) + len(ignored) > MAX_UNCOLLECTED * max(1, len(known)):
+        return None
+    return files
 
 
 class DoesNotCollect(UserError):
