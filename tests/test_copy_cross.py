@@ -9,6 +9,7 @@ wins fewer with crosses than without (paired, same tasks, a sign test).
 """
 from __future__ import annotations
 
+import ast
 import itertools
 import math
 import random
@@ -190,3 +191,85 @@ def test_combinations_are_every_tuple_but_the_original():
         got = cc.combinations(sizes)
         assert len(got) == math.prod(sizes) - 1 and (0,) * len(sizes) not in got
         assert set(got) | {(0,) * len(sizes)} == set(itertools.product(*(range(s) for s in sizes)))
+
+
+def _order_reader(vectors: list[tuple[int, ...]]) -> int:
+    """An attacker of planting order alone (review 2026-12-05-cross-review,
+    finding 1), given each planted member's value at every site as read from
+    the file (here: its index, which the reader relabels away): the member
+    that, taken as the original, leaves the rest in the product's order when
+    each site's values are numbered by first appearance. The first such, or 0."""
+    for i, orig in enumerate(vectors):
+        rest = [v for j, v in enumerate(vectors) if j != i]
+        labels: list[dict[int, int]] = [{orig[a]: 0} for a in range(len(orig))]
+        coded = []
+        for v in rest:
+            coded.append(tuple(labels[a].setdefault(x, len(labels[a])) for a, x in enumerate(v)))
+        if coded == sorted(coded):
+            return i
+    return 0
+
+
+def test_a_planted_cross_says_nothing_by_its_order(tmp_path):
+    """Planted in the product's order with the original at a random place, a
+    cross gives the original away to a reader of order alone; planted as
+    verify plants it (cp.plant shuffles each test's copies), that reader is at
+    chance."""
+    root = ROOT / "fixtures" / "repos" / "textkit"
+    ids = ["tests/test_analysis.py::test_levenshtein"]
+    crossed = cc.crosses(root, cp.propose(root, ids, "cross-test", sites_per_test=6), "cross-test", {})
+    assert len(crossed) >= 7
+    members = len(crossed) + 1
+    by_source = {m.source: tuple(m.axes) for m in crossed}
+
+    def planted_vectors(seed: int) -> tuple[list[tuple[int, ...]], int]:
+        tree = tmp_path / f"t{seed}"
+        (tree / "tests").mkdir(parents=True)
+        (tree / "tests" / "test_analysis.py").write_text(
+            (root / "tests" / "test_analysis.py").read_text())
+        plan = cp.plant(tree, ids, crossed, rng=random.Random(seed))
+        text = (tree / "tests" / "test_analysis.py").read_text()
+        out, truth = [], -1
+        for node in ast.parse(text).body:
+            if isinstance(node, ast.FunctionDef) and (node.name in plan.copies or node.name in plan.originals):
+                if node.name in plan.originals:
+                    truth = len(out)
+                    out.append((0,) * len(crossed[0].axes))
+                else:
+                    out.append(tuple(plan.copies[node.name].axes))
+        return out, truth
+
+    naive = ours = 0
+    n = 60
+    for seed in range(n):
+        vectors, truth = planted_vectors(seed)
+        ours += _order_reader(vectors) == truth
+        # The naive planting: the product's order, the original at a random place.
+        copies = sorted(v for v in vectors if any(v))
+        at = random.Random(seed).randrange(members)
+        line = copies[:at] + [vectors[truth]] + copies[at:]
+        naive += _order_reader(line) == at
+    assert naive / n > 0.9
+    assert ours / n < 3 / members + 0.1, (ours, n, members)
+
+
+def test_crosses_stop_at_the_time_the_hidden_tests_take():
+    """A cross runs its test once a combination: levels are kept smallest
+    first, cross after cross, while their run time fits (review finding 2)."""
+    a = _crossed("a", 3)                                     # levels 1, 2, 3: 1, 2, 4 copies
+    b = _crossed("b", 2)
+    copies = a + b
+    secs = [1.0] * len(copies)
+    def kept(limit):
+        return {(m.cross, cc.level_of(m)) for m in cc.within_time(copies, secs, limit)}
+    # levels 1 cost 1 + 1; then a:2 (2), b:2 (2), a:3 (4)
+    assert kept(100) == {("a", 1), ("a", 2), ("a", 3), ("b", 1), ("b", 2)}
+    assert kept(6) == {("a", 1), ("a", 2), ("b", 1), ("b", 2)}
+    assert kept(4) == {("a", 1), ("a", 2)}                  # b stops below two sites
+    assert kept(1) == set()
+
+
+def test_a_crossed_copy_is_a_complement_only_if_every_site_is():
+    both = _copy("# x\n", site="line 3: negated an assertion | line 4: True -> False", cross="c", axes=[1, 1])
+    mixed = _copy("# x\n", site="line 3: negated an assertion | line 5: 10 -> 11", cross="c", axes=[1, 1])
+    assert cp.is_complement(both) and not cp.is_complement(mixed)

@@ -62,12 +62,18 @@ def calibrate(worker, f2p: list[str], seed: str, timeout: float,
     # (grade/copy_cross.py) then use the budget the few tests leave.
     per_test = max(2, min(copy_cross.MAX_AXES, 24 // max(1, len(refs))))
     candidates = cp.propose(worker.src, f2p, seed, sites_per_test=per_test, removed=removed)
-    ids = Counter(copy_cross.key_of_ref(r) for r in map(cp.test_ref, f2p) if r is not None)
-    candidates += copy_cross.crosses(worker.src, candidates, seed, ids)
+    # Every row of a parametrized test runs in each of its copies, passing or not.
+    ids = Counter(copy_cross.key_of_ref(r) for r in map(cp.test_ref, set(f2p) | set(passing or ()))
+                  if r is not None)
+    # Crosses first: their original (every axis's rewrite at once) is the one
+    # planted for their test (cp.plant keeps the first), so it runs here too.
+    candidates = copy_cross.crosses(worker.src, candidates, seed, ids) + candidates
     files = sorted({m.file for m in candidates} | {r.file for r in refs})
     must_pass = {t for t in (passing or set(f2p)) if t.split("::")[0] in files} | set(f2p)
     profiles: list[dict[str, dict[str, str]]] = []
-    plans = []
+    plans: list[cp.Plan] = []
+    seconds: dict[str, float] = {}          # planted name (first run) -> its run time
+    hidden_secs = 0.0
     for place in ("before", "after"):
         worker.reset()
         try:
@@ -97,16 +103,33 @@ def calibrate(worker, f2p: list[str], seed: str, timeout: float,
             hit = plan.copy_of(nid)
             if hit is not None:
                 prof[hit[0]][hit[1]] = outcome
+        if not plans:
+            for nid, secs in run.durations.items():
+                hit = plan.copy_of(nid)
+                if hit is not None:
+                    seconds[hit[0]] = seconds.get(hit[0], 0.0) + secs
+                elif plan.original_id(nid) in f2p:
+                    hidden_secs += secs
         profiles.append(prof)
         plans.append(plan)
-    # The same candidate got a different random name in each run: match by order.
-    names = [list(p.copies) for p in plans]
-    for i, m in enumerate(plans[0].copies.values()):
-        a, b = profiles[0][names[0][i]], profiles[1][names[1][i]]
+    # The same candidate got another random name in each run: matched by identity.
+    names = [{id(m): name for name, m in p.copies.items()} for p in plans]
+    spent: dict[int, float] = {}
+    for m in candidates:
+        if id(m) not in names[0] or id(m) not in names[1]:
+            continue
+        a, b = profiles[0][names[0][id(m)]], profiles[1][names[1][id(m)]]
         if a == b and a and "failed" in a.values() and all(o in ("passed", "failed") for o in a.values()):
-            cal.copies.append(m.model_copy(update={"expect": dict(sorted(a.items()))}))
+            kept = m.model_copy(update={"expect": dict(sorted(a.items()))})
+            spent[id(kept)] = seconds.get(names[0][id(m)], 0.0)
+            cal.copies.append(kept)
     cal.copies = copy_cross.whole_levels(
         cp.whole_sets(copy_blocks.whole_blocks(cal.copies, candidates), candidates), candidates)
+    # A cross runs its test once a combination: no more of them than the time
+    # the hidden tests take themselves (a one-second test crossed 63 times
+    # made a verify five times longer; review 2026-12-05-cross-review, finding 2).
+    cal.copies = copy_cross.within_time(cal.copies, [spent.get(id(m), 0.0) for m in cal.copies],
+                                        max(copy_cross.MIN_SECONDS, hidden_secs))
     return cal
 
 

@@ -1555,6 +1555,9 @@ def is_complement(copy: TestCopy) -> bool:
     assertFalse, True for False). It stops forged reports, not an object equal
     to everything: that object is truthy, so it passes `assert x` and fails
     `assert not x` exactly as the gold's value does."""
+    if copy.cross:      # a crossed copy: every site it changes (grade/copy_cross.py)
+        return all(p.endswith("negated an assertion") or bool(_FLIP.match(p))
+                   for p in copy.site.split(" | "))
     return copy.site.endswith("negated an assertion") or bool(_FLIP.match(copy.site))
 
 
@@ -1787,6 +1790,10 @@ def _plant_file(path: Path, rel: str, file_refs: list[TestRef], copies: list[Tes
         first, last, _ = spans[key]
         # The original takes a uniformly random place among its k copies
         # (k + 1 slots), so its position says nothing.
+        # In an order of this verify's own: a cross comes in the product's
+        # order, where the original is the member that restores it (review
+        # 2026-12-05-cross-review, finding 1).
+        rng.shuffle(ms)
         k = len(ms)
         slot = rng.randrange(k + 1) if place == "random" else (k if place == "before" else 0)
         for i, m in enumerate(ms):
