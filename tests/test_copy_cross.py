@@ -220,7 +220,6 @@ def test_a_planted_cross_says_nothing_by_its_order(tmp_path):
     crossed = cc.crosses(root, cp.propose(root, ids, "cross-test", sites_per_test=6), "cross-test", {})
     assert len(crossed) >= 7
     members = len(crossed) + 1
-    by_source = {m.source: tuple(m.axes) for m in crossed}
 
     def planted_vectors(seed: int) -> tuple[list[tuple[int, ...]], int]:
         tree = tmp_path / f"t{seed}"
