@@ -474,3 +474,37 @@ def test_which_test_files_a_baseline_leaves_out(errors, files, ignored, want):
     from taskforge.orchestrate.pipeline import uncollected_files
 
     assert uncollected_files(errors, files, ignored) == want
+
+
+COLLAB_TESTS = '''
+class DummyString(str):
+    def interpolate(self, translated=None):
+        return "interpolated"
+    def helper_only_here(self):
+        return 1
+    def __repr__(self):
+        return "d"
+
+def test_uses_its_own_interpolate():
+    assert translate(DummyString("$a")) == "interpolated"
+'''
+
+COLLABORATORS = [
+    # removed code, code elsewhere -> methods the statement names
+    ("def translate(s):\n    return s.interpolate(default)\n",
+     "class TString(str):\n    def interpolate(self, t=None):\n        ...\n", ["interpolate"]),
+    ("def translate(s):\n    return s.helper_only_here()\n", "", []),            # a name the tests made up
+    ("def translate(s):\n    return str(s)\n",
+     "class TString(str):\n    def interpolate(self, t=None):\n        ...\n", []),  # never called
+    ("def translate(s):\n    return repr(s.__repr__())\n", "def __repr__(self):\n", []),  # dunders
+]
+
+
+@pytest.mark.parametrize("removed,elsewhere,want", COLLABORATORS)
+def test_methods_of_the_tests_stand_ins_that_the_statement_names(tmp_path, removed, elsewhere, want):
+    from taskforge.package.statement import collaborator_methods
+
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_t.py").write_text(COLLAB_TESTS)
+    got = collaborator_methods(tmp_path, ["tests/test_t.py::test_uses_its_own_interpolate"], removed, elsewhere)
+    assert got == want

@@ -8,6 +8,7 @@ candidates in parallel workers and `Settler.earlier` to resume a run.
 from __future__ import annotations
 
 import ast
+import functools
 import secrets
 import threading
 from dataclasses import dataclass, field
@@ -41,6 +42,7 @@ from taskforge.orchestrate.state import RunState, VerdictState
 from taskforge.package.statement import (
     REQUIRED_PER_LINES,
     Underspecified,
+    collaborator_methods,
     doc_pointers,
     problem_statement,
     required_limit,
@@ -371,10 +373,14 @@ def _record_builder(tid, src, image, v: Verdict, ctx: Context, cov: CoverageMap,
                      if f"{m}.{n}" not in own and not n.startswith("_"))
     touched = sorted(v.source_changes)
     pieces = removed_pieces(ctx, cand.symbols)
+    removed = "\n".join(pieces)
+    elsewhere = "\n".join(functools.reduce(lambda code, piece: code.replace(piece, ""), pieces, m.code)
+                          for m in ctx.index.modules.values())
     statement = problem_statement(src.name, cand.root, cand.symbols, exports, touched, len(f2p),
                                   kind="combined" if cand.parts else cand.kind,
                                   required=list(required), docs=list(docs),
-                                  style=style, raises=recall.raised_types(pieces))
+                                  style=style, raises=recall.raised_types(pieces),
+                                  collaborators=collaborator_methods(ctx.src, f2p, removed, elsewhere))
     contamination = contamination_of(cand, ctx, statement, style, blame)
     difficulty = rate(cand.difficulty.model_copy(update={"hidden_tests": len(f2p)}))
     symbols = [RemovedSymbol(qualname=s.qualname, kind=s.kind, path=s.path, start_line=s.start,

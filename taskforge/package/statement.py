@@ -125,6 +125,36 @@ def required_strings(src: Path, f2p: list[str], workspace_text: str,
     return lines
 
 
+MAX_COLLABORATORS = 6
+
+
+def collaborator_methods(src: Path, f2p: list[str], removed: str, elsewhere: str,
+                         limit: int = MAX_COLLABORATORS) -> list[str]:
+    """Methods the feature calls on objects it is handed, where the hidden tests
+    hand it stand-ins of their own (translationstring's tests pass a string
+    whose `interpolate()` returns a marker, and want the marker back): a
+    natural implementation that does the same work another way fails them.
+    A method counts when a class in a hidden test file defines it, the removed
+    code calls it (`.name(`) and code outside the removal defines it too (a
+    protocol of the repository's, not a name the tests made up)."""
+    defined: set[str] = set()
+    files = sorted({r.file for r in map(test_ref, f2p) if r is not None})
+    for rel in files:
+        try:
+            tree = parse_python((src / rel).read_text(encoding="utf-8"))
+        except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                defined |= {st.name for st in node.body
+                            if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef))
+                            and not st.name.startswith(("test", "__", "setUp", "tearDown"))}
+    out = [name for name in sorted(defined)
+           if re.search(r"\." + re.escape(name) + r"\(", removed)
+           and re.search(r"\bdef\s+" + re.escape(name) + r"\s*\(", elsewhere)]
+    return out[:limit]
+
+
 def _functions(tree: ast.Module):
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -170,7 +200,7 @@ def problem_statement(repo_name: str, root: Symbol, symbols: list[Symbol],
                       exports: list[str], touched: list[str], hidden_count: int,
                       kind: str | None = None, required: list[str] | None = None,
                       docs: list[str] | None = None, style: StatementStyle = StatementStyle.UPSTREAM,
-                      raises: list[str] | None = None) -> str:
+                      raises: list[str] | None = None, collaborators: list[str] | None = None) -> str:
     """The statement, rendered from templates/statement.md.j2: this supplies the
     values (what was removed, what to show), the template every word. `style`
     OWN: the interface without the upstream docstrings (their sentences are
@@ -196,4 +226,4 @@ def problem_statement(repo_name: str, root: Symbol, symbols: list[Symbol],
         elsewhere=[s for s in public if kind == "module" and s.module != root.module],
         assigned=sorted(assigned.items()),
         helpers=[s for s in symbols if s is not root and not s.public] if kind != "module" else [],
-        exports=exports, docs=docs or [], touched=touched)
+        exports=exports, docs=docs or [], touched=touched, collaborators=collaborators or [])
