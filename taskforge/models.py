@@ -352,6 +352,8 @@ class GenerateReport(BaseModel):
     # Test files that did not collect at baseline (a module that breaks pytest's
     # collection of another): left out of every run with --ignore.
     uncollected_files: list[str] = Field(default_factory=list)
+    # Tests the baseline timed out in (a hang): left out of every run with --deselect.
+    hung_tests: list[str] = Field(default_factory=list)
     drops: list[DropReason]
     tasks: list[str]
     timings: dict[str, float] = Field(default_factory=dict)

@@ -274,3 +274,24 @@ def test_a_test_file_that_does_not_collect_is_left_out_not_the_repository(base_i
     assert report.tasks, report.model_dump_json(indent=1)
     rec = load_task(out / report.tasks[0]).record
     assert "--ignore=tests/test_zzz_suite.py" in rec.test_options
+
+
+def test_a_test_that_hangs_at_baseline_is_left_out_not_the_repository(base_image, tmp_path):
+    """A test that never ends (loguru's fork pool that never gets its task)
+    times the baseline out: the test that was running is deselected (in the
+    tasks' options too) and the baseline runs again."""
+    from taskforge.orchestrate.pipeline import Options, generate
+    from tests.conftest import FIXTURES, make_git_repo
+
+    src = tmp_path / "src"
+    shutil.copytree(FIXTURES / "textkit", src)
+    (src / "tests" / "test_zz_hangs.py").write_text(
+        "import time\n\n\ndef test_fine():\n    assert True\n\n\n"
+        "def test_waits_forever():\n    while True:\n        time.sleep(1)\n")
+    repo = make_git_repo(src, tmp_path / "repo")
+    out = tmp_path / "out"
+    report = generate(str(repo), out, Options(max_tasks=1, jobs=2, timeout=25))
+    assert report.hung_tests == ["tests/test_zz_hangs.py::test_waits_forever"]
+    assert report.tasks, report.model_dump_json(indent=1)
+    rec = load_task(out / report.tasks[0]).record
+    assert "--deselect=tests/test_zz_hangs.py::test_waits_forever" in rec.test_options

@@ -508,3 +508,34 @@ def test_methods_of_the_tests_stand_ins_that_the_statement_names(tmp_path, remov
     (tmp_path / "tests" / "test_t.py").write_text(COLLAB_TESTS)
     got = collaborator_methods(tmp_path, ["tests/test_t.py::test_uses_its_own_interpolate"], removed, elsewhere)
     assert got == want
+
+
+HUNG = [
+    # tests running when the baseline timed out, left out already -> to leave out (None: refuse)
+    (["tests/t.py::test_pool"], [], ["tests/t.py::test_pool"]),
+    (["tests/t.py::test_b"], ["tests/t.py::test_a"], ["tests/t.py::test_b"]),
+    ([], [], None),                                           # the session itself hung
+    (["tests/t.py::a", "tests/t.py::b"], [], None),           # two at once: none to blame
+    (["tests/t.py::test_pool"], ["tests/t.py::test_pool"], None),   # again: the deselect did not take
+    (["tests/t.py::c"], ["tests/t.py::a", "tests/t.py::b"], None),  # MAX_HUNG out already
+]
+
+
+@pytest.mark.parametrize("running,left_out,want", HUNG)
+def test_which_hung_test_a_baseline_leaves_out(running, left_out, want):
+    from taskforge.orchestrate.pipeline import hung_tests
+
+    assert hung_tests(running, left_out) == want
+
+
+def test_the_tests_still_running_when_a_run_ends():
+    import json
+
+    from taskforge.grade.events import parse_events
+
+    def ev(nid, when, outcome="passed"):
+        return json.dumps({"$report_type": "TestReport", "nodeid": nid, "when": when, "outcome": outcome})
+    lines = [json.dumps({"$report_type": "SessionStart"}), ev("t::a", "setup"), ev("t::a", "call"),
+             ev("t::a", "teardown"), ev("t::b", "setup"), ev("t::b", "call"), ev("t::c", "setup")]
+    parsed = parse_events("\n".join(lines))
+    assert parsed.unfinished == ["t::b", "t::c"] and parsed.outcomes["t::a"] == "passed"

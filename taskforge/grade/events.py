@@ -96,6 +96,7 @@ class Parsed:
     monitor: list[Monitor] = field(default_factory=list)
     monitor_dropped: int = 0                                     # past MONITOR_KEEP (strict)
     problems: list[tuple[K, str]] = field(default_factory=list)  # stream findings
+    unfinished: list[str] = field(default_factory=list)          # set up, never torn down
 
     def problem(self, kind: K, detail: str) -> None:
         if len(self.problems) < 20:
@@ -194,6 +195,8 @@ def parse_events(text: str, strict: bool = True) -> Parsed:
             if strict and not started:
                 out.problem(K.MALFORMED_EVENT, "a report before SessionStart")
             _fold(out, ev, phases, strict)
+    # Set up and never torn down: running when the run ended (a hang, at a timeout).
+    out.unfinished = [nid for nid, seen in phases.items() if "setup" in seen and "teardown" not in seen]
     return out
 
 
@@ -273,6 +276,7 @@ class RunResult:
     monitor: list[Monitor] = field(default_factory=list)
     monitor_dropped: int = 0             # distinct monitor events past the parser's keep
     problems: list[tuple[K, str]] = field(default_factory=list)
+    unfinished: list[str] = field(default_factory=list)   # tests running when the run ended
 
 
     # What the sandbox returned (up to MAX_OUTPUT), kept only for a run being
@@ -309,5 +313,6 @@ def read_run(res: ExecResult, naive: bool = False, keep_raw: bool = False) -> Ru
     result.collect_errors, result.session_exit = parsed.collect_errors, parsed.session_exit
     result.monitor, result.monitor_dropped = parsed.monitor, parsed.monitor_dropped
     result.problems += parsed.problems
+    result.unfinished = parsed.unfinished
     result.session_finished = result.session_exit is not None
     return result

@@ -156,6 +156,7 @@ class GenerateRun:
         self.plan = plan = install_plan(src.path, self.repo, layout, self.opts, self.say)
         self.run_args = RunArgs(options=plan.test_options, paths=plan.test_paths, env=plan.env)
         self.ignored: list[str] = []      # test files left out: they do not collect at baseline
+        self.hung: list[str] = []         # tests left out: the baseline timed out in them
 
     def environment_and_baseline(self) -> None:
         """The environment, then the baseline runs in it; built once more with
@@ -216,6 +217,18 @@ class GenerateRun:
                      f"left out of every run")
             self.ignored += files
             self.run_args = RunArgs(options=[*self.run_args.options, *(f"--ignore={f}" for f in files)],
+                                    paths=self.run_args.paths, env=self.run_args.env)
+            _close(self.workers, self.remote)
+            self.workers.clear()
+            self.remote = None
+            return None
+        except SuiteHangs as exc:
+            tests = hung_tests(exc.running, self.hung)
+            if tests is None:
+                raise
+            self.say(f"the baseline timed out in {tests[0]}; left out of every run")
+            self.hung += tests
+            self.run_args = RunArgs(options=[*self.run_args.options, *(f"--deselect={t}" for t in tests)],
                                     paths=self.run_args.paths, env=self.run_args.env)
             _close(self.workers, self.remote)
             self.workers.clear()
@@ -336,6 +349,7 @@ class GenerateRun:
             baseline_failing_ids=sorted(base_state.failing)[:MAX_NAMED],
             pytest_pin=self.plan.pytest_pin, flaky_ids=sorted(self.flaky)[:MAX_NAMED],
             uncollected_files=self.ignored[:MAX_NAMED],
+            hung_tests=self.hung,
             funnel=funnel(proposal.considered, self.drops),
             drops=self.drops, tasks=tasks, timings={k: round(v, 3) for k, v in timings.items()},
             jobs=opts.jobs, remote_workers=n_remote, remote_runs=remote_runs, remote_workers_lost=lost,
@@ -681,9 +695,31 @@ class DoesNotCollect(UserError):
         self.errors = dict(errors)
 
 
+class SuiteHangs(UserError):
+    """The baseline ran out of time; `running` were the tests not finished."""
+
+    def __init__(self, running: list[str]):
+        where = f" (in {running[0]})" if running else ""
+        super().__init__(f"the test suite timed out at baseline{where}")
+        self.running = list(running)
+
+
+MAX_HUNG = 2     # tests that hang at baseline left out, one rerun each, before refusing
+
+
+def hung_tests(running: list[str], left_out: list[str]) -> list[str] | None:
+    """The test to leave out when the baseline timed out in it (loguru: a fork
+    test whose pool never gets its task under the supervisor), or None: no
+    test was running (the session itself), several were (no one to blame), it
+    was left out before, or MAX_HUNG are out already."""
+    if len(running) != 1 or running[0] in left_out or len(left_out) >= MAX_HUNG:
+        return None
+    return list(running)
+
+
 def _check_baseline(r) -> None:
     if r.timed_out:
-        raise UserError("the test suite timed out at baseline")
+        raise SuiteHangs(r.unfinished)
     if r.collect_errors:
         raise DoesNotCollect(r.collect_errors)
     if r.exit_code == 5 or (not r.outcomes and r.exit_code in (0, 5)):
