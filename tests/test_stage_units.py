@@ -513,11 +513,13 @@ def test_methods_of_the_tests_stand_ins_that_the_statement_names(tmp_path, remov
 HUNG = [
     # tests running when the baseline timed out, left out already -> to leave out (None: refuse)
     (["tests/t.py::test_pool"], [], ["tests/t.py::test_pool"]),
-    (["tests/t.py::test_b"], ["tests/t.py::test_a"], ["tests/t.py::test_b"]),
+    (["tests/u.py::test_b"], ["tests/t.py::test_a"], ["tests/u.py::test_b"]),
     ([], [], None),                                           # the session itself hung
     (["tests/t.py::a", "tests/t.py::b"], [], None),           # two at once: none to blame
     (["tests/t.py::test_pool"], ["tests/t.py::test_pool"], None),   # again: the deselect did not take
-    (["tests/t.py::c"], ["tests/t.py::a", "tests/t.py::b"], None),  # MAX_HUNG out already
+    (["tests/t.py::b"], ["tests/t.py::a"], ["tests/t.py"]),          # a second of one file: the file
+    (["tests/t.py::c"], ["tests/t.py::a", "tests/t.py"], None),      # its file is out: no effect
+    (["tests/u.py::d"], ["tests/t.py::a", "tests/t.py", "tests/v.py::c"], None),  # MAX_HUNG out
 ]
 
 

@@ -226,9 +226,10 @@ class GenerateRun:
             tests = hung_tests(exc.running, self.hung)
             if tests is None:
                 raise
-            self.say(f"the baseline timed out in {tests[0]}; left out of every run")
+            self.say(f"the baseline timed out in {exc.running[0]}; {tests[0]} left out of every run")
             self.hung += tests
-            self.run_args = RunArgs(options=[*self.run_args.options, *(f"--deselect={t}" for t in tests)],
+            self.run_args = RunArgs(options=[*self.run_args.options, *(
+                f"--deselect={t}" if "::" in t else f"--ignore={t}" for t in tests)],
                                     paths=self.run_args.paths, env=self.run_args.env)
             _close(self.workers, self.remote)
             self.workers.clear()
@@ -704,16 +705,22 @@ class SuiteHangs(UserError):
         self.running = list(running)
 
 
-MAX_HUNG = 2     # tests that hang at baseline left out, one rerun each, before refusing
+MAX_HUNG = 3     # tests (or files) that hang at baseline left out, one rerun each, before refusing
 
 
 def hung_tests(running: list[str], left_out: list[str]) -> list[str] | None:
-    """The test to leave out when the baseline timed out in it (loguru: a fork
-    test whose pool never gets its task under the supervisor), or None: no
+    """What to leave out when the baseline timed out in a test (loguru: fork
+    pools whose task never arrives under coverage): the test, or its whole file
+    when a test of that file hung before (they share the cause), or None: no
     test was running (the session itself), several were (no one to blame), it
     was left out before, or MAX_HUNG are out already."""
     if len(running) != 1 or running[0] in left_out or len(left_out) >= MAX_HUNG:
         return None
+    file = running[0].split("::")[0]
+    if file in left_out:
+        return None
+    if any(t.split("::")[0] == file for t in left_out):
+        return [file]
     return list(running)
 
 
