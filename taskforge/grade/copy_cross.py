@@ -16,8 +16,11 @@ the text each one changes: every combination is the test's source with each
 site's region replaced by that member's text. Combinations run against the
 gold at calibration like any copy (their outcomes are measured, not merged);
 a cross keeps its first L sites only where every combination of them came
-back failed the same way both times (`whole_levels`). Verify plants a cross
-at the largest level its budget leaves room for (verify.choose_copies).
+back failed the same way both times (`whole_levels`), and within the hidden
+tests' own run time (`within_time`). Verify plants a cross at the largest
+level its budget leaves room for (verify.choose_copies), in an order each
+verify draws afresh (copies._plant_file): the product's own order named the
+original (docs/redteam/2026-12-05-cross-review.md).
 """
 from __future__ import annotations
 
