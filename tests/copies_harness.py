@@ -70,20 +70,12 @@ def planted_samples(files: list[tuple[Path, str]], style: cp.CopyStyle, corpus: 
     stats = {"files": 0, "tests": 0, "copied": 0, "groups": 0}
     scratch = Path(tempfile.mkdtemp(prefix="tf-copies-"))
     try:
-        for root, rel in files:
-            try:
-                text = (root / rel).read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError):
-                continue
-            ids = test_ids(text, rel)
+        for rel, text, ids, others in _readable(files, corpus):
             if not ids:
                 continue
             work = scratch / "src"
             (work / rel).parent.mkdir(parents=True, exist_ok=True)
             (work / rel).write_text(text, encoding="utf-8")
-            own = Corpus()
-            own.add(text)
-            others = corpus.minus(own)
             # The grader's reader has the prior the attacker has (its tree's
             # other test files are the machine's, here the corpus).
             proposed = cp.propose(work, ids, f"{seed}:{rel}", style=style, corpus=others)
@@ -108,6 +100,20 @@ def planted_samples(files: list[tuple[Path, str]], style: cp.CopyStyle, corpus: 
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return samples, stats
+
+
+def _readable(files: list[tuple[Path, str]], corpus: Corpus):
+    """(path, text, test ids, the corpus less this file) of each readable file:
+    the grader's reader has the prior the attacker has, the machine's other
+    test files."""
+    for root, rel in files:
+        try:
+            text = (root / rel).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        own = Corpus()
+        own.add(text)
+        yield rel, text, test_ids(text, rel), corpus.minus(own)
 
 
 def _samples(planted: str, plan: cp.Plan, corpus: Corpus, rel: str) -> list[Sample]:
@@ -184,15 +190,7 @@ def task_wins(files: list[tuple[Path, str]], corpus: Corpus, w: list[float], cro
     out = []
     scratch = Path(tempfile.mkdtemp(prefix="tf-cross-"))
     try:
-        for root, rel in files:
-            try:
-                text = (root / rel).read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError):
-                continue
-            ids = test_ids(text, rel)
-            own = Corpus()
-            own.add(text)
-            others = corpus.minus(own)
+        for rel, text, ids, others in _readable(files, corpus):
             for t in range(0, len(ids) - tests_per_task + 1, tests_per_task):
                 task_ids = ids[t:t + tests_per_task]
                 work = scratch / "src"

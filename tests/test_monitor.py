@@ -678,9 +678,15 @@ def monitored(tmp_path_factory):
              "    sys.settrace(None)", "    assert helper.here().f_code.co_name == 'test_gc_in_a_test'",
              "    assert sys._getframe(0).f_back is not None", ""]
     (ws / "tests" / "test_acts.py").write_text("\n".join(body))
+    return _run_monitored(ws, ["tests/conftest.py", "tests/helper.py", "tests/test_acts.py"],
+                          ["tests/test_acts.py"])
+
+
+def _run_monitored(ws, files: list[str], graded: list[str]) -> tuple[list[dict], str]:
+    """The workspace's tests run by the supervisor and tfboot, `files` the
+    shipped test files, `graded` the planted ones: (monitor lines, pytest log)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "COV"))}
-    env.update(monitor_env(["tests/conftest.py", "tests/helper.py", "tests/test_acts.py"],
-                           ["tests/test_acts.py"]))
+    env.update(monitor_env(files, graded))
     env.update({"TF_WORKSPACE": str(ws), "PYTHONDONTWRITEBYTECODE": "1"})
     res = subprocess.run([sys.executable, "-I", "-S", str(RUNTIME / "tfrun.py"), "--timeout", "120",
                           "--", "-q", "-p", "no:cacheprovider", "-W", "ignore", "tests"],
@@ -767,14 +773,7 @@ def test_a_full_review_channel_says_so(tmp_path):
     (ws / "pkg" / "many.py").write_text("\n".join(lines))
     (ws / "tests" / "test_many.py").write_text("from pkg import many\n\ndef test_many():\n"
                                                 "    assert many.act() > 0\n")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "COV"))}
-    env.update(monitor_env(["tests/test_many.py"], ["tests/test_many.py"]))
-    env.update({"TF_WORKSPACE": str(ws), "PYTHONDONTWRITEBYTECODE": "1"})
-    res = subprocess.run([sys.executable, "-I", "-S", str(RUNTIME / "tfrun.py"), "--timeout", "120",
-                          "--", "-q", "-p", "no:cacheprovider", "-W", "ignore", "tests"],
-                         capture_output=True, text=True, timeout=200, cwd=ws, env=env)
-    meta = json.loads(res.stdout.strip().splitlines()[-1])
-    mons = [json.loads(line) for line in meta["results"].splitlines() if '"Monitor"' in line]
+    mons, _ = _run_monitored(ws, ["tests/test_many.py"], ["tests/test_many.py"])
     kinds = [m["kind"] for m in mons]
     assert kinds.count("dynamic-code") == 200 and kinds.count("review-capped") == 1, kinds[-5:]
     assert "gc-walk" in kinds                      # a scoring act still gets through

@@ -216,11 +216,7 @@ class GenerateRun:
             self.say(f"{len(files)} test file(s) do not collect at baseline ({exc.message}); "
                      f"left out of every run")
             self.ignored += files
-            self.run_args = RunArgs(options=[*self.run_args.options, *(f"--ignore={f}" for f in files)],
-                                    paths=self.run_args.paths, env=self.run_args.env)
-            _close(self.workers, self.remote)
-            self.workers.clear()
-            self.remote = None
+            self._leave_out(files)
             return None
         except SuiteHangs as exc:
             tests = hung_tests(exc.running, self.hung)
@@ -228,17 +224,22 @@ class GenerateRun:
                 raise
             self.say(f"the baseline timed out in {exc.running[0]}; {tests[0]} left out of every run")
             self.hung += tests
-            self.run_args = RunArgs(options=[*self.run_args.options, *(
-                f"--deselect={t}" if "::" in t else f"--ignore={t}" for t in tests)],
-                                    paths=self.run_args.paths, env=self.run_args.env)
-            _close(self.workers, self.remote)
-            self.workers.clear()
-            self.remote = None
+            self._leave_out(tests)
             return None
         self.base_state = base_state
         self.cov_file = self.state.save_baseline(base_state, cov_file)
         self._open_workers(opts.jobs)
         return True
+
+    def _leave_out(self, items: list[str]) -> None:
+        """Every later run without `items` (test ids deselected, files ignored);
+        the workers go, to start again with those options."""
+        self.run_args = RunArgs(options=[*self.run_args.options, *(
+            f"--deselect={t}" if "::" in t else f"--ignore={t}" for t in items)],
+                                paths=self.run_args.paths, env=self.run_args.env)
+        _close(self.workers, self.remote)
+        self.workers.clear()
+        self.remote = None
 
     def _repin(self, exc: DoesNotCollect, attempt: int) -> bool:
         """Pin a pytest the project's constraints allow (once, and only for a
