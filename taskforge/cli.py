@@ -905,10 +905,14 @@ def select(
   taskforge harden https://github.com/a/x.git --tasks corpus/ --stats a.jsonl --stats b.jsonl \\
       --out harder/ --min-solve 0.8 --min-attempts 4 --per-repo 8 --json
 
+  taskforge harden ../lib --tasks tasks/ --stats run1-stats.jsonl --out harder/ --mode grow
+
 For each repository, the features of its tasks solved in at least --min-solve
-of their attempts are paired (more files first, then more lines; overlapping
-features and one family never pair) and each pair is removed as one task, at
-the commit the tasks were cut from, through every gate generate applies.
+of their attempts are grown (a proposed feature that holds a solved one and
+more: the helper it calls with its other users, the class or module around
+it) and paired (more files first, then more lines; overlapping features and
+one family never pair), each removed as one task, at the commit the tasks were
+cut from, through every gate generate applies. --mode picks grow, pair or both.
 """)
 def harden(
     repos: list[str] = typer.Argument(..., help="The repositories the tasks were generated from "
@@ -922,8 +926,14 @@ def harden(
                                     "rate or above."),
     min_attempts: int = typer.Option(1, "--min-attempts", min=1, help="Attempts a task needs "
                                      "before its solve rate counts."),
-    per_repo: int = typer.Option(4, "--per-repo", min=1, help="Combined tasks to try per "
-                                 "repository."),
+    per_repo: int = typer.Option(4, "--per-repo", min=1, help="Harder tasks of each kind to "
+                                 "make per repository."),
+    mode: str = typer.Option("both", "--mode", help="grow (features around solved ones), pair "
+                             "(solved features together) or both."),
+    max_share: float = typer.Option(0.6, "--max-share", help="Largest share of the suite one "
+                                    "harder task may hide (generate's default is 0.4: a feature "
+                                    "grown around a solved one takes the tests of what it stood "
+                                    "on too)."),
     jobs: int = typer.Option(max(1, min(os.cpu_count() or 1, 4)), "--jobs", "-j", min=1,
                              help="Validation workers per repository."),
     max_feature_defs: int = typer.Option(40, "--max-feature-defs", min=1, help="As the tasks "
@@ -935,11 +945,12 @@ def harden(
                                           "or test overrides, as for generate."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
-    """Make harder tasks where the model solves the ones it has: features of its
-    solved tasks removed together (pairs; a solved harder task joins another
-    solved feature)."""
+    """Make harder tasks where the model solves the ones it has: features grown
+    around its solved ones, and solved features removed together (pairs; a
+    solved harder task joins another solved feature)."""
     from taskforge.env.detect import RepoConfig, load_config
     from taskforge.models import StatementStyle
+    from taskforge.orchestrate.harden import HardenMode
     from taskforge.orchestrate.harden import harden as run
     from taskforge.orchestrate.options import Options
 
@@ -947,13 +958,18 @@ def harden(
     if statement_style is not None and statement_style not in styles:
         _error(f"unknown --statement-style {statement_style} ({', '.join(styles)})")
         raise typer.Exit(2) from None
+    modes = [m.value for m in HardenMode]
+    if mode not in modes:
+        _error(f"unknown --mode {mode} ({', '.join(modes)})")
+        raise typer.Exit(2) from None
     try:
         overrides = load_config(config) if config is not None else RepoConfig()
         report = run(repos, tasks, out, stats, min_solve=min_solve, min_attempts=min_attempts,
                      per_repo=per_repo,
-                     options=Options(jobs=jobs, config=overrides, max_feature_defs=max_feature_defs),
+                     options=Options(jobs=jobs, config=overrides, max_feature_defs=max_feature_defs,
+                                     max_share=max_share),
                      statement_style=StatementStyle(statement_style) if statement_style else None,
-                     log=None if as_json else typer.echo)
+                     log=None if as_json else typer.echo, mode=HardenMode(mode))
     except TaskforgeError as exc:
         _fail(exc)
     except KeyboardInterrupt:
@@ -963,8 +979,9 @@ def harden(
         typer.echo(report.model_dump_json(indent=2))
     else:
         for r in report.repos:
-            typer.echo(f"{r.repo}: {len(r.tasks)} harder task(s) of {len(r.planned)} pair(s) "
-                       f"from {r.solved} solved" + (f" ({r.error})" if r.error else "")
+            typer.echo(f"{r.repo}: {len(r.tasks)} harder task(s) from {len(r.grow)} solved feature(s) "
+                       f"to grow and {len(r.planned)} pair(s), of {r.solved} solved"
+                       + (f" ({r.error})" if r.error else "")
                        + (f" in {r.out}" if r.tasks else ""))
     raise typer.Exit(0 if any(r.tasks for r in report.repos) else 1)
 

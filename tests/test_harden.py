@@ -1,7 +1,8 @@
-"""`taskforge harden`: solved features paired into larger tasks. The pairing is a
-pure function (table tests); end to end, the combined tasks are cut from the
-fixture's solved tasks through every gate, grade gold 1 and empty 0, and hold
-the definitions and files of their parts."""
+"""`taskforge harden`: solved features grown and paired into larger tasks. The
+growth and the pairing are pure functions (table tests); end to end, the
+harder tasks are cut from the fixture's solved tasks through every gate, grade
+gold 1 and empty 0, and hold the definitions (and, paired, the files) of their
+parts."""
 from __future__ import annotations
 
 import json
@@ -9,8 +10,8 @@ import json
 import pytest
 
 from taskforge.models import FeatureKind
-from taskforge.orchestrate.harden import Part, newest_cut, plan, solved, task_dirs_of
-from taskforge.propose.features import combined
+from taskforge.orchestrate.harden import Part, growth_order, newest_cut, plan, solved, task_dirs_of
+from taskforge.propose.features import combined, grown
 from tests.conftest import run_cli
 
 
@@ -88,6 +89,52 @@ def test_combined_keeps_each_group_once_and_says_why_one_goes(groups, want, drop
     assert [c.name for c in got] == want and drops == dropped
 
 
+class Grown:
+    """What `grown` reads of a candidate: its name, definitions and size."""
+    def __init__(self, name, symbols, files=1, lines=10):
+        from types import SimpleNamespace
+        self.name = name
+        self.symbols = [SimpleNamespace(qualname=q) for q in symbols]
+        self.difficulty = SimpleNamespace(files=files, removed_lines=lines)
+
+
+GROWN = [Grown("p.f", ["p.f"]), Grown("p._h", ["p._h", "p.f", "p.g"], files=2, lines=40),
+         Grown("p.K", ["p.K"], lines=60), Grown("p", ["p"], lines=300),
+         Grown("q.x", ["q.x"]), Grown("p.g", ["p.g", "p._i"], lines=20)]
+
+
+@pytest.mark.parametrize("solved_,want", [
+    # A helper the solved function calls, with its other users; then the module.
+    ([("p.f",)], ["p._h", "p"]),
+    # A method grows into its class (taken whole) and the module.
+    ([("p.K.m",)], ["p", "p.K"]),
+    # Round-robin: each solved feature's largest container first.
+    ([("p.f",), ("p.K.m",)], ["p._h", "p", "p.K"]),
+    # Strictly larger: the feature itself is not a growth of it; nor is another
+    # solved task as it was (p.g holds nothing of p.f; p._h holds both).
+    ([("p.g", "p._i")], ["p"]),
+    ([("p.f",), ("p.g", "p._i")], ["p._h", "p"]),
+    # Nothing around it.
+    ([("q.x",)], []),
+    ([()], []),
+])
+def test_what_harden_grows_around_a_solved_feature(solved_, want):
+    got, drops = grown(GROWN, solved_)
+    assert [c.name for c in got] == want
+    assert sorted([c.name for c in got] + [n for n, _ in drops]) == sorted(c.name for c in GROWN)
+    # A task the repository has already (the module, say) is never made again.
+    got, drops = grown(GROWN, solved_, known={"p"})
+    want = [n for n in want if n != "p"]
+    assert [c.name for c in got] == want
+    assert sorted([c.name for c in got] + [n for n, _ in drops]) == sorted(c.name for c in GROWN)
+
+
+def test_the_most_solved_features_grow_first_and_modules_not_at_all():
+    parts = [part("p.a", rate=0.6, lines=90), part("p.b", rate=1.0, lines=5), part("p.c", rate=1.0, lines=50),
+             part("p.m", kind=FeatureKind.MODULE, rate=1.0)]
+    assert [p.feature for p in growth_order(parts)] == ["p.c", "p.b", "p.a"]
+
+
 def test_task_directories_are_found_as_tasks_corpora_or_themselves(tmp_path):
     for d in ("one/t1", "corpus/repo/t2", "corpus/repo/.tmp-t3", "one/t1/workspace"):
         (tmp_path / d).mkdir(parents=True)
@@ -110,7 +157,8 @@ def test_harden_combines_solved_features_into_larger_tasks(generated, fixture_re
         for _ in range(2):
             stats.record(recs[t].instance_id, 0.0 if t == unsolved else 1.0, t != unsolved)
     res = run_cli("harden", fixture_repos["textkit"], "--tasks", out, "--stats", stats.path,
-                  "--out", tmp_path / "harder", "--per-repo", "2", "--min-attempts", "2", "--json")
+                  "--out", tmp_path / "harder", "--per-repo", "2", "--min-attempts", "2", "--json",
+                  "--mode", "pair")
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     row = json.loads(res.stdout)["repos"][0]
     assert row["tasks"] and len(row["tasks"]) <= len(row["planned"]) <= 2, row
@@ -128,6 +176,36 @@ def test_harden_combines_solved_features_into_larger_tasks(generated, fixture_re
         assert set(rec.feature.touched_files) == {f for p in parts for f in p.feature.touched_files}
         assert rec.difficulty.removed_lines >= max(p.difficulty.removed_lines for p in parts)
         assert rec.source_commit == parts[0].source_commit
+    tasks = [f"{row['out']}/{t}" for t in row["tasks"]]
+    results = verify_many([(t, s) for t in tasks for s in (Solution.gold(), Solution.empty())])
+    assert [r.reward for r in results] == [1.0, 0.0] * len(tasks), [r.error for r in results]
+
+
+def test_harden_grows_features_around_solved_ones(generated, fixture_repos, tmp_path):
+    """Every solved feature of the fixture's first run may grow: each harder
+    task holds all of one solved feature's definitions and more, is none of
+    the tasks made already, and grades gold 1 and empty 0."""
+    from taskforge.grade.verify import Solution, verify_many
+    from taskforge.package.store import load_task
+    from taskforge.training.curriculum import SolveStats
+
+    out, report = generated("textkit")
+    recs = [load_task(out / t).record for t in report.tasks]
+    stats = SolveStats(tmp_path / "stats.jsonl")
+    for r in recs:
+        stats.record(r.instance_id, 1.0, True)
+    res = run_cli("harden", fixture_repos["textkit"], "--tasks", out, "--stats", stats.path,
+                  "--out", tmp_path / "harder", "--per-repo", "2", "--mode", "grow", "--json")
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    row = json.loads(res.stdout)["repos"][0]
+    assert row["tasks"] and not row["planned"] and len(row["tasks"]) <= 2, row
+    solved_sets = [{s.qualname for s in r.feature.symbols} for r in recs if r.feature.kind != FeatureKind.MODULE]
+    for t in row["tasks"]:
+        rec = load_task(f"{row['out']}/{t}").record
+        mine = {s.qualname for s in rec.feature.symbols}
+        assert rec.feature.name not in {r.feature.name for r in recs}
+        held = [s for s in solved_sets if all(q in mine or any(q.startswith(m + ".") for m in mine) for q in s)]
+        assert held and all(len(mine) > len(s) or rec.feature.kind == FeatureKind.MODULE for s in held), t
     tasks = [f"{row['out']}/{t}" for t in row["tasks"]]
     results = verify_many([(t, s) for t in tasks for s in (Solution.gold(), Solution.empty())])
     assert [r.reward for r in results] == [1.0, 0.0] * len(tasks), [r.error for r in results]

@@ -1,25 +1,40 @@
 """`taskforge harden`: harder tasks from the repositories whose tasks get solved.
 
-A trainer's model outgrows a task set: the tasks it solves teach it little. The
-features behind solved tasks are known to be gradeable (they became tasks), so
-removing two of them at once is a larger task that still validates (each part
-is closed under its dependents, so their union is too). `plan` picks the pairs
-(a pure function with a table test); `harden` reads the tasks and the solve
-statistics, and runs generate on each repository with those pairs as its only
-candidates (Options.combine), at the commit the tasks were cut from. Every
-combined task passes the gates a generated one does (green rest, failing hidden
-tests, copies, stand-ins, partial solutions, leaks, gold 1 and empty 0).
+A trainer's model outgrows a task set: the tasks it solves teach it little.
+Two ways up from a solved feature (HardenMode):
+- grow: a proposed feature that holds the solved one and more (the helper it
+  calls with that helper's other users, the class or module around it;
+  propose.features.grown). The model must rebuild what the part it solved
+  stood on, with the part's own tests among the hidden ones.
+- pair: two solved features removed at once, a larger task that still
+  validates (each part is closed under its dependents, so their union is
+  too). `plan` picks the pairs (a pure function with a table test).
+Pairs of unrelated features measured no harder than their parts (a solver
+takes them one after the other: bench/statement_only.md), so both is the
+default, growth first. `harden` reads the tasks and the solve statistics and
+runs generate on each repository with those candidates only (Options.around,
+Options.combine), at the commit the tasks were cut from. Every task passes the
+gates a generated one does (green rest, failing hidden tests, copies,
+stand-ins, partial solutions, leaks, gold 1 and empty 0).
 """
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
+from enum import StrEnum
 from pathlib import Path
 
 from pydantic import BaseModel, Field
 
 from taskforge.errors import TaskforgeError, UserError
 from taskforge.models import FeatureKind, StatementStyle
+
+
+class HardenMode(StrEnum):
+    """Which harder tasks `harden` makes from solved features."""
+    GROW = "grow"      # a proposed feature holding a solved one and more
+    PAIR = "pair"      # two solved features removed as one task
+    BOTH = "both"      # grown and paired, interleaved
 
 
 @dataclass(frozen=True)
@@ -102,11 +117,19 @@ def plan(parts: list[Part], per_repo: int) -> list[tuple[str, ...]]:
     return out
 
 
+def growth_order(parts: list[Part]) -> list[Part]:
+    """The solved features to grow, most solved first (then larger, then by
+    name): whole modules have nothing around them to take."""
+    return sorted((p for p in parts if p.kind != FeatureKind.MODULE and p.symbols),
+                  key=lambda p: (-p.solve_rate, -p.lines, p.feature))
+
+
 class HardenRepo(BaseModel):
     repo: str
     out: str = ""
     solved: int = 0                       # its tasks the model solves
     planned: list[list[str]] = Field(default_factory=list)
+    grow: list[str] = Field(default_factory=list)   # solved features grown around (names)
     tasks: list[str] = Field(default_factory=list)
     error: str | None = None
 
@@ -172,12 +195,14 @@ def harden(repos: list[str], tasks: Sequence[str | Path], out: str | Path,
            stats_paths: Sequence[str | Path],
            min_solve: float = 0.5, min_attempts: int = 1, per_repo: int = 4, options=None,
            log: Callable[[str], None] | None = None,
-           statement_style: StatementStyle | None = None) -> HardenReport:
+           statement_style: StatementStyle | None = None,
+           mode: HardenMode = HardenMode.BOTH) -> HardenReport:
     """Harder tasks for each of `repos` from its solved tasks among `tasks`, into
     OUT/<name>/. A repository with fewer than two solved features, or whose
     generate fails, is reported with its reason; the others go on. `options`
     are generate's (install overrides, --max-feature-defs as the tasks were
-    made); the statement style is the tasks' own unless `statement_style` says."""
+    made); the statement style is the tasks' own unless `statement_style` says.
+    `mode`: grow, pair or both; up to `per_repo` tasks of each kind."""
     options_style = statement_style
     from taskforge.orchestrate.corpus import corpus_dirs
     from taskforge.orchestrate.options import Options
@@ -191,6 +216,8 @@ def harden(repos: list[str], tasks: Sequence[str | Path], out: str | Path,
         raise UserError("no solve statistics: give --stats FILE (what serve or the reward API records)")
     if not 0.0 <= min_solve <= 1.0:
         raise UserError(f"--min-solve must be within 0..1, not {min_solve}")
+    if options is not None and not 0.0 < options.max_share <= 1.0:
+        raise UserError(f"--max-share must be within 0..1, not {options.max_share}")
     if per_repo < 1 or min_attempts < 1:
         raise UserError("--per-repo and --min-attempts must be at least 1")
     stats = read_stats(stats_paths)
@@ -208,20 +235,26 @@ def harden(repos: list[str], tasks: Sequence[str | Path], out: str | Path,
         row.solved = len(mine)
         report.solved += len(mine)
         mine = newest_cut(mine)
-        pairs = plan(mine, per_repo)
+        pairs = plan(mine, per_repo) if mode is not HardenMode.GROW else []
+        grow = growth_order(mine) if mode is not HardenMode.PAIR else []
         row.planned = [list(p) for p in pairs]
-        if not pairs:
-            row.error = (f"{len(mine)} solved feature(s) that can pair (of {len(by_repo.get(name, []))} "
-                         f"task(s) read for {name}): nothing to combine")
+        row.grow = [p.feature for p in grow]
+        if not pairs and not grow:
+            what = "can pair" if mode is HardenMode.PAIR else "to grow or pair"
+            row.error = (f"{len(mine)} solved feature(s) {what} (of {len(by_repo.get(name, []))} "
+                         f"task(s) read for {name}): nothing to make harder")
             say(f"{repo}: {row.error}")
             continue
-        say(f"{repo}: {len(pairs)} pair(s) of solved features")
+        say(f"{repo}: {len(grow)} solved feature(s) to grow, {len(pairs)} pair(s)")
         # The tasks' own statement style, unless the options name one.
         styles = {p.style for p in mine}
         style = (StatementStyle(styles.pop()) if len(styles) == 1 and options_style is None
                  else options_style or base.statement_style)
-        opts = replace(base, ref=mine[0].commit, combine=tuple(pairs), max_tasks=len(pairs),
-                       only=(), statement_style=style)
+        wanted = len(pairs) + (min(per_repo, len(grow)) if grow else 0)
+        opts = replace(base, ref=mine[0].commit, combine=tuple(pairs), max_tasks=wanted, only=(),
+                       around=tuple(tuple(sorted(p.symbols)) for p in grow),
+                       known=tuple(sorted({n for p in by_repo.get(name, []) for n in p.features()})),
+                       statement_style=style)
         try:
             row.tasks = sorted(generate(repo, dest, opts, log=say).tasks)
         except TaskforgeError as exc:

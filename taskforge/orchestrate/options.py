@@ -51,6 +51,11 @@ class Options:
     # `taskforge harden`: only these groups of proposed features, each removed
     # as one task (propose.features.combine); () proposes as usual.
     combine: tuple[tuple[str, ...], ...] = ()
+    # `taskforge harden`: grow these solved features (each the qualnames of its
+    # definitions): proposed features holding one of them and more
+    # (propose.features.grown), tried before the `combine` groups.
+    around: tuple[tuple[str, ...], ...] = ()
+    known: tuple[str, ...] = ()              # harden: features the repository's tasks remove already
     # Candidates predicted to break the suite (a body that runs at import) are
     # dropped before any run; True tries them last instead, so the report says
     # how often the prediction was wrong (report.prediction).

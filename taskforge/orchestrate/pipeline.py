@@ -11,6 +11,7 @@ import logging
 import re
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from itertools import zip_longest
 from pathlib import Path
 from typing import Any, Callable
 
@@ -42,7 +43,7 @@ from taskforge.orchestrate.settle import Settler
 from taskforge.orchestrate.state import BaselineState, RunState, make_scratch, reap_dead_runs
 from taskforge.package.families import families
 from taskforge.package.store import load_task
-from taskforge.propose.features import combine, combined, propose
+from taskforge.propose.features import combine, combined, grown, propose
 from taskforge.propose.recall import code_age, fresh
 from taskforge.repo.blame import Blame, require_history, span_times
 from taskforge.repo.layout import scan, walk
@@ -274,13 +275,19 @@ class GenerateRun:
         self.drops = [DropReason(candidate=n, stage=Stage.CANDIDATES, reason=r)
                       for n, r in proposal.drops]
         self.cap = cap = max(1, int(opts.max_share * len(passing)))
-        if opts.combine:
-            proposal.candidates, lost = combined(
+        if opts.combine or opts.around:
+            # harden: features grown around solved ones, then the groups. They
+            # are what this run considers: the parts' own drops are not its.
+            grew, lost = (grown(proposal.candidates, list(opts.around), set(opts.known)) if opts.around
+                          else ([], []))
+            pairs, unpaired = combined(
                 proposal.candidates, list(opts.combine),
                 lambda parts: combine(index, cov, tests, passing, all_ids, parts, cap))
-            # The groups are what this run considers: the parts' own drops are not its.
+            lost = [(n, r) for n, r in lost if not opts.combine] + unpaired
             self.drops = [DropReason(candidate=n, stage=Stage.CANDIDATES, reason=r) for n, r in lost]
-            proposal.considered = len(opts.combine)
+            # Interleaved, so that a run asked for a few tasks tries both kinds.
+            proposal.candidates = [c for pair in zip_longest(grew, pairs) for c in pair if c is not None]
+            proposal.considered = len(proposal.candidates) + len(lost)
         proposal.candidates = asked_for(proposal.candidates, opts, self.drops)
         if opts.since is not None:
             proposal.candidates = recent_only(proposal.candidates, Blame(self.src.path), opts.since,

@@ -776,6 +776,42 @@ def combined(proposed: list[Candidate], groups: list[tuple[str, ...]], make
     return out, drops
 
 
+def grown(proposed: list[Candidate], solved: list[tuple[str, ...]], known: AbstractSet[str] = frozenset()
+          ) -> tuple[list[Candidate], list[tuple[str, str]]]:
+    """Proposed features that hold all of a solved one and more (`taskforge
+    harden`'s growth): the code below a solved feature that its removal can
+    take with it (a helper it calls and that helper's other users, the class or
+    module around it). A model that solved the part must now also rebuild what
+    it stood on. Ordered round-robin over `solved` (qualnames of each solved
+    feature's definitions), each one's containers largest first (files, then
+    removed lines, then name), so that a run asked for N tasks grows N solved
+    features where it can. `known`: names of the repository's tasks already
+    made (solved or not), never made again. (kept, (name, reason) for the
+    rest)."""
+    per: list[list[Candidate]] = []
+    same = [set(part) for part in solved]
+    for part in solved:
+        inner = set(part)
+        mine = []
+        for c in proposed:
+            names = {x.qualname for x in c.symbols}
+            if (part and all(covered(q, names) for q in part)
+                    and not all(covered(x, inner) for x in names)
+                    and names not in same and c.name not in known):   # a task as it was
+                mine.append(c)
+        mine.sort(key=lambda c: (-c.difficulty.files, -c.difficulty.removed_lines, c.name))
+        per.append(mine)
+    out: list[Candidate] = []
+    seen: set[str] = set()
+    for i in range(max(map(len, per), default=0)):
+        for mine in per:
+            if i < len(mine) and mine[i].name not in seen:
+                seen.add(mine[i].name)
+                out.append(mine[i])
+    return out, [(c.name, "already a task" if c.name in known else "holds no solved feature")
+                 for c in proposed if c.name not in seen]
+
+
 def module_symbol(mod: ModuleInfo, tops: list[Symbol]) -> Symbol:
     """A stand-in Symbol for a whole module: its interface is every top-level one."""
     doc = ""
