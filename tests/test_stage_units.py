@@ -541,3 +541,28 @@ def test_the_tests_still_running_when_a_run_ends():
              ev("t::a", "teardown"), ev("t::b", "setup"), ev("t::b", "call"), ev("t::c", "setup")]
     parsed = parse_events("\n".join(lines))
     assert parsed.unfinished == ["t::b", "t::c"] and parsed.outcomes["t::a"] == "passed"
+
+
+@pytest.mark.parametrize("f2p,names,want", [
+    # Edge cases the suite names are stated; a name of the feature's own words is not.
+    (["tests/test_numerals.py::test_from_roman", "tests/test_numerals.py::test_from_roman_lowercase_and_whitespace",
+      "tests/test_numerals.py::test_from_roman_rejects_invalid"], ["textkit.numerals.from_roman"],
+     ["from roman lowercase and whitespace", "from roman rejects invalid"]),
+    # Parametrize ids (values) never; one line per test, however many rows.
+    (["tests/t.py::test_wrap_splits_long_words[abcdefghij-3]", "tests/t.py::test_wrap_splits_long_words[x-1]"],
+     ["p.wrap"], ["wrap splits long words"]),
+    # Classes and camel case become words too.
+    (["tests/t.py::TestRoman::testRejectsEmpty", "tests/t.py::TestRoman::test_roman"], ["p.Roman"],
+     ["roman: rejects empty"]),
+    # Not a test id: nothing.
+    (["tests/t.py"], ["p.f"], []),
+])
+def test_the_statement_says_what_the_hidden_tests_check_by_their_names(f2p, names, want):
+    from taskforge.package.statement import checked_behaviours
+    assert checked_behaviours(f2p, names) == want
+
+
+def test_what_the_tests_check_is_capped():
+    from taskforge.package.statement import checked_behaviours
+    f2p = [f"tests/t.py::test_case_{i:03d}_works" for i in range(100)]
+    assert len(checked_behaviours(f2p, ["p.f"], limit=40)) == 40

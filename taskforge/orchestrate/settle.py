@@ -42,6 +42,7 @@ from taskforge.orchestrate.state import RunState, VerdictState
 from taskforge.package.statement import (
     REQUIRED_PER_LINES,
     Underspecified,
+    checked_behaviours,
     collaborator_methods,
     doc_pointers,
     problem_statement,
@@ -380,7 +381,8 @@ def _record_builder(tid, src, image, v: Verdict, ctx: Context, cov: CoverageMap,
                                   kind="combined" if cand.parts else cand.kind,
                                   required=list(required), docs=list(docs),
                                   style=style, raises=recall.raised_types(pieces),
-                                  collaborators=collaborator_methods(ctx.src, f2p, removed, elsewhere))
+                                  collaborators=collaborator_methods(ctx.src, f2p, removed, elsewhere),
+                                  checked=checked_behaviours(f2p, [s.qualname for s in cand.symbols]))
     contamination = contamination_of(cand, ctx, statement, style, blame)
     difficulty = rate(cand.difficulty.model_copy(update={"hidden_tests": len(f2p)}))
     symbols = [RemovedSymbol(qualname=s.qualname, kind=s.kind, path=s.path, start_line=s.start,

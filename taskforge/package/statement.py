@@ -155,6 +155,43 @@ def collaborator_methods(src: Path, f2p: list[str], removed: str, elsewhere: str
     return out[:limit]
 
 
+MAX_CHECKED = 40
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+def _words(name: str) -> list[str]:
+    """A test's or a symbol's name as lower-case words (snake and camel case)."""
+    return [w.lower() for w in _CAMEL.sub("_", name).split("_") if w]
+
+
+def checked_behaviours(f2p: list[str], names: list[str], limit: int = MAX_CHECKED) -> list[str]:
+    """What the hidden tests check, in their authors' words: each test's name
+    as words ("test_from_roman_lowercase_and_whitespace" -> "from roman
+    lowercase and whitespace"), its class's too. A well-kept suite names its
+    edge cases; a statement that left them out gave a correct-looking
+    implementation 0 (textkit's from_roman rejected " xiv "). Names only,
+    never a parametrize id or a value: no expected value is shown, so no copy
+    is given away (the planted tests are renamed at random anyway). A name
+    whose words are all the feature's own (`test_from_roman`) says nothing
+    and is left out; at most `limit` lines."""
+    own = {w for n in names for w in _words(n.rsplit(".", 1)[-1])}
+    out: list[str] = []
+    for nid in sorted(f2p):
+        ref = test_ref(nid)
+        if ref is None:
+            continue
+        words = _words(ref.func)
+        if words[:1] == ["test"]:
+            words = words[1:]
+        cls = [w for c in ref.cls for w in _words(c) if w != "test"]
+        if not words or set(words + cls) <= own | {"test", "tests"}:
+            continue
+        line = (" ".join(cls) + ": " if cls else "") + " ".join(words)
+        if line not in out:
+            out.append(line)
+    return out[:limit]
+
+
 def _functions(tree: ast.Module):
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -200,7 +237,8 @@ def problem_statement(repo_name: str, root: Symbol, symbols: list[Symbol],
                       exports: list[str], touched: list[str], hidden_count: int,
                       kind: str | None = None, required: list[str] | None = None,
                       docs: list[str] | None = None, style: StatementStyle = StatementStyle.UPSTREAM,
-                      raises: list[str] | None = None, collaborators: list[str] | None = None) -> str:
+                      raises: list[str] | None = None, collaborators: list[str] | None = None,
+                      checked: list[str] | None = None) -> str:
     """The statement, rendered from templates/statement.md.j2: this supplies the
     values (what was removed, what to show), the template every word. `style`
     OWN: the interface without the upstream docstrings (their sentences are
@@ -226,4 +264,5 @@ def problem_statement(repo_name: str, root: Symbol, symbols: list[Symbol],
         elsewhere=[s for s in public if kind == "module" and s.module != root.module],
         assigned=sorted(assigned.items()),
         helpers=[s for s in symbols if s is not root and not s.public] if kind != "module" else [],
-        exports=exports, docs=docs or [], touched=touched, collaborators=collaborators or [])
+        exports=exports, docs=docs or [], touched=touched, collaborators=collaborators or [],
+        checked=checked or [])
