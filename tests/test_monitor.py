@@ -778,3 +778,48 @@ def test_a_full_review_channel_says_so(tmp_path):
     assert kinds.count("dynamic-code") == 200 and kinds.count("review-capped") == 1, kinds[-5:]
     assert "gc-walk" in kinds                      # a scoring act still gets through
     assert severity(FindingKind.REVIEW_CAPPED, Policy.SCORE) is Severity.REVIEW
+
+
+RACE = '''\
+import sys, threading, time
+
+
+def test_threads_start_under_a_thread_trace_hook():
+    # Another audit hook that lets the GIL go while a thread installs its
+    # trace (the monitor's own may, where coverage's threading.settrace hook
+    # is set): on CPython 3.11 a second thread's bootstrap then finds a trace
+    # function "being installed" and dies before its target runs.
+    def slow(event, args):
+        if event == "sys.settrace":
+            time.sleep(0.002)
+    sys.addaudithook(slow)
+    threading.settrace(lambda *a: None)
+    ran = []
+    threads = [threading.Thread(target=ran.append, args=(i,)) for i in range(40)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    threading.settrace(None)
+    assert sorted(ran) == list(range(40)), len(ran)
+'''
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="CPython 3.12 installs trace functions without the race")
+@pytest.mark.parametrize("monitor", [True, False])
+def test_a_thread_that_loses_the_settrace_race_starts_again(tmp_path, monitor):
+    """loguru's pool tests hung at baseline: under coverage (threading.settrace)
+    and the monitor's audit hook, a pool's task-handler thread died in its
+    bootstrap on CPython 3.11 and `apply` waited for ever. The monitor's thread
+    entry runs such a bootstrap again (tfboot._booted): every thread runs its
+    target, and the run ends; without the monitor's entry the race kills
+    threads (the row that shows the race is real)."""
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_race.py").write_text(RACE)
+    if monitor:
+        mons, log = _run_monitored(tmp_path, ["tests/test_race.py"], [])
+        assert "1 passed" in log, log[-3000:]
+    else:
+        res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"],
+                             capture_output=True, text=True, timeout=200, cwd=tmp_path)
+        assert "1 failed" in res.stdout, res.stdout[-3000:]

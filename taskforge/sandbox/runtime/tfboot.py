@@ -193,9 +193,41 @@ def _started_by(function, *args, _audit=sys.audit, _which="", **kwargs):
     return box.pop()(*args, **kwargs)
 
 
-def _booted(ticket, function, *args, _audit=sys.audit, **kwargs):
+def _keep_lock():
+    """A retried bootstrap's _set_tstate_lock (see _booted)."""
+
+
+def _booted(ticket, function, *args, _audit=sys.audit, _tries=5, _keep_lock=_keep_lock, **kwargs):
+    """A new thread's entry. On CPython 3.11 a thread whose bootstrap calls
+    sys.settrace (a tracer's threading.settrace hook: coverage at generation)
+    while another thread is inside sys.settrace dies there, before its target
+    runs, whenever an audit hook (this monitor's) lets the GIL go mid-install:
+    loguru's pool tests lost their task handler and hung. Such a bootstrap did
+    no work, so it runs again: only `Thread._bootstrap` itself (not a
+    subclass's), whose failure escaped it (a target's own exception never does:
+    `_bootstrap_inner` hands it to threading.excepthook), with CPython's
+    message; the thread goes back to `_limbo`, where a bootstrap expects it.
+    No global: threading's own state is read off the bootstrap function."""
     _audit("taskforge.boot", ticket)
-    return function(*args, **kwargs)
+    while True:
+        try:
+            return function(*args, **kwargs)
+        except RuntimeError as exc:
+            _tries -= 1
+            func = getattr(function, "__func__", None)
+            mod = getattr(func, "__globals__", None)
+            if (_tries <= 0 or type(mod) is not dict or mod.get("Thread") is None
+                    or func is not getattr(mod["Thread"], "_bootstrap", None)
+                    or str(exc) != "Cannot install a trace function while another trace "
+                                   "function is being installed"):
+                raise
+            thread = function.__self__
+            # The first run's tstate lock stays: it is held, the thread state
+            # releases it at exit, and a join() already waits on it (a second
+            # one would leave it held: interpreter shutdown would wait forever).
+            vars(thread)["_set_tstate_lock"] = _keep_lock
+            with mod["_active_limbo_lock"]:
+                mod["_limbo"][thread] = thread
 
 
 def _fork_exec(*args, _audit=sys.audit, **kwargs):
