@@ -193,39 +193,45 @@ def _started_by(function, *args, _audit=sys.audit, _which="", **kwargs):
     return box.pop()(*args, **kwargs)
 
 
-def _keep_lock():
-    """A retried bootstrap's _set_tstate_lock (see _booted)."""
-
-
-def _booted(ticket, function, *args, _audit=sys.audit, _tries=5, _keep_lock=_keep_lock, **kwargs):
+def _booted(ticket, function, /, *args, _audit=sys.audit, **kwargs):
     """A new thread's entry. On CPython 3.11 a thread whose bootstrap calls
     sys.settrace (a tracer's threading.settrace hook: coverage at generation)
     while another thread is inside sys.settrace dies there, before its target
     runs, whenever an audit hook (this monitor's) lets the GIL go mid-install:
     loguru's pool tests lost their task handler and hung. Such a bootstrap did
-    no work, so it runs again: only `Thread._bootstrap` itself (not a
-    subclass's), whose failure escaped it (a target's own exception never does:
-    `_bootstrap_inner` hands it to threading.excepthook), with CPython's
-    message; the thread goes back to `_limbo`, where a bootstrap expects it.
-    No global: threading's own state is read off the bootstrap function."""
+    no work, so it runs again, at most four times, only where that is certain:
+    `Thread._bootstrap` itself (not a subclass's), a plain RuntimeError with
+    CPython's message raised by `_bootstrap_inner` itself (the traceback ends
+    there: not in `run`, whose exceptions go to threading.excepthook, nor in
+    `_delete` or a hook), and the thread-state lock taken and held, which the
+    retry keeps (joiners wait on it; a second one would stay held and hang
+    interpreter shutdown). The thread goes back to `_limbo`, where a bootstrap
+    expects it. No global and no default but `_audit`: threading's own state
+    is read off the bootstrap function (review of dac350b)."""
     _audit("taskforge.boot", ticket)
+    tries = 5
     while True:
         try:
             return function(*args, **kwargs)
         except RuntimeError as exc:
-            _tries -= 1
+            tries -= 1
             func = getattr(function, "__func__", None)
             mod = getattr(func, "__globals__", None)
-            if (_tries <= 0 or type(mod) is not dict or mod.get("Thread") is None
+            thread = getattr(function, "__self__", None)
+            tb, depth = exc.__traceback__, 0
+            while tb is not None:
+                tb, depth = tb.tb_next, depth + 1
+            lock = vars(thread).get("_tstate_lock") if hasattr(thread, "__dict__") else None
+            if (tries <= 0 or type(exc) is not RuntimeError or len(exc.args) != 1
+                    or type(exc.args[0]) is not str
+                    or exc.args[0] != "Cannot install a trace function while another trace "
+                                      "function is being installed"
+                    or depth != 3 or type(mod) is not dict or mod.get("Thread") is None
                     or func is not getattr(mod["Thread"], "_bootstrap", None)
-                    or str(exc) != "Cannot install a trace function while another trace "
-                                   "function is being installed"):
+                    or type(lock) is not mod.get("_allocate_lock", object)().__class__
+                    or not lock.locked()):
                 raise
-            thread = function.__self__
-            # The first run's tstate lock stays: it is held, the thread state
-            # releases it at exit, and a join() already waits on it (a second
-            # one would leave it held: interpreter shutdown would wait forever).
-            vars(thread)["_set_tstate_lock"] = _keep_lock
+            vars(thread)["_set_tstate_lock"] = lambda: None
             with mod["_active_limbo_lock"]:
                 mod["_limbo"][thread] = thread
 
@@ -1494,6 +1500,7 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
                               (_guard_tests, list), None)
     guards[id(collected)] = collected
     guards[id(_guard_tests)] = _guard_tests
+    guards[id(_booted)] = _booted
     import linecache
 
     reported = function_type(_reported.__code__, _started_by.__globals__, "pytest_runtest_logreport",
