@@ -283,7 +283,7 @@ class GenerateRun:
             pairs, unpaired = combined(
                 proposal.candidates, list(opts.combine),
                 lambda parts: combine(index, cov, tests, passing, all_ids, parts, cap))
-            lost = [(n, r) for n, r in lost if not opts.combine] + unpaired
+            lost = ([] if opts.combine else lost) + unpaired
             self.drops = [DropReason(candidate=n, stage=Stage.CANDIDATES, reason=r) for n, r in lost]
             # Interleaved, so that a run asked for a few tasks tries both kinds.
             proposal.candidates = [c for pair in zip_longest(grew, pairs) for c in pair if c is not None]

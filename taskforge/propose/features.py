@@ -790,12 +790,11 @@ def grown(proposed: list[Candidate], solved: list[tuple[str, ...]], known: Abstr
     rest)."""
     per: list[list[Candidate]] = []
     same = [set(part) for part in solved]
-    for part in solved:
-        inner = set(part)
+    for inner in same:
         mine = []
         for c in proposed:
             names = {x.qualname for x in c.symbols}
-            if (part and all(covered(q, names) for q in part)
+            if (inner and all(covered(q, names) for q in inner)
                     and not all(covered(x, inner) for x in names)
                     and names not in same and c.name not in known):   # a task as it was
                 mine.append(c)
