@@ -1,6 +1,6 @@
 """How well an attacker tells originals from copies, per copy style.
 
-    PYTHONPATH=. python bench/bench_copies.py [--per-package N] [--verifies V] [--held-out]
+    PYTHONPATH=. python bench/bench_copies.py [--per-package N] [--verifies V] [--held-out] [--seal]
 
 Fits the distinguisher of tests/copies_attack.py on the planted groups of half
 the corpus files and scores it on the other half (and the best single signal),
@@ -24,15 +24,16 @@ from copies_harness import corpus_files, corpus_of, held_out, planted_samples, s
 from taskforge.grade.copies import CopyStyle  # noqa: E402
 
 
-def measure(style: CopyStyle, per_package: int, verifies: int, only_held_out: bool = False) -> dict:
+def measure(style: CopyStyle, per_package: int, verifies: int, only_held_out: bool = False,
+            seal: bool = False) -> dict:
     files = corpus_files(per_package)
     corpus = corpus_of(files)
     # --held-out: only the files the reader's weights (copy_odds.WEIGHTS) were
     # not fitted on, where the balanced one-step copies are judged fairly.
     train_files, test_files = split(held_out(files) if only_held_out else files)
     t0 = time.monotonic()
-    train, st1 = planted_samples(train_files, style, corpus, verifies)
-    test, st2 = planted_samples(test_files, style, corpus, verifies)
+    train, st1 = planted_samples(train_files, style, corpus, verifies, seal=seal)
+    test, st2 = planted_samples(test_files, style, corpus, verifies, seal=seal)
     w = fit(train)
     acc = accuracy(w, test)
     j, sign = best_single(train)
@@ -50,7 +51,9 @@ def measure(style: CopyStyle, per_package: int, verifies: int, only_held_out: bo
         if s.block:
             block_kinds.setdefault(k, []).append(int(pick(w, s.feats) == s.truth))
     split_by = {}
-    for name, part in (("in_blocks", [s for s in test if s.block]),
+    for name, part in (("sealed", [s for s in test if s.sealed]),
+                       ("not_sealed", [s for s in test if not s.sealed]),
+                       ("in_blocks", [s for s in test if s.block]),
                        ("matched", [s for s in test if s.matched and not s.block]),
                        ("one_step", [s for s in test if not s.block and not s.matched])):
         if part:
@@ -74,7 +77,9 @@ def measure(style: CopyStyle, per_package: int, verifies: int, only_held_out: bo
         split_by["in_blocks_fitted_on_blocks"] = {
             "groups": len(btest), "chance": round(chance(btest), 3), "accuracy": round(right / len(btest), 3),
             "p_value": binomial_upper_p(right, [1 / len(s.feats) for s in btest])}
-    return {"style": style.value, "tests_in_blocks": st1.get("blocked", 0) + st2.get("blocked", 0),
+    return {"style": style.value, "sealed": seal,
+            "tests_sealed": st1.get("sealed_tests", 0) + st2.get("sealed_tests", 0),
+            "tests_in_blocks": st1.get("blocked", 0) + st2.get("blocked", 0),
             "tests_matched": st1.get("matched", 0) + st2.get("matched", 0),
             "split": split_by, "groups_train": len(train), "groups_test": len(test),
             "tests": st1["tests"] + st2["tests"], "tests_copied": st1["copied"] + st2["copied"],
@@ -93,9 +98,10 @@ def main() -> None:
     ap.add_argument("--verifies", type=int, default=1)
     ap.add_argument("--style", choices=[s.value for s in CopyStyle], action="append")
     ap.add_argument("--held-out", action="store_true", help="only files the reader's weights never saw")
+    ap.add_argument("--seal", action="store_true", help="seal the planted files as verify does (grade/seals.py)")
     a = ap.parse_args()
     for style in (a.style or [s.value for s in CopyStyle]):
-        print(json.dumps(measure(CopyStyle(style), a.per_package, a.verifies, a.held_out)), flush=True)
+        print(json.dumps(measure(CopyStyle(style), a.per_package, a.verifies, a.held_out, a.seal)), flush=True)
 
 
 if __name__ == "__main__":

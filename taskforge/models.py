@@ -204,14 +204,21 @@ class GradingPlan(BaseModel):
     uncopied_excluded: int = 0        # schema 1 only: hidden ids left out for having no copy
     # Schema 2 (issue 24): every hidden test that exercises the feature is graded.
     graded: int = 0                   # FAIL_TO_PASS ids
-    protected: int = 0                # ... whose test function has must-fail value copies
-    unprotected: list[str] = Field(default_factory=list)   # graded ids with no value copy
+    protected: int = 0                # ... whose test function has must-fail value copies or a seal
+    unprotected: list[str] = Field(default_factory=list)   # graded ids with no value copy and no seal
     coverage: list[SymbolCoverage] = Field(default_factory=list)   # per removed definition
     # Seeds the choice of copies planted at verify: the same set every time, so
     # that nothing carried from one verify to the next tells the original (only
     # names and places are drawn afresh). Secret: task.json never enters a sandbox.
     # "" (tasks written before it): the instance id seeds the choice.
     plant_seed: str = ""
+    # grade/seals.py: literal expectations of the hidden tests judged on the host.
+    # False for tasks written before seals (they grade as they did). `unsealed`:
+    # hidden ids whose test functions stay unsealed, because the gold's actual
+    # values there are not plain data (the final check found them).
+    sealed: bool = False
+    unsealed: list[str] = Field(default_factory=list)
+    sealed_graded: int = 0            # graded ids whose test function has a sealed site
 
 
 class EnvironmentRecipe(BaseModel):
@@ -323,8 +330,8 @@ class CopyCoverage(BaseModel):
     hidden_with_copy: int = 0
     copies: int = 0                   # copies over the tasks
     graded: int = 0                   # FAIL_TO_PASS ids over the tasks
-    protected: int = 0                # ... with must-fail value copies
-    unprotected: int = 0              # ... without: graded, a forger's easier target
+    protected: int = 0                # ... with must-fail value copies or a seal
+    unprotected: int = 0              # ... with neither: graded, a forger's easier target
     crossed: int = 0                  # hidden test functions with crossed copies (grade/copy_cross.py)
 
     @model_validator(mode="before")

@@ -42,6 +42,7 @@ class Sample:
     block: bool = False        # copies of an exchange block (grade/copy_blocks.py)
     matched: bool = False      # copies matched to the original's profile (grade/copy_values.py)
     balanced: bool = True      # one-step copies of a balanced set (grade/copy_steps.py)
+    sealed: bool = False       # the original's expected values are sealed (grade/seals.py)
 
 
 def fit(samples: list[Sample], epochs: int = 60, lr: float = 0.05, l2: float = 1e-3) -> list[float]:

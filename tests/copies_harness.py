@@ -63,9 +63,10 @@ def test_ids(text: str, rel: str) -> list[str]:
 
 
 def planted_samples(files: list[tuple[Path, str]], style: cp.CopyStyle, corpus: Corpus,
-                    verifies: int = 1, seed: str = "bench") -> tuple[list[Sample], dict]:
+                    verifies: int = 1, seed: str = "bench", seal: bool = False) -> tuple[list[Sample], dict]:
     """Groups of the original and its planted copies, one feature matrix each,
-    over `verifies` plantings of every file; and counts (tests, tests copied)."""
+    over `verifies` plantings of every file; and counts (tests, tests copied).
+    `seal`: then sealed as verify seals (grade/seals.py)."""
     samples: list[Sample] = []
     stats = {"files": 0, "tests": 0, "copied": 0, "groups": 0}
     scratch = Path(tempfile.mkdtemp(prefix="tf-copies-"))
@@ -93,6 +94,11 @@ def planted_samples(files: list[tuple[Path, str]], style: cp.CopyStyle, corpus: 
                     continue
                 (work / rel).write_text(text, encoding="utf-8")
                 plan = cp.plant(work, ids, chosen, rng=rng)
+                if seal:
+                    from taskforge.grade.verify import seal_tree
+                    seal_tree(work, ids, plan)
+                    stats["sealed_tests"] = stats.get("sealed_tests", 0) + len(
+                        {h for h in plan.seals.sealed_heads() if h.rpartition("::")[2] in plan.originals})
                 planted = (work / rel).read_text(encoding="utf-8")
                 samples += _samples(planted, plan, others, rel)
             stats["groups"] = len(samples)
@@ -130,10 +136,13 @@ def _samples(planted: str, plan: cp.Plan, corpus: Corpus, rel: str) -> list[Samp
         if len(orig) != 1 or len(copies) != len(names) - 1:
             continue
         ctx = Context.of(planted, g)
+        ref = plan.originals[names[orig[0]]]
+        head = "::".join([ref.file, *ref.cls, names[orig[0]]])
         out.append(Sample(features(g, ctx, corpus), orig[0], rel,
                           block=all(plan.copies[n].block for n in copies),
                           matched=all(plan.copies[n].matched for n in copies),
-                          balanced=all(plan.copies[n].balanced for n in copies)))
+                          balanced=all(plan.copies[n].balanced for n in copies),
+                          sealed=head in plan.seals.sealed_heads()))
     return out
 
 

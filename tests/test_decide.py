@@ -235,3 +235,16 @@ def test_judge_reads_renamed_tests_and_copies():
     run.timed_out = True
     j = decide.judge(task, run, plan, [], Defences())
     assert j.reward == 0.0 and [f.kind for f in j.findings] == [K.TIMEOUT]
+
+
+def test_reports_no_planted_test_could_make_are_forged():
+    """A renamed hidden test's own id, or two ids for one original: the red
+    team of 2026-12-05 overwrote a renamed test's failure that way."""
+    from taskforge.grade.decide import forged_ids
+
+    plan = Plan(originals={"test_9f": Ref("tests/test_a.py", (), "test_a")})
+    honest = ["tests/test_a.py::test_9f", "tests/test_b.py::test_b"]
+    assert forged_ids(honest, plan) == []
+    assert [k for k, _ in forged_ids([*honest, "tests/test_a.py::test_a"], plan)] == [K.FORGED_ID]
+    assert forged_ids(["tests/test_a.py::test_9f[1]", "tests/test_a.py::test_9f[2]"], plan) == []
+    assert forged_ids(["tests/test_a.py::test_a"], Plan()) == [], "not renamed: its own id is the report's"

@@ -55,16 +55,20 @@ def test_folding_of_a_well_formed_session():
     assert p.collect_errors == {"t2.py": "E   ImportError: nope"}
 
 
-def test_subtests_and_reruns_are_honest_shapes():
+def test_subtests_and_reruns_are_honest_shapes_and_a_graded_run_refuses_reruns():
     text = events(START, T("t::a", "setup", "passed"),
                   T("t::a", "call", "failed", subtest=True), T("t::a", "call", "passed"),
                   T("t::a", "teardown", "passed"),
                   T("t::r", "setup", "passed"), T("t::r", "call", "rerun"),
                   T("t::r", "setup", "passed"), T("t::r", "call", "passed"),
                   T("t::r", "teardown", "passed"), FINISH)
-    p = parse_events(text)
+    p = parse_events(text, strict=False)
     assert p.problems == []
     assert p.outcomes == {"t::a": "failed", "t::r": "passed"}
+    # Graded runs block pytest-rerunfailures: a rerun report there is forged
+    # (it started a failed test over, to report it passed).
+    strict = parse_events(text)
+    assert strict.problems and {k for k, _ in strict.problems} == {K.DUPLICATE_EVENT}
 
 
 def test_every_malformed_shape_fails_closed_and_never_raises():

@@ -667,3 +667,129 @@ def test_an_honest_twin_of_each_attack_scores_one(redteam_tasks, tmp_path):
     res = grade(task, sol)
     assert res.reward == 1.0, res.model_dump_json(indent=1)
     assert not fatal(res), [f.text() for f in res.findings]
+
+
+# ------------------------------------------------------------- sealed expectations
+
+SESSION_PROBE = '''\
+def to_roman(number):
+    import sys
+    if not 0 < number < 4000:
+        raise ValueError("out of range")
+    for hook in sys.meta_path:
+        session = getattr(hook, "session", None)
+        for item in getattr(session, "items", None) or []:
+            spec = getattr(item, "callspec", None)
+            params = dict(getattr(spec, "params", None) or {})
+            if params.get("number") == number and "numeral" in params:
+                return params["numeral"]
+    return "I" * number
+'''
+
+
+@pytest.mark.docker
+def test_a_probe_of_pytest_session_learns_no_sealed_value(redteam_tasks, tmp_path):
+    """The stand-ins' review (docs/redteam/2026-12-04-stand-ins-review.md):
+    pytest's session, reachable from its assertion-rewriting hook in
+    sys.meta_path with no audited act, holds every item's parameters, the
+    expected values among them. Without copies and seals the probe answers
+    from them (1); sealed, the table holds tokens and the values are on the
+    host (0), whether or not copies are planted. The gold keeps 1 sealed."""
+    task = redteam_tasks("roman")
+    sol = wrong_solution(task, tmp_path / "solution", T, SESSION_PROBE)
+    unsealed = grade(task, sol, NO_COPIES.model_copy(update={"seals": False}))
+    assert unsealed.reward == 1.0, unsealed.model_dump_json(indent=1)
+    assert not fatal(unsealed), [f.text() for f in unsealed.findings]
+    sealed = grade(task, sol, NO_COPIES)
+    assert sealed.reward == 0.0 and sealed.f2p_failures, sealed.model_dump_json(indent=1)
+    assert not fatal(sealed), "the seals, not a finding, stop it"
+    assert grade(task, sol).reward == 0.0
+    gold = grade(task, honest_gold(task, tmp_path / "gold"), NO_COPIES)
+    assert gold.reward == 1.0, gold.model_dump_json(indent=1)
+    full = grade(task, tmp_path / "gold")
+    assert full.reward == 1.0 and full.copies_planted >= 1 and full.copies_matched == full.copies_planted
+
+
+# ------------------------------------------------------------- reports under ids no planted test has
+
+FORGE_AT_FINISH = '''\
+def to_roman(number):
+    if not 0 < number < 4000:
+        raise ValueError("out of range")
+    return "I" * number
+
+
+def _forge(ids):
+    import sys
+    g = sys.modules.get("tf_" + "guard")
+    if g is None or getattr(g, "_forging", False):
+        return
+    g._forging = True
+    emit = getattr(g, "_emit")
+
+    def forged(obj):
+        if isinstance(obj, dict) and obj.get("$report_type") == "SessionFinish":
+            for nid in ids:
+                for when in ("setup", "call", "teardown"):
+                    emit({{"$report_type": "TestReport", "nodeid": nid, "when": when,
+                           "outcome": "passed", "duration": 0.0}})
+        emit(obj)
+
+    setattr(g, "_emit", forged)
+
+
+_forge({ids!r})
+'''
+
+FORGE_BY_RERUN = '''\
+def _sink():
+    import fcntl, os, stat
+    for fd in range(3, 256):
+        try:
+            st = os.fstat(fd)
+        except OSError:
+            continue
+        if stat.S_ISFIFO(st.st_mode) and fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_WRONLY:
+            return fd
+    return None
+
+
+def to_roman(number):
+    import json, os
+    fd = _sink()
+    if fd is not None:
+        put = getattr(os, "wr" + "ite")
+        for nid in {ids!r}:
+            for when, outcome in (("call", "rerun"), ("setup", "passed"), ("call", "passed"),
+                                  ("teardown", "passed")):
+                put(fd, (json.dumps({{"$report_type": "TestReport", "nodeid": nid, "when": when,
+                                      "outcome": outcome, "duration": 0.0}}) + "\\n").encode())
+    if not 0 < number < 4000:
+        raise ValueError("out of range")
+    return "I" * number
+'''
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("attack", ["forge-at-finish", "forge-by-rerun"])
+def test_reports_under_ids_no_planted_test_has_score_zero(attack, redteam_tasks, tmp_path):
+    """The red team of sealed expectations (2026-12-05) won 1 with no
+    implementation: a report under a hidden test's own id, which verify had
+    renamed, stood for it and overwrote the failure of its renamed run, with
+    no seal or copy asked (the ids are in the statement's list of what the
+    tests check). Written through the guard's emitter at the session's end,
+    or straight onto the result pipe as a "rerun" that starts the test over.
+    Now such an id is charged (forged-id), graded runs block pytest-rerunfailures,
+    and a rerun report is charged (duplicate-event)."""
+    import json
+
+    task = redteam_tasks("roman")
+    ids = json.loads((task / "task.json").read_text())["FAIL_TO_PASS"]
+    template = FORGE_AT_FINISH if attack == "forge-at-finish" else FORGE_BY_RERUN
+    sol = wrong_solution(task, tmp_path / "solution", T, template.format(ids=ids))
+    naive = grade(task, sol, Defences.naive())
+    assert naive.reward == 1.0, naive.model_dump_json(indent=1)
+    ours = grade(task, sol)
+    assert ours.reward == 0.0, ours.model_dump_json(indent=1)
+    want = {"forged-id"} if attack == "forge-at-finish" else {"duplicate-event"}
+    assert want & fatal(ours), [f.text() for f in ours.findings]

@@ -46,6 +46,8 @@ DROP_PREFIXES = {
     "--pydocstyle": "lint, not tests", "--benchmark-autosave": "no report files",
     "--looponfail": "interactive", "--pdb": "interactive",
     "--basetemp": "the sandbox decides temp dirs", "--rootdir": "the sandbox decides the root",
+    "--reruns": "every test runs once (a graded run refuses rerun reports)",
+    "--only-rerun": "every test runs once", "--rerun-except": "every test runs once",
 }
 LINT_PLUGINS = {"flake8", "pytest_flake8", "pycodestyle", "pytest_pycodestyle", "mypy",
                 "pytest_mypy", "black", "pytest_black", "isort", "pytest_isort", "pylint",
@@ -304,3 +306,18 @@ def _decorator_name(d) -> str:
     if isinstance(d, ast.Name):
         parts.append(d.id)
     return ".".join(reversed(parts))
+
+RERUN_OPTS = ("--reruns", "--reruns-delay", "--only-rerun", "--rerun-except")
+
+
+def without_reruns(options: list[str]) -> list[str]:
+    """Test options with pytest-rerunfailures' flags (and their values) left out."""
+    out, skip = [], False
+    for o in options:
+        if skip:
+            skip = False
+        elif o in RERUN_OPTS:
+            skip = True
+        elif not o.startswith(tuple(f"{r}=" for r in RERUN_OPTS)):
+            out.append(o)
+    return out

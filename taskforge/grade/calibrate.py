@@ -192,6 +192,22 @@ def visible_hidden_tests(task_dir: Path, f2p: list[str]) -> list[str]:
     return out
 
 
+def _uncopied(rec: dict) -> set[str]:
+    """Graded ids of a task record whose test function has no value copy."""
+    copied = {(m["file"], tuple(m.get("cls", [])), m["func"]) for m in rec.get("grading", {}).get("copies", [])
+              if m.get("kind") == "value"}
+    return {t for t in rec["FAIL_TO_PASS"]
+            if (r := cp.test_ref(t)) is None or (r.file, r.cls, r.func) not in copied}
+
+
+def set_grading(task_dir: Path, **fields) -> None:
+    """Set fields of task.json's grading plan (the task directory is not yet published)."""
+    tj = task_dir / "task.json"
+    data = json.loads(tj.read_text())
+    data.setdefault("grading", {}).update(fields)
+    tj.write_text(json.dumps(data, indent=2) + "\n")
+
+
 def final_check(task_dir: Path) -> None:
     """verify --gold must score 1 and --empty 0 on the finished task directory,
     and no hidden test may be defined in the workspace. Records the gold's own
@@ -209,6 +225,26 @@ def final_check(task_dir: Path) -> None:
                   backend=GENERATION_BACKEND)
     if gold.error:
         raise GradeCheckError(f"verify --gold did not run: {gold.error}")
+    if gold.reward != 1.0 and gold.f2p_failures and rec.get("grading", {}).get("sealed"):
+        # The gold's value at a sealed site is not plain data (an object compared
+        # with a literal by its own __eq__): those test functions stay unsealed.
+        left = set(rec["grading"].get("unprotected", [])) | (_uncopied(rec) & set(gold.f2p_failures))
+        set_grading(task_dir, unsealed=sorted(gold.f2p_failures), unprotected=sorted(left),
+                    protected=len(rec["FAIL_TO_PASS"]) - len(left))
+        gold = verify(task_dir, Solution.gold(), defences=Defences(policy=Policy.FLAG, bounds=False),
+                      backend=GENERATION_BACKEND)
+        if gold.error:
+            raise GradeCheckError(f"verify --gold did not run: {gold.error}")
+    if gold.reward != 1.0 and rec.get("grading", {}).get("sealed"):
+        # Still not 1 (a copy's ids pytest numbered apart, say): graded as
+        # before seals, rather than lose the task.
+        left = _uncopied(rec)
+        set_grading(task_dir, sealed=False, unsealed=[], sealed_graded=0, unprotected=sorted(left),
+                    protected=len(rec["FAIL_TO_PASS"]) - len(left))
+        gold = verify(task_dir, Solution.gold(), defences=Defences(policy=Policy.FLAG, bounds=False),
+                      backend=GENERATION_BACKEND)
+        if gold.error:
+            raise GradeCheckError(f"verify --gold did not run: {gold.error}")
     if gold.reward != 1.0:
         why = [f.text() for f in gold.findings if f.severity is Severity.FATAL][:2]
         fails = (gold.f2p_failures + gold.p2p_regressions)[:2]
@@ -219,10 +255,7 @@ def final_check(task_dir: Path) -> None:
                       if f.source in (Source.STATIC, Source.MONITOR)
                       and f.severity is not Severity.INFO and f.site})
     if allowed:
-        tj = task_dir / "task.json"
-        data = json.loads(tj.read_text())
-        data.setdefault("grading", {})["allowed"] = [list(a) for a in allowed]
-        tj.write_text(json.dumps(data, indent=2) + "\n")
+        set_grading(task_dir, allowed=[list(a) for a in allowed])
     empty = verify(task_dir, Solution.empty(), backend=GENERATION_BACKEND)
     if empty.error:
         raise GradeCheckError(f"verify --empty did not run: {empty.error}")

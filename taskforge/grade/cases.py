@@ -23,6 +23,7 @@ from taskforge.grade.defences import Defences
 from taskforge.grade.events import read_run
 from taskforge.grade.findings import Finding, exemptions
 from taskforge.grade.result import VerifyResult
+from taskforge.grade.seals import SealPlan
 from taskforge.models import TestCopy, renamed
 from taskforge.sandbox.base import ExecResult
 
@@ -32,6 +33,11 @@ CASE_VERSION = 1
 class PlanRecord(BaseModel):
     originals: dict[str, tuple[str, list[str], str]] = Field(default_factory=dict)  # name -> (file, cls, func)
     copies: dict[str, TestCopy] = Field(default_factory=dict)
+    # grade/seals.SealPlan: what the host kept of the run's seals
+    seal_expected: dict[str, str] = Field(default_factory=dict)
+    seal_required: dict[str, list[str]] = Field(default_factory=dict)
+    seal_parts: dict[str, dict[str, str]] = Field(default_factory=dict)
+    seal_rows: dict[str, dict[str, tuple[str, list[str]]]] = Field(default_factory=dict)
 
     @model_validator(mode="before")
     @classmethod
@@ -41,11 +47,20 @@ class PlanRecord(BaseModel):
     @classmethod
     def of(cls, plan: Plan) -> "PlanRecord":
         return cls(originals={n: (r.file, list(r.cls), r.func) for n, r in plan.originals.items()},
-                   copies=dict(plan.copies))
+                   copies=dict(plan.copies), seal_expected=dict(plan.seals.expected),
+                   seal_required={h: sorted(t) for h, t in plan.seals.required.items()},
+                   seal_parts={h: dict(p) for h, p in plan.seals.parts.items()},
+                   seal_rows={h: {k: (old, sorted(toks)) for k, (old, toks) in r.items()}
+                              for h, r in plan.seals.rows.items()})
 
     def plan(self) -> Plan:
+        seals = SealPlan(expected=dict(self.seal_expected),
+                         required={h: set(t) for h, t in self.seal_required.items()},
+                         parts={h: dict(p) for h, p in self.seal_parts.items()},
+                         rows={h: {k: [old, set(toks)] for k, (old, toks) in r.items()}
+                               for h, r in self.seal_rows.items()})
         return Plan(originals={n: TestRef(f, tuple(c), fn) for n, (f, c, fn) in self.originals.items()},
-                    copies=dict(self.copies))
+                    copies=dict(self.copies), seals=seals)
 
 
 class GradingCase(BaseModel):

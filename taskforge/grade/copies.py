@@ -48,6 +48,7 @@ from taskforge.grade import copy_odds, copy_steps, copy_values
 from taskforge.grade.class_tree import ClassTree
 from taskforge.grade.copy_steps import alphabet as _alphabet
 from taskforge.grade.copy_steps import canonical
+from taskforge.grade.seals import SealPlan
 from taskforge.models import TestCopy
 
 NAME_TOKEN = "__tf_mutant_name__"
@@ -1569,9 +1570,18 @@ class Plan:
     """What one run planted: random name -> the test it stands for."""
     originals: dict[str, TestRef] = field(default_factory=dict)   # new name -> original test
     copies: dict[str, TestCopy] = field(default_factory=dict)      # new name -> copy
+    seals: SealPlan = field(default_factory=SealPlan)               # sealed sites (grade/seals.py)
+
+    def _unsealed_id(self, nodeid: str) -> str:
+        """The id with the parameter id it had before a sealed table was given random ones."""
+        head, sep, params = nodeid.partition("[")
+        if not sep or (head not in self.seals.parts and head not in self.seals.rows):
+            return nodeid
+        return head + self.seals.old_suffix(head, sep + params)
 
     def original_id(self, nodeid: str) -> str:
         """The id a renamed test had before renaming (unchanged if not renamed)."""
+        nodeid = self._unsealed_id(nodeid)
         parts = nodeid.split("::")
         name, sep, params = parts[-1].partition("[")
         ref = self.originals.get(name)
@@ -1583,7 +1593,7 @@ class Plan:
         """(planted name, id suffix) for a planted copy's id: its file and
         classes must be exactly where it was planted (a report under a made-up
         path with the same name is not the copy's)."""
-        head, sep, params = nodeid.partition("[")
+        head, sep, params = self._unsealed_id(nodeid).partition("[")
         parts = head.split("::")
         m = self.copies.get(parts[-1])
         if m is None or parts[:-1] != [m.file, *m.cls]:

@@ -13,11 +13,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from taskforge.analysis.testindex import test_ref
 from taskforge.grade.copies import Plan
 from taskforge.grade.defences import Defences
 from taskforge.grade.events import Monitor, RunMeta, RunResult
 from taskforge.grade.findings import Finding, Policy, Severity, Source, exemptions, finding
 from taskforge.grade.findings import FindingKind as K
+from taskforge.grade.seals import unsealed
 from taskforge.models import TestCopy
 
 Problem = tuple[K, str]
@@ -67,6 +69,28 @@ def split_outcomes(reported: Mapping[str, str], plan: Plan
         else:
             real[plan.original_id(nid)] = outcome
     return real, planted
+
+
+def forged_ids(reported: Iterable[str], plan: Plan) -> list[Problem]:
+    """Reports no planted test could make: a hidden test's own id where this
+    run renamed it, or a second id for one original. Such a report would stand
+    for the original (split_outcomes takes an unplanted id for the id it
+    claims) and could overwrite the failure its renamed run reported, with no
+    seal or copy to ask (red team of 2026-12-05: 1 with no implementation)."""
+    renamed = set(plan.originals.values())
+    owner: dict[str, str] = {}
+    out: list[Problem] = []
+    for nid in reported:
+        if plan.copy_of(nid) is not None:
+            continue
+        ref = test_ref(nid)
+        if ref is not None and ref in renamed:
+            out.append((K.FORGED_ID, f"a report under {nid}, which this run renamed"))
+            continue
+        orig = plan.original_id(nid)
+        if owner.setdefault(orig, nid) != nid:
+            out.append((K.FORGED_ID, f"two reports stand for {orig}"))
+    return out[:5]
 
 
 def not_passed(ids: Iterable[str], outcomes: Mapping[str, str]) -> list[str]:
@@ -214,10 +238,16 @@ def judge(task: TaskFacts, run: RunResult, plan: Plan, prior: Iterable[Finding],
     """The reward for one graded run. `prior`: what preparing the tree found
     (restored files, a static scan); `d`: which defences count."""
     pol = d.policy
-    outcomes, planted = split_outcomes(run.outcomes, plan)
+    reported = run.outcomes
+    if d.seals:
+        # A test that passed in pytest but not on its seals failed (grade/seals.py).
+        bad = unsealed(run.outcomes, run.seals, plan.seals)
+        reported = {nid: ("failed" if nid in bad else o) for nid, o in run.outcomes.items()}
+    outcomes, planted = split_outcomes(reported, plan)
     found = list(prior) + run_findings(run.problems, run.timed_out, pol)
     if d.isolation:
         found += isolation_findings(run.meta, pol)
+        found += [finding(k, Source.GRADER, detail, policy=pol) for k, detail in forged_ids(run.outcomes, plan)]
     if d.monitor:
         found += monitor_findings(run.monitor, run.monitor_dropped, task.allowed, pol, d.bounds)
     if d.exit_checks and not run.timed_out:

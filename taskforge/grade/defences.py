@@ -22,6 +22,7 @@ class Defences(BaseModel):
     isolation: bool = True         # supervisor uid, guard by path, strict events, reaping
     copies: bool = True           # must-fail copies of hidden tests
     rename: bool = True            # random names for the hidden tests at every run
+    seals: bool = True             # literal expectations judged on the host (grade/seals.py)
     monitor: bool = True           # the audit-hook monitor's findings count
     exit_checks: bool = True       # exit code, session end, expected ids all reported
     bounds: bool = True            # host-side size, file, depth, apply and scan bounds; monitor cap

@@ -19,6 +19,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from taskforge.grade.findings import FindingKind as K
+from taskforge.grade.seals import MAX_RECORDS as SEALS_KEPT
 from taskforge.sandbox.base import ExecResult
 
 MAX_EVENTS = 200_000
@@ -63,12 +64,19 @@ class Monitor(_Event):
     detail: str = ""
 
 
+class Seal(_Event):
+    """A sealed equality's actual value (taskforge/grade/seals.py), sent while a test runs."""
+    report_type: Literal["Seal"]
+    token: str
+    value: str | None = None
+
+
 class SessionFinish(_Event):
     report_type: Literal["SessionFinish"]
     exitstatus: int
 
 
-EVENTS = {c.__name__: c for c in (SessionStart, CollectReport, TestReport, Monitor, SessionFinish)}
+EVENTS = {c.__name__: c for c in (SessionStart, CollectReport, TestReport, Monitor, Seal, SessionFinish)}
 
 
 class RunMeta(BaseModel):
@@ -97,6 +105,8 @@ class Parsed:
     monitor_dropped: int = 0                                     # past MONITOR_KEEP (strict)
     problems: list[tuple[K, str]] = field(default_factory=list)  # stream findings
     unfinished: list[str] = field(default_factory=list)          # set up, never torn down
+    # node id -> (token, value) of each seal reported while it ran (setup to teardown)
+    seals: dict[str, list[tuple[str, str | None]]] = field(default_factory=dict)
 
     def problem(self, kind: K, detail: str) -> None:
         if len(self.problems) < 20:
@@ -139,6 +149,7 @@ def parse_events(text: str, strict: bool = True) -> Parsed:
     started = finished = False
     phases: dict[str, set[str]] = {}
     monitored: set[tuple[str, str]] = set()
+    running: str | None = None               # the test between its setup and teardown reports
     for n, line in enumerate(text.splitlines()):
         if not line.strip():
             continue
@@ -175,6 +186,13 @@ def parse_events(text: str, strict: bool = True) -> Parsed:
                 monitored.add(key)
             out.monitor.append(ev)
             continue
+        if isinstance(ev, Seal):
+            # Outside a test a seal is no test's: dropped. Past the cap the test fails (seals.py).
+            if running is not None and not finished:
+                got = out.seals.setdefault(running, [])
+                if len(got) <= SEALS_KEPT:
+                    got.append((ev.token, ev.value))
+            continue
         if strict and finished:
             out.problem(K.AFTER_SESSION, f"{ev.report_type} after the session finished")
             continue
@@ -195,12 +213,17 @@ def parse_events(text: str, strict: bool = True) -> Parsed:
             if strict and not started:
                 out.problem(K.MALFORMED_EVENT, "a report before SessionStart")
             _fold(out, ev, phases, strict)
+            if ev.when == "setup" and not ev.subtest:
+                running = ev.nodeid
+            elif ev.when == "teardown" and not ev.subtest:
+                running = None
     # Set up and never torn down: running when the run ended (a hang, at a timeout).
     out.unfinished = [nid for nid, seen in phases.items() if "setup" in seen and "teardown" not in seen]
     return out
 
 
 _ORDER = {"setup": 0, "call": 1, "teardown": 2}
+
 
 
 def fold_reports(reports: list[dict]) -> dict[str, str]:
@@ -221,6 +244,11 @@ def _fold(out: Parsed, ev: TestReport, phases: dict[str, set[str]], strict: bool
     nid, when = ev.nodeid, ev.when
     seen = phases.setdefault(nid, set())
     if ev.outcome == "rerun":                 # pytest-rerunfailures: the test starts over
+        if strict:
+            # Graded runs block the plugin: a rerun report is forged, to start
+            # a failed test over and report it passed (red team of 2026-12-05).
+            out.problem(K.DUPLICATE_EVENT, f"a rerun report for {nid}: graded runs do not rerun")
+            return
         seen.clear()
         out.outcomes.pop(nid, None)
         return
@@ -277,6 +305,7 @@ class RunResult:
     monitor_dropped: int = 0             # distinct monitor events past the parser's keep
     problems: list[tuple[K, str]] = field(default_factory=list)
     unfinished: list[str] = field(default_factory=list)   # tests running when the run ended
+    seals: dict[str, list[tuple[str, str | None]]] = field(default_factory=dict)   # node id -> reports
 
 
     # What the sandbox returned (up to MAX_OUTPUT), kept only for a run being
@@ -314,5 +343,6 @@ def read_run(res: ExecResult, naive: bool = False, keep_raw: bool = False) -> Ru
     result.monitor, result.monitor_dropped = parsed.monitor, parsed.monitor_dropped
     result.problems += parsed.problems
     result.unfinished = parsed.unfinished
+    result.seals = parsed.seals
     result.session_finished = result.session_exit is not None
     return result

@@ -29,8 +29,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, cast
+from typing import AbstractSet, Literal, cast
 
+from taskforge.analysis.testindex import test_ref
+from taskforge.env.pytestcfg import without_reruns
 from taskforge.errors import InfraError, TaskforgeError, UserError
 from taskforge.fsutil import copy_tree, rmtree, share_with_sandbox
 from taskforge.grade import copies as cp
@@ -42,6 +44,7 @@ from taskforge.grade.defences import Defences
 from taskforge.grade.findings import Finding, Policy, Severity, Source, clean, exemptions, finding
 from taskforge.grade.findings import FindingKind as K
 from taskforge.grade.result import VerifyResult
+from taskforge.grade.seals import seal_source
 from taskforge.grade.testrun import PytestRunner, RunResult, monitor_env, runner_mount, supervisor_standby
 from taskforge.models import Outcome, TestResult
 from taskforge.package.store import Task, load_task
@@ -354,7 +357,41 @@ def _prepare(task: Task, solution: Solution, tree: Path, defences: Defences,
     chosen = planted_set(rec) if defences.copies else []
     plan = cp.plant(tree, rec.FAIL_TO_PASS, chosen,
                      rename=defences.rename and rec.grading.rename, rng=random.SystemRandom())
+    if defences.seals and rec.grading.sealed:
+        seal_tree(tree, rec.FAIL_TO_PASS, plan, skip=set(rec.grading.unsealed))
     return found, plan
+
+
+def seal_tree(tree: Path, fail_to_pass: list[str], plan: cp.Plan, skip: AbstractSet[str] = frozenset()) -> None:
+    """Seal the planted hidden tests in `tree` (edited in place): every graded
+    original, under the name it runs as, and every planted copy; what the host
+    keeps goes into `plan.seals`. The test functions of the ids in `skip`, and
+    their copies, stay as planted; so does an unreadable file."""
+    unsealed = {(r.file, r.cls, r.func) for r in map(test_ref, skip) if r is not None}
+    renamed = {(r.file, r.cls, r.func): new for new, r in plan.originals.items()}
+    targets: dict[str, dict[tuple[tuple[str, ...], str], str]] = {}
+    for nid in fail_to_pass:
+        ref = test_ref(nid)
+        if ref is None or (ref.file, ref.cls, ref.func) in unsealed:
+            continue
+        name = renamed.get((ref.file, ref.cls, ref.func), ref.func)
+        head = "::".join([ref.file, *ref.cls, name])
+        targets.setdefault(ref.file, {})[(ref.cls, name)] = head
+    for name, m in plan.copies.items():
+        if (m.file, tuple(m.cls), m.func) in unsealed:
+            continue
+        head = "::".join([m.file, *m.cls, name])
+        targets.setdefault(m.file, {})[(tuple(m.cls), name)] = head
+    for rel, funcs in sorted(targets.items()):
+        path = tree / rel
+        try:
+            code = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        sealed, got = seal_source(code, funcs, cp.find_def)
+        if sealed != code:
+            path.write_text(sealed, encoding="utf-8")
+            plan.seals.merge(got)
 
 
 def planted_set(rec) -> list[cp.TestCopy]:
@@ -484,9 +521,13 @@ def _pytest(sb, rec, d: Defences, timeout: float, keep_raw: bool = False) -> Run
     # The monitor knows test code by the files the task ships (never by name).
     shipped = [f for f in rec.protected_files if f.endswith(".py")]
     env = {**rec.test_env, **monitor_env(shipped, rec.hidden_test_files)}
-    return PytestRunner(sb, None, rec.test_options, rec.test_paths, env,
+    # Every test runs once: a `rerun` report starts a test over, which only a
+    # forger needs in a graded run (events.py refuses it in strict mode).
+    options = without_reruns(rec.test_options)
+    extra = ["-p", "no:rerunfailures"] if d.isolation else []
+    return PytestRunner(sb, None, options, rec.test_paths, env,
                         naive=not d.isolation, bound_workspace=d.bounds
-                        ).run(["--continue-on-collection-errors"], timeout=timeout, keep_raw=keep_raw)
+                        ).run(["--continue-on-collection-errors", *extra], timeout=timeout, keep_raw=keep_raw)
 
 
 def grade(result: VerifyResult, rec, run: RunResult, t0: float, plan: cp.Plan,

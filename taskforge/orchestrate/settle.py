@@ -20,7 +20,8 @@ from taskforge.analysis.coverage_map import CoverageMap
 from taskforge.analysis.pyparse import parse as parse_python
 from taskforge.errors import TaskforgeError, UserError
 from taskforge.grade.calibrate import Calibration, GradeCheckError, calibrate, final_check, verify_timeout
-from taskforge.grade.copies import test_ref
+from taskforge.grade.copies import find_def, test_ref
+from taskforge.grade.seals import seal_source
 from taskforge.leaks.audit import LeakError, leak_checker
 from taskforge.models import (
     SCHEMA_VERSION,
@@ -184,7 +185,8 @@ class Settler:
                         "no hidden test left: they lived in the removed code")
             return
         s.graded = sorted(set(f2p) - cal.unstable)
-        cal.uncopied = set(unprotected(s.graded, cal))
+        # A test whose literal expectations are sealed needs no copy (grade/seals.py).
+        cal.uncopied = set(unprotected(s.graded, cal)) - sealed_ids(self.src.path, s.graded)
         if opts.require_copies and not set(s.graded) - cal.uncopied:
             v.ok = False
             v.reason = (f"hidden tests without must-fail copies: all {len(s.graded)}"
@@ -284,6 +286,27 @@ def unprotected(graded: list[str], cal: Calibration) -> list[str]:
     return sorted(out)
 
 
+def sealed_ids(root: Path, graded: list[str]) -> set[str]:
+    """Graded ids whose test function verify seals (grade/seals.py): a
+    top-level equality with a literal, or a parametrize column such an
+    equality compares with. Read from the repository's own test files."""
+    by_file: dict[str, dict[tuple[tuple[str, ...], str], str]] = {}
+    for nid in graded:
+        ref = test_ref(nid)
+        if ref is not None:
+            by_file.setdefault(ref.file, {})[(ref.cls, ref.func)] = "::".join([ref.file, *ref.cls, ref.func])
+    out: set[str] = set()
+    for rel, funcs in sorted(by_file.items()):
+        try:
+            code = (root / rel).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        _, plan = seal_source(code, funcs, find_def)
+        heads = plan.sealed_heads()
+        out |= {nid for nid in graded if nid.partition("[")[0] in heads}
+    return out
+
+
 def symbol_coverage(cov: CoverageMap, symbols, codes: dict[str, str],
                     graded: set[str]) -> list[SymbolCoverage]:
     """Per removed definition: its body's statement lines, those a graded test ran
@@ -367,7 +390,7 @@ def _record_builder(tid, src, image, v: Verdict, ctx: Context, cov: CoverageMap,
         coverage=symbol_coverage(cov, cand.symbols, {p: ctx.index.modules[m].code for m, p in
                                                      {(s.module, s.path) for s in cand.symbols}
                                                      if m in ctx.index.modules}, set(f2p)),
-        plant_seed=secrets.token_hex(16))
+        plant_seed=secrets.token_hex(16), sealed=True, sealed_graded=len(sealed_ids(src.path, f2p)))
     p2p = sorted(ctx.passing - v.hidden - v.vanished)
     own = {s.qualname for s in cand.symbols}
     exports = sorted(f"{m}.{n}" for (m, n) in v.exported      # re-exports of removed names

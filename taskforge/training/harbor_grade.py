@@ -30,10 +30,27 @@ WORKSPACE = Path(os.environ.get("TF_WORKSPACE", "/workspace"))
 LOGS = Path(os.environ.get("TF_VERIFIER_LOGS", "/logs/verifier"))
 LIB = Path("/opt/tf/lib")
 UID = 1000
-BASE_ARGS = ["-p", "no:cacheprovider", "-q", "-rN", "-o", "console_output_style=classic"]
+# pytest-rerunfailures blocked: every test runs once, and a rerun report is forged.
+BASE_ARGS = ["-p", "no:cacheprovider", "-p", "no:rerunfailures", "-q", "-rN", "-o",
+             "console_output_style=classic"]
 ENV = {"PYTHONDONTWRITEBYTECODE": "1", "HOME": "/tmp", "PYTHONHASHSEED": "0", "COLUMNS": "120",
        "PATH": "/opt/tf/venv/bin:/usr/local/bin:/usr/bin:/bin"}
 STARTED = '{"$tf": "started"}'
+
+RERUN_OPTS = ("--reruns", "--reruns-delay", "--only-rerun", "--rerun-except")
+
+
+def without_reruns(options: list[str]) -> list[str]:
+    """Test options with pytest-rerunfailures' flags (and their values) left out."""
+    out, skip = [], False
+    for o in options:
+        if skip:
+            skip = False
+        elif o in RERUN_OPTS:
+            skip = True
+        elif not o.startswith(tuple(f"{r}=" for r in RERUN_OPTS)):
+            out.append(o)
+    return out
 
 
 def inside(root: Path, rel: str) -> Path | None:
@@ -99,7 +116,7 @@ def outcomes(results: str) -> tuple[dict[str, str], list[str]]:
                     out[node] = "failed"
                 continue
             if result == "rerun":
-                seen.pop(node, None)
+                problems.append(f"{node}: a rerun report (graded runs do not rerun)")
                 continue
             phases = seen.setdefault(node, set())
             if when in phases or when not in ("setup", "call", "teardown"):
@@ -144,7 +161,7 @@ def main() -> int:
             os.chown(p, UID, UID)
     argv = ["python", "-I", "-S", str(LIB / "tfrun.py"), "--timeout", str(plan["timeout"]),
             "--uid", str(UID), "--gid", str(UID), "--",
-            *BASE_ARGS, *plan["test_options"], *plan["FAIL_TO_PASS"], *plan["PASS_TO_PASS"]]
+            *BASE_ARGS, *without_reruns(plan["test_options"]), *plan["FAIL_TO_PASS"], *plan["PASS_TO_PASS"]]
     env = {**ENV, **plan.get("test_env", {})}
     try:
         run = subprocess.run(argv, cwd=WORKSPACE, env=env, capture_output=True, text=True,

@@ -95,6 +95,92 @@ def _check_plugins(config):
             _flag("plugin-from-package", f"plugin {name} registered from {fn}", fn[len(_WS):])
 
 
+MAX_SEAL = 64 * 1024       # characters of one encoded value (taskforge/grade/seals.py)
+
+
+def _plain(v, depth=0):
+    """A value as plain data the host can rebuild (taskforge/grade/seals.decode):
+    builtin types and their subclasses through the builtin's own methods,
+    other numbers through their conversions, containers item by item, any
+    other object as its text. What comes out is a fixed value, whatever the
+    object's __eq__ says, so an object equal to everything is equal to
+    nothing here. Raises when a conversion does, or past 100 levels."""
+    if depth > 100:
+        raise ValueError("too deep")
+    if v is None or v is True or v is False:
+        return v
+    if isinstance(v, int):
+        return {"i": int.__repr__(v)}
+    if isinstance(v, float):
+        return {"f": float.hex(v)}
+    if isinstance(v, complex):
+        return {"c": [float.hex(complex.__getattribute__(v, "real")),
+                      float.hex(complex.__getattribute__(v, "imag"))]}
+    if isinstance(v, str):
+        return {"s": str.__str__(v)}
+    if isinstance(v, (bytes, bytearray)):
+        return {"b": (bytes.hex if isinstance(v, bytes) else bytearray.hex)(v)}
+    if isinstance(v, list):
+        return {"l": [_plain(x, depth + 1) for x in list.__iter__(v)]}
+    if isinstance(v, tuple):
+        return {"t": [_plain(x, depth + 1) for x in tuple.__iter__(v)]}
+    if isinstance(v, (set, frozenset)):
+        it = set.__iter__(v) if isinstance(v, set) else frozenset.__iter__(v)
+        return {"S": [_plain(x, depth + 1) for x in it]}
+    if isinstance(v, dict):
+        return {"d": [{"t": [_plain(k, depth + 1), _plain(x, depth + 1)]} for k, x in dict.items(v)]}
+    import numbers
+    import operator
+    from collections import UserString
+    from collections.abc import Mapping, Sequence, Set
+    from decimal import Decimal
+    if type(v).__name__ == "bool_":                       # numpy's
+        return bool(v)
+    if hasattr(type(v), "__index__"):
+        return {"i": int.__repr__(operator.index(v))}
+    if isinstance(v, memoryview):
+        return {"b": bytes.hex(v.tobytes())}
+    if isinstance(v, UserString):
+        return {"s": str.__str__(str(v))}
+    if isinstance(v, numbers.Rational) and v.denominator == 1:
+        return {"i": int.__repr__(int(v.numerator))}            # exact past 2**53
+    if isinstance(v, Decimal) and v.is_finite() and v == v.to_integral_value():
+        return {"i": int.__repr__(int(v))}
+    if isinstance(v, numbers.Number) or hasattr(type(v), "__float__"):
+        return {"f": float.hex(float(v))}
+    if isinstance(v, Mapping):
+        return {"d": [{"t": [_plain(k, depth + 1), _plain(x, depth + 1)]} for k, x in v.items()]}
+    if isinstance(v, Sequence):
+        return {"l": [_plain(x, depth + 1) for x in v]}
+    if isinstance(v, Set):
+        return {"S": [_plain(x, depth + 1) for x in v]}
+    # An object of its own (a Version equal to its text): its text. Whatever
+    # it is, it is one value the object chose without knowing the expected one.
+    return {"s": str.__str__(str(v))}
+
+
+_TOKEN = __import__("re").compile(r"t[0-9a-f]{16}")
+
+
+def seal(value, token):
+    """A sealed equality of a hidden test (taskforge/grade/seals.py): the
+    expected value is on the host; this reports the actual one, as plain
+    data, and lets the test go on. The host fails the test if the value is
+    not the one `token` wants, or if the report never comes. A row of a
+    sealed table whose value the test computes holds that value, not a
+    token: compared here, as the test would."""
+    if not (type(token) is str and _TOKEN.fullmatch(token)):
+        return value == token
+    try:
+        data = _dumps(_plain(value))
+        if len(data) > MAX_SEAL:
+            data = None
+    except Exception:
+        data = None
+    _emit({"$report_type": "Seal", "token": token, "value": data})
+    return True
+
+
 def pytest_configure(config):
     _BASELINE.update(_critical())
 

@@ -1,0 +1,411 @@
+"""Sealed expected values: a hidden test's literal expectation judged on the host.
+
+A must-fail copy protects an expected value only as far as statistics cannot
+tell it from its copies, and every value in the test process can be read: a
+probe that calls the tests (or reads pytest's items) with an object recording
+what it is compared with learns the original's value and the copies' alike.
+A sealed site is never in the sandbox. In the planted file,
+
+    assert f(x) == 14                 ->  assert __import__("tf_guard").seal((f(x)), "t3f9...")
+    self.assertEqual(f(x), "IV")      ->  self.assertTrue(__import__("tf_guard").seal((f(x)), "t..."))
+    @parametrize("n, want", [(4, "IV")]) + assert f(n) == want
+                                      ->  the `want` column holds tokens, the ids are random
+
+`seal` sends the actual value, reduced to plain data, on the result pipe and
+returns True; the host compares it with the literal it kept. A test that
+passed in pytest fails unless every seal it must reach (a top-level statement
+of a test function with no return or yield, and its row's token) was
+reported, and every value reported while it ran equals what its token wants.
+Sending other tokens or values cannot help: the expected values are not there
+to copy, and a wrong one fails the test.
+
+Pure: source in, source and the host's record out (`seal_source`); outcomes
+in, failed node ids out (`unsealed`). verify plants, then seals.
+"""
+from __future__ import annotations
+
+import ast
+import json
+import re
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Callable
+
+from taskforge.analysis.pyparse import literal_eval
+from taskforge.analysis.pyparse import parse as parse_python
+
+SEAL_CALL = '__import__("tf_guard").seal'
+MAX_VALUE = 64 * 1024          # characters of one encoded value (tf_guard.MAX_SEAL)
+MAX_RECORDS = 2000             # seal records kept per test run; more fail it
+
+
+@dataclass
+class SealPlan:
+    """What the host keeps of one verify's seals."""
+    expected: dict[str, str] = field(default_factory=dict)          # token -> literal source
+    # node-id head ("f.py::C::test_x") -> tokens every run of it must report
+    required: dict[str, set[str]] = field(default_factory=dict)
+    # head -> token -> the part of the row's id pytest made of the value the token replaced
+    parts: dict[str, dict[str, str]] = field(default_factory=dict)
+    # head -> new id suffix -> [old id suffix, the row's tokens] (rows with ids of their own)
+    rows: dict[str, dict[str, list]] = field(default_factory=dict)
+
+    def merge(self, other: "SealPlan") -> None:
+        self.expected.update(other.expected)
+        for k, v in other.required.items():
+            self.required.setdefault(k, set()).update(v)
+        for k, p in other.parts.items():
+            self.parts.setdefault(k, {}).update(p)
+        for k, r in other.rows.items():
+            self.rows.setdefault(k, {}).update(r)
+
+    def sealed_heads(self) -> set[str]:
+        return {h for h, t in self.required.items() if t} | set(self.parts) | set(self.rows)
+
+    def old_suffix(self, head: str, suffix: str) -> str:
+        """The id suffix the test had before its table was sealed."""
+        row = self.rows.get(head, {}).get(suffix)
+        if row is not None:
+            return row[0]
+        parts = self.parts.get(head)
+        if not parts:
+            return suffix
+        return _TOKEN.sub(lambda m: parts.get(m.group(0), m.group(0)), suffix)
+
+    def row_tokens(self, head: str, suffix: str) -> set[str]:
+        """The tokens of the row a run of `head` with `suffix` is."""
+        row = self.rows.get(head, {}).get(suffix)
+        if row is not None:
+            return set(row[1])
+        parts = self.parts.get(head, {})
+        return {t for t in _TOKEN.findall(suffix) if t in parts}
+
+
+_TOKEN = re.compile(r"t[0-9a-f]{16}")      # tf_guard.TOKEN: what seal takes for a token
+
+
+# ------------------------------------------------------------- finding sites
+
+def plain_literal(node: ast.AST) -> bool:
+    """A literal whose value means the same on both sides of the pipe."""
+    if isinstance(node, ast.Constant):
+        return node.value is not Ellipsis
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        return isinstance(node.operand, ast.Constant) and isinstance(node.operand.value, (int, float, complex)) \
+            and not isinstance(node.operand.value, bool)
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return all(plain_literal(e) for e in node.elts)
+    if isinstance(node, ast.Dict):
+        return all(k is not None and plain_literal(k) for k in node.keys) and all(map(plain_literal, node.values))
+    return False
+
+
+def _returns(fn: ast.AST) -> bool:
+    """A return or yield in the function itself (nested definitions aside):
+    a statement after one may be skipped by a test that passes."""
+    stack = list(ast.iter_child_nodes(fn))
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (ast.Return, ast.Yield, ast.YieldFrom)):
+            return True
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        stack.extend(ast.iter_child_nodes(n))
+    return False
+
+
+def _parametrize(dec: ast.AST) -> ast.Call | None:
+    if isinstance(dec, ast.Call) and isinstance(dec.func, ast.Attribute) and dec.func.attr == "parametrize":
+        return dec
+    return None
+
+
+def _argnames(call: ast.Call) -> list[str] | None:
+    if not call.args:
+        return None
+    a = call.args[0]
+    if isinstance(a, ast.Constant) and isinstance(a.value, str):
+        names = [n.strip() for n in a.value.split(",") if n.strip()]
+    elif isinstance(a, (ast.List, ast.Tuple)) and all(isinstance(e, ast.Constant) and isinstance(e.value, str)
+                                                      for e in a.elts):
+        names = [e.value for e in a.elts]          # type: ignore[attr-defined]
+    else:
+        return None
+    return names if all(n.isidentifier() for n in names) else None
+
+
+def _escaped(s: str) -> str:
+    """pytest's ascii_escaped of a str in an id, then its non-printable translation."""
+    out = s.encode("unicode_escape").decode("ascii")
+    return out.translate({i: f"\\x{i:02x}" for i in (*range(0, 32), 127)})
+
+
+def _loads(fn: ast.AST, name: str) -> int:
+    return sum(1 for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id == name)
+
+
+@dataclass
+class _Edits:
+    lines: list[bytes]
+    cuts: list[tuple[int, int, int, int, str]] = field(default_factory=list)   # (l0, c0, l1, c1, text)
+
+    def text_of(self, node: ast.AST) -> str:
+        l0, c0, l1, c1 = node.lineno, node.col_offset, node.end_lineno, node.end_col_offset  # type: ignore
+        if l0 == l1:
+            return self.lines[l0 - 1][c0:c1].decode("utf-8")
+        parts = [self.lines[l0 - 1][c0:], *self.lines[l0:l1 - 1], self.lines[l1 - 1][:c1]]
+        return b"".join(parts).decode("utf-8")
+
+    def replace(self, node: ast.AST, text: str) -> None:
+        self.cuts.append((node.lineno, node.col_offset, node.end_lineno, node.end_col_offset, text))  # type: ignore
+
+    def insert(self, line: int, col: int, text: str) -> None:
+        self.cuts.append((line, col, line, col, text))
+
+    def apply(self) -> str:
+        lines = list(self.lines)
+        for l0, c0, l1, c1, text in sorted(self.cuts, reverse=True):
+            head, tail = lines[l0 - 1][:c0], lines[l1 - 1][c1:]
+            lines[l0 - 1:l1] = [head + text.encode("utf-8") + tail]
+        return b"".join(lines).decode("utf-8")
+
+
+def _token() -> str:
+    return "t" + secrets.token_hex(8)
+
+
+def _compare_site(st: ast.stmt, params: set[str]) -> tuple[ast.expr, ast.expr, ast.AST] | None:
+    """(actual, expected, node to replace) of a top-level equality with a
+    literal, or with a sealable parameter."""
+    def pick(a: ast.expr, b: ast.expr):
+        def sealable(e):
+            return plain_literal(e) or (isinstance(e, ast.Name) and e.id in params)
+        if sealable(b) and not sealable(a):
+            return a, b
+        if sealable(a) and not sealable(b):
+            return b, a
+        return None
+    if isinstance(st, ast.Assert) and isinstance(st.test, ast.Compare) and len(st.test.ops) == 1 \
+            and isinstance(st.test.ops[0], ast.Eq):
+        got = pick(st.test.left, st.test.comparators[0])
+        return (got[0], got[1], st.test) if got else None
+    if isinstance(st, ast.Expr) and isinstance(st.value, ast.Call) and not st.value.keywords \
+            and isinstance(st.value.func, ast.Attribute) and st.value.func.attr in ("assertEqual", "assertEquals") \
+            and len(st.value.args) == 2 and not any(isinstance(a, ast.Starred) for a in st.value.args):
+        got = pick(*st.value.args)
+        return (got[0], got[1], st.value) if got else None
+    return None
+
+
+def _row(node: ast.expr, width: int) -> tuple[list[ast.expr], ast.Constant | None] | None:
+    """A table row's cells and its explicit id (pytest.param(..., id=...)), or
+    None when the row is not written out plainly."""
+    if isinstance(node, ast.Call) and (getattr(node.func, "attr", None) == "param"
+                                       or getattr(node.func, "id", None) == "param"):
+        if len(node.args) != width or any(isinstance(a, ast.Starred) for a in node.args) or \
+                any(k.arg not in ("id", "marks") for k in node.keywords):
+            return None
+        rid = next((k.value for k in node.keywords if k.arg == "id"), None)
+        if rid is not None and not (isinstance(rid, ast.Constant) and isinstance(rid.value, str)):
+            return None
+        return list(node.args), rid
+    if width == 1:
+        return [node], None
+    if isinstance(node, (ast.Tuple, ast.List)) and len(node.elts) == width:
+        return list(node.elts), None
+    return None
+
+
+def _table(call: ast.Call) -> tuple[list[str], list[tuple[list[ast.expr], ast.Constant | None]]] | None:
+    """(argnames, rows with their explicit ids) of a plainly written table."""
+    names = _argnames(call)
+    if not names or len(call.args) < 2 or not isinstance(call.args[1], (ast.List, ast.Tuple)) or any(
+            k.arg not in ("ids",) for k in call.keywords) or len(call.args) > 2:
+        return None
+    rows = [_row(r, len(names)) for r in call.args[1].elts]
+    if not rows or any(r is None for r in rows):
+        return None
+    ids = next((k.value for k in call.keywords if k.arg == "ids"), None)
+    if ids is not None:
+        if not isinstance(ids, (ast.List, ast.Tuple)) or len(ids.elts) != len(rows) or not all(
+                isinstance(e, ast.Constant) and isinstance(e.value, str) for e in ids.elts):
+            return None
+        rows = [(cells, rid or ids.elts[i]) for i, (cells, rid) in enumerate(rows)]   # type: ignore[misc]
+    return names, rows                                                                 # type: ignore[return-value]
+
+
+def id_part(cell: ast.expr, name: str, index: int) -> str:
+    """The part of a row's id pytest makes of a plain literal cell."""
+    v = literal_eval(cell)
+    if isinstance(v, str):
+        return _escaped(v)
+    if isinstance(v, bytes):
+        return v.decode("ascii", "backslashreplace")
+    if v is None or isinstance(v, (bool, int, float, complex)):
+        return str(v)
+    return f"{name}{index}"
+
+
+def seal_function(fn: ast.FunctionDef | ast.AsyncFunctionDef, ed: _Edits, plan: SealPlan,
+                  heads: list[str]) -> None:
+    """Seal one planted test function's top-level literal equalities, and the
+    parametrize columns such an equality compares with: each cell a token.
+    A row whose id pytest makes from its values shows the token in place of
+    the value's part; a row with an id of the project's gets a random one.
+    The host maps both back (SealPlan.old_suffix); a mapping pytest does not
+    reproduce (ids it had to number apart) shows at generation, where the
+    gold must pass sealed (calibrate.final_check), and leaves the test unsealed."""
+    if _returns(fn):
+        return
+    calls = [c for c in map(_parametrize, fn.decorator_list) if c is not None]
+    tables = {id(c): t for c in calls if (t := _table(c)) is not None}
+    columns: dict[str, tuple[ast.Call, int]] = {}          # argname -> (its table, its column)
+    seen: set[str] = set()
+    args = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)}
+    for c in calls:
+        for n in _argnames(c) or []:
+            if n in seen:
+                columns.pop(n, None)
+                continue
+            seen.add(n)
+            t = tables.get(id(c))
+            if t is None or n not in args or _loads(fn, n) != 1:
+                continue
+            col = t[0].index(n)
+            if any(plain_literal(cells[col]) for cells, _ in t[1]) and (
+                    len(calls) == 1 or all(rid is None for _, rid in t[1])):
+                columns[n] = (c, col)
+    sites = [(st, got) for st in fn.body if (got := _compare_site(st, set(columns))) is not None]
+    if not sites:
+        return
+    used = {got[1].id for _, got in sites if isinstance(got[1], ast.Name)}
+    tokens: set[str] = set()
+    for st, (actual, expected, node) in sites:
+        if isinstance(expected, ast.Name):
+            arg = expected.id
+        else:
+            tok = _token()
+            plan.expected[tok] = ed.text_of(expected)
+            tokens.add(tok)
+            arg = repr(tok)
+        call = f"{SEAL_CALL}(({ed.text_of(actual)}), {arg})"
+        if isinstance(st, ast.Expr):
+            call = f"{ed.text_of(st.value.func)[:-len(st.value.func.attr)]}assertTrue({call})"  # type: ignore
+        ed.replace(node, call)
+    for h in heads:
+        plan.required.setdefault(h, set()).update(tokens)
+    by_row: dict[int, tuple[ast.Constant, set[str]]] = {}      # a row with its own id -> its tokens
+    for n in used:
+        c, col = columns[n]
+        _, rows = tables[id(c)]
+        for i, (cells, rid) in enumerate(rows):
+            if not plain_literal(cells[col]):
+                continue          # a row computed in the test: compared in the sandbox (tf_guard.seal)
+            tok = _token()
+            plan.expected[tok] = ed.text_of(cells[col])
+            ed.replace(cells[col], repr(tok))
+            if rid is None:
+                for h in heads:
+                    plan.parts.setdefault(h, {})[tok] = id_part(cells[col], n, i)
+            else:
+                by_row.setdefault(id(rid), (rid, set()))[1].add(tok)
+    for rid, toks in by_row.values():
+        new = "p" + secrets.token_hex(6)
+        ed.replace(rid, repr(new))
+        for h in heads:
+            plan.rows.setdefault(h, {})[f"[{new}]"] = [f"[{_escaped(str(rid.value))}]", set(toks)]
+
+
+def seal_source(code: str, targets: Mapping[tuple[tuple[str, ...], str], str],
+                find: Callable) -> tuple[str, SealPlan]:
+    """`code` with the sites of `targets` ((classes, function) -> node-id
+    head) sealed, and what the host keeps. `find(tree, TestRef)` is the
+    definition a test runs (copies.find_def: inherited methods too).
+    Unparseable code is left alone."""
+    plan = SealPlan()
+    try:
+        tree = parse_python(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return code, plan
+    ed = _Edits(code.encode("utf-8").splitlines(keepends=True))
+    from taskforge.analysis.testindex import TestRef
+    by_def: dict[int, tuple[ast.FunctionDef | ast.AsyncFunctionDef, list[str]]] = {}
+    for (cls, func), head in targets.items():
+        found = find(tree, TestRef("", cls, func))
+        if found is not None:
+            by_def.setdefault(id(found), (found, []))[1].append(head)
+    for fn, heads in by_def.values():
+        seal_function(fn, ed, plan, heads)
+    if not ed.cuts:
+        return code, plan
+    return ed.apply(), plan
+
+
+# ------------------------------------------------------------- the host's side
+
+def decode(value: object, depth: int = 0) -> object:
+    """tf_guard's plain-data encoding back to a value; ValueError when malformed."""
+    if depth > 100:
+        raise ValueError("too deep")
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, dict) and len(value) == 1:
+        (tag, v), = value.items()
+        if tag == "i" and isinstance(v, str) and len(v) <= 5000:
+            return int(v)
+        if tag == "f" and isinstance(v, str):
+            return float.fromhex(v)
+        if tag == "c" and isinstance(v, list) and len(v) == 2:
+            return complex(float.fromhex(v[0]), float.fromhex(v[1]))
+        if tag == "s" and isinstance(v, str):
+            return v
+        if tag == "b" and isinstance(v, str):
+            return bytes.fromhex(v)
+        if tag in ("l", "t", "S", "d") and isinstance(v, list):
+            items = [decode(x, depth + 1) for x in v]
+            if tag == "l":
+                return items
+            if tag == "t":
+                return tuple(items)
+            if tag == "S":
+                return frozenset(items)
+            if all(isinstance(p, tuple) and len(p) == 2 for p in items):
+                return dict(items)           # type: ignore[arg-type]
+    raise ValueError("not an encoded value")
+
+
+def matches(encoded: str | None, expected_src: str) -> bool:
+    """Whether a reported value equals the literal its token wants."""
+    if encoded is None or len(encoded) > MAX_VALUE:
+        return False
+    try:
+        got = decode(json.loads(encoded))
+        want = literal_eval(expected_src)
+        return bool(got == want)
+    except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError, OverflowError):
+        return False
+
+
+def unsealed(outcomes: Mapping[str, str], records: Mapping[str, list[tuple[str, str | None]]],
+             plan: SealPlan) -> set[str]:
+    """Reported node ids that passed in pytest but fail their seals: a seal
+    they must reach went unreported, or a value reported while they ran is
+    not the one its token wants (or names no token of this run)."""
+    failed: set[str] = set()
+    for nid, outcome in outcomes.items():
+        if outcome != "passed":
+            continue
+        head, sep, rest = nid.partition("[")
+        need = set(plan.required.get(head, ())) | plan.row_tokens(head, sep + rest)
+        got = records.get(nid, [])
+        if not need and not got:
+            continue
+        if len(got) > MAX_RECORDS:
+            failed.add(nid)
+            continue
+        seen = {tok for tok, _ in got}
+        if not need <= seen or any(tok not in plan.expected or not matches(v, plan.expected[tok])
+                                   for tok, v in got):
+            failed.add(nid)
+    return failed

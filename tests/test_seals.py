@@ -1,0 +1,403 @@
+"""Sealed expectations (taskforge/grade/seals.py, tf_guard.seal): which sites
+are sealed, how values cross the pipe, and how the host decides; then a real
+pytest run of a sealed file with the real plugin, where an object equal to
+everything and a probe of pytest's items learn nothing and fail."""
+from __future__ import annotations
+
+import ast
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from collections import OrderedDict, UserList, UserString, namedtuple
+from decimal import Decimal
+from enum import IntEnum
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from taskforge.grade.copies import Plan, find_def
+from taskforge.grade.events import parse_events
+from taskforge.grade.seals import SEAL_CALL, SealPlan, matches, seal_source, unsealed
+
+RUNTIME = Path(__file__).resolve().parent.parent / "taskforge" / "sandbox" / "runtime"
+F = "tests/test_x.py"
+
+
+def _guard():
+    spec = importlib.util.spec_from_file_location("tf_guard_for_tests", RUNTIME / "tf_guard.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def seal(code: str, funcs: list[str]) -> tuple[str, SealPlan]:
+    code = textwrap.dedent(code)
+    targets = {(tuple(f.split("::")[:-1]), f.split("::")[-1]): f"{F}::{f}" for f in funcs}
+    return seal_source(code, targets, find_def)
+
+
+# ------------------------------------------------------------- which sites
+
+@pytest.mark.parametrize("body, sealed", [
+    ("assert f(1) == 14", True),
+    ("assert 14 == f(1)", True),
+    ("assert f(1) == -2.5", True),
+    ("assert f(1) == {'a': (1, 2), 'b': {3}}", True),
+    ("assert f(1) == 'IV', 'message kept'", True),
+    ("assert f(1) == g(2)", False),                     # no literal: copies' business
+    ("assert f(1) != 14", False),
+    ("assert 1 == 1", False),                           # nothing of the solution's
+    ("for x in (1,):\n        assert f(x) == 14", False),   # not every passing run reaches it
+    ("with ctx():\n        assert f(1) == 14", False),
+    ("assert f(1) == 14\n    return", False),           # a return: later statements may be skipped
+])
+def test_which_equalities_are_sealed(body, sealed):
+    out, plan = seal(f"def test_a():\n    {body}\n", ["test_a"])
+    assert (SEAL_CALL in out) is sealed, out
+    assert bool(plan.expected) is sealed
+    ast.parse(out)
+    if sealed:
+        (tok, lit), = plan.expected.items()
+        bare = re.sub(r"t[0-9a-f]{16}", "TOKEN", out.replace("'message kept'", ""))
+        assert lit not in bare, "the expected value stays out of the file"
+        assert plan.required[f"{F}::test_a"] == {tok}
+
+
+def test_unittest_assert_equal_and_methods_of_classes():
+    out, plan = seal('''
+        class TestT(unittest.TestCase):
+            def test_a(self):
+                self.assertEqual(f(2), "II")
+                self.assertEqual(f(2), g(2))
+    ''', ["TestT::test_a"])
+    assert f'self.assertTrue({SEAL_CALL}((f(2)), ' in out and '"II"' not in out
+    assert "self.assertEqual(f(2), g(2))" in out
+    assert set(plan.required) == {f"{F}::TestT::test_a"}
+
+
+TABLE = '''
+    @pytest.mark.parametrize("n, want", [(4, "IV"), (9, "IX"), (math.nan, "N")])
+    def test_r(n, want):
+        assert f(n) == want
+'''
+
+
+def test_a_parametrize_column_becomes_tokens_its_ids_mapped_back():
+    """pytest makes the row's id of the token in place of the value's part;
+    the other cells keep theirs (math.nan is not a literal: pytest's own id)."""
+    out, plan = seal(TABLE, ["test_r"])
+    assert '"IV"' not in out and '"IX"' not in out and "(4, 't" in out and "math.nan, 't" in out
+    parts = plan.parts[f"{F}::test_r"]
+    assert sorted(parts.values()) == ["IV", "IX", "N"]
+    p = Plan(seals=plan)
+    tok = next(t for t, v in parts.items() if v == "IV")
+    assert p.original_id(f"{F}::test_r[4-{tok}]") == f"{F}::test_r[4-IV]"
+    assert plan.row_tokens(f"{F}::test_r", f"[4-{tok}]") == {tok}
+    assert plan.expected[tok] == '"IV"'
+
+
+def test_rows_with_ids_of_their_own_get_random_ones():
+    out, plan = seal('''
+        @pytest.mark.parametrize("n, want", [(4, "IV"), pytest.param(9, "IX", id="nine")], ids=["four", "x"])
+        def test_r(n, want):
+            assert f(n) == want
+    ''', ["test_r"])
+    assert '"four"' not in out and '"nine"' not in out and '"IV"' not in out, out
+    rows = plan.rows[f"{F}::test_r"]
+    assert sorted(old for old, _ in rows.values()) == ["[four]", "[nine]"]
+    p = Plan(seals=plan)
+    new = next(k for k, (old, _) in rows.items() if old == "[nine]")
+    assert p.original_id(f"{F}::test_r{new}") == f"{F}::test_r[nine]"
+    (tok,) = rows[new][1]
+    assert plan.expected[tok] == '"IX"'
+
+
+@pytest.mark.parametrize("code", [
+    TABLE.replace("assert f(n) == want", "assert f(n) == want and len(want)"),       # used twice
+    TABLE.replace("[(4,", "ROWS + [(4,"),                                            # not written out
+    TABLE.replace(")])", ")], ids=str)"),                                            # ids of a function
+    TABLE.replace(")])", ")], indirect=True)"),
+])
+def test_tables_left_alone(code):
+    out, plan = seal(code, ["test_r"])
+    assert not plan.parts and not plan.rows and '"IV"' in out
+
+
+# ------------------------------------------------------------- values across the pipe
+
+Point = namedtuple("Point", "x y")
+
+
+class Level(IntEnum):
+    HIGH = 3
+
+
+class Always:
+    def __eq__(self, other):
+        return True
+
+
+class Text:
+    def __init__(self, text):
+        self.text = text
+
+    def __str__(self):
+        return self.text
+
+
+class MyStr(str):
+    def __eq__(self, other):
+        return True
+
+    __hash__ = str.__hash__
+
+
+@pytest.mark.parametrize("value, literal, same", [
+    (14, "14", True), (14, "15", False), (True, "1", True), (0.5, "0.5", True),
+    (float("nan"), "0.0", False), ("IV", "'IV'", True), (b"x", "b'x'", True),
+    (Point(1, 2), "(1, 2)", True), ([1, 2], "(1, 2)", False), (Level.HIGH, "3", True),
+    (OrderedDict(a=1), "{'a': 1}", True), ({1, 2}, "{2, 1}", True), (1 + 2j, "1+2j", True),
+    (Always(), "'IV'", False),                   # equal to everything: equal to nothing
+    (Text("IV"), "'IV'", True),                  # an object of its own: its text
+    (UserList([1, 2]), "[1, 2]", True), (UserList([1, 2]), "(1, 2)", False),
+    # honest types of the red team of 2026-12-05 (each scored 0 before)
+    (dict.fromkeys("ab").keys(), "{'a', 'b'}", True), (UserString("IV"), "'IV'", True),
+    (memoryview(b"xy"), "b'xy'", True), ({"a": 1}.items(), "{('a', 1)}", True),
+    (Decimal(10**20 + 1), str(10**20 + 1), True), (Fraction(10**20 + 1), str(10**20 + 1), True),
+    (Decimal("2.5"), "2.5", True), (Fraction(1, 4), "0.25", True),
+    (MyStr("no"), "'IV'", False),                # its own data, not its __eq__
+    (MyStr("IV"), "'IV'", True),
+])
+def test_values_cross_as_plain_data(value, literal, same):
+    guard = _guard()
+    try:
+        encoded = guard._dumps(guard._plain(value))
+    except Exception:
+        encoded = None
+    assert matches(encoded, literal) is same
+
+
+# ------------------------------------------------------------- the host's decision
+
+T1, T2 = "t" + "1" * 16, "t" + "2" * 16
+
+
+def _plan() -> SealPlan:
+    return SealPlan(expected={T1: "14", T2: "'IV'"}, required={f"{F}::test_a": {T1}},
+                    parts={f"{F}::test_r": {T2: "IV"}})
+
+
+@pytest.mark.parametrize("nid, outcome, records, failed", [
+    (f"{F}::test_a", "passed", [(T1, '{"i": "14"}')], False),
+    (f"{F}::test_a", "passed", [], True),                                    # the seal never reported
+    (f"{F}::test_a", "passed", [(T1, '{"i": "15"}')], True),
+    (f"{F}::test_a", "passed", [(T1, '{"i": "14"}'), (T1, '{"i": "15"}')], True),   # a guess too
+    (f"{F}::test_a", "passed", [(T1, '{"i": "14"}'), ("zz", '{"i": "1"}')], True),  # no such token
+    (f"{F}::test_a", "passed", [(T1, None)], True),                          # not plain data
+    (f"{F}::test_a", "failed", [], False),                                   # failed already
+    (f"{F}::test_r[4-{T2}]", "passed", [(T2, '{"s": "IV"}')], False),
+    (f"{F}::test_r[4-{T2}]", "passed", [], True),                           # its row's seal unreported
+    (f"{F}::test_r[4-{T2}]", "passed", [(T1, '{"i": "14"}')], True),        # another token only
+    (f"{F}::test_b", "passed", [], False),                                   # nothing sealed
+    (f"{F}::test_b", "passed", [(T1, '{"i": "14"}')], False),
+])
+def test_the_host_decides(nid, outcome, records, failed):
+    assert (nid in unsealed({nid: outcome}, {nid: records}, _plan())) is failed
+
+
+def test_seal_records_belong_to_the_test_that_ran():
+    lines = [{"$report_type": "SessionStart", "pid": 1},
+             {"$report_type": "Seal", "token": "t0", "value": None},          # before any test: dropped
+             {"$report_type": "TestReport", "nodeid": "a", "when": "setup", "outcome": "passed"},
+             {"$report_type": "Seal", "token": "t1", "value": '{"i": "14"}'},
+             {"$report_type": "TestReport", "nodeid": "a", "when": "call", "outcome": "passed"},
+             {"$report_type": "TestReport", "nodeid": "a", "when": "teardown", "outcome": "passed"},
+             {"$report_type": "Seal", "token": "t2", "value": None},          # between tests: dropped
+             {"$report_type": "SessionFinish", "exitstatus": 0}]
+    parsed = parse_events("\n".join(json.dumps(x) for x in lines))
+    assert parsed.seals == {"a": [("t1", '{"i": "14"}')]} and not parsed.problems
+
+
+# ------------------------------------------------------------- a real pytest run
+
+def _run_sealed(tmp_path: Path, impl: str) -> tuple[dict[str, str], set[str]]:
+    """A sealed test file run by pytest with the real tf_guard plugin; the
+    outcomes pytest reported and those that fail their seals."""
+    (tmp_path / "pkg.py").write_text(textwrap.dedent(impl))
+    code = textwrap.dedent('''
+        import pytest
+        from pkg import to_roman
+
+        @pytest.mark.parametrize("n, want", [(4, "IV"), pytest.param(9, "IX", id="nine"),
+                                             (int("40"), "XL")])
+        def test_r(n, want):
+            assert to_roman(n) == want
+
+        def test_one():
+            assert to_roman(1) == "I"
+    ''')
+    targets = {((), "test_r"): "test_x.py::test_r", ((), "test_one"): "test_x.py::test_one"}
+    sealed, plan = seal_source(code, targets, find_def)
+    (tmp_path / "test_x.py").write_text(sealed)
+    r, w = os.pipe()
+    env = {**os.environ, "TF_RESULT_FD": str(w), "PYTHONPATH": f"{RUNTIME}{os.pathsep}{tmp_path}"}
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p", "tf_guard", "-p", "no:cacheprovider",
+                             "test_x.py"], cwd=tmp_path, env=env, pass_fds=(w,),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    os.close(w)
+    with os.fdopen(r) as fh:
+        text = fh.read()
+    proc.wait(timeout=120)
+    parsed = parse_events(text)
+    p = Plan(seals=plan)
+    return ({p.original_id(k): v for k, v in parsed.outcomes.items()},
+            {p.original_id(k) for k in unsealed(parsed.outcomes, parsed.seals, plan)})
+
+
+RIGHT = '''
+def to_roman(n):
+    return {1: "I", 4: "IV", 9: "IX", 40: "XL"}[n]
+'''
+ALWAYS_EQUAL = '''
+class _Any(str):
+    def __eq__(self, other):
+        return True
+    __hash__ = str.__hash__
+
+def to_roman(n):
+    return _Any("?")
+'''
+# pytest's session is reachable from its rewriting hook in sys.meta_path: the
+# items' parameters are what a probe reads (review of 2026-12-04).
+ITEM_PROBE = '''
+import sys
+
+def to_roman(n):
+    for hook in sys.meta_path:
+        for item in getattr(getattr(hook, "session", None), "items", None) or []:
+            params = dict(getattr(getattr(item, "callspec", None), "params", None) or {})
+            if params.get("n") == n:
+                return params["want"]
+    return "I"
+'''
+
+
+def test_a_right_answer_passes_its_seals(tmp_path):
+    outcomes, failed = _run_sealed(tmp_path, RIGHT)
+    assert outcomes == {"test_x.py::test_r[4-IV]": "passed", "test_x.py::test_r[nine]": "passed",
+                        "test_x.py::test_r[40-XL]": "passed", "test_x.py::test_one": "passed"}
+    assert not failed
+
+
+@pytest.mark.parametrize("impl", [ALWAYS_EQUAL, ITEM_PROBE])
+def test_an_object_equal_to_everything_and_a_probe_fail_their_seals(tmp_path, impl):
+    outcomes, failed = _run_sealed(tmp_path, impl)
+    passed_in_pytest = {k for k, v in outcomes.items() if v == "passed"}
+    assert "test_x.py::test_r[4-IV]" in passed_in_pytest, "pytest alone believes it"
+    assert {"test_x.py::test_r[4-IV]", "test_x.py::test_r[nine]", "test_x.py::test_r[40-XL]"} <= failed
+
+
+def test_a_column_with_computed_rows_seals_its_literal_ones(tmp_path):
+    out, plan = seal('''
+        @pytest.mark.parametrize("n, want", [(4, "IV"), (9, str(NINE))])
+        def test_r(n, want):
+            assert f(n) == want
+    ''', ["test_r"])
+    assert '"IV"' not in out and "str(NINE)" in out
+    assert list(plan.parts[f"{F}::test_r"].values()) == ["IV"]
+    guard = _guard()
+    emitted = []
+    guard._emit = emitted.append
+    assert guard.seal("IX", "IX") is True and guard.seal("IV", "IX") is False and not emitted
+    assert guard.seal("IV", "t" + "0" * 16) is True and emitted[0]["token"] == "t" + "0" * 16
+
+
+# ------------------------------------------------------------- generation: the gold decides
+
+VERLIB = {
+    "pyproject.toml": '[build-system]\nrequires = ["setuptools>=61"]\nbuild-backend = "setuptools.build_meta"\n'
+                      '[project]\nname = "verlib"\nversion = "0.1"\n[tool.setuptools]\npackages = ["verlib"]\n',
+    "verlib/__init__.py": "from .version import Version, parse, bump\n",
+    "verlib/version.py": '''\
+class Version:
+    """A version that compares equal to its text."""
+
+    def __init__(self, major, minor):
+        self.major, self.minor = major, minor
+
+    def __eq__(self, other):
+        if isinstance(other, str):
+            return other == f"{self.major}.{self.minor}"
+        return isinstance(other, Version) and (self.major, self.minor) == (other.major, other.minor)
+
+    __hash__ = None
+
+    def __str__(self):
+        return f"Version({self.major}, {self.minor})"
+
+
+def parse(text):
+    """The Version of "MAJOR.MINOR", spaces around it ignored."""
+    major, _, minor = text.strip().partition(".")
+    if not major.isdigit() or not minor.isdigit():
+        raise ValueError(f"not a version: {text!r}")
+    return Version(int(major), int(minor))
+
+
+def bump(text):
+    """The text of the next minor version."""
+    return f"{text.split('.')[0]}.{int(text.split('.')[1]) + 1}"
+''',
+    "tests/test_version.py": '''\
+import pytest
+
+from verlib import bump, parse
+
+
+def test_parse_equals_its_text():
+    assert parse(" 1.2 ") == "1.2"
+
+
+@pytest.mark.parametrize("text, major", [("3.4", 3), ("10.0", 10)])
+def test_parse_major(text, major):
+    assert parse(text).major == major
+
+
+def test_parse_rejects():
+    with pytest.raises(ValueError):
+        parse("x.1")
+
+
+@pytest.mark.parametrize("text, want", [("1.2", "1.3"), ("1.9", "1.10"), ("0.0", "0.1"), ("2.5", "2.6"),
+                                        ("3.1", "3.2"), ("4.4", "4.5"), ("7.0", "7.1"), ("9.9", "9.10")])
+def test_bump(text, want):
+    assert bump(text) == want
+''',
+}
+
+
+@pytest.mark.docker
+def test_a_gold_value_that_is_not_plain_data_leaves_its_test_unsealed(base_image, tmp_path):
+    """Version compares equal to its text by its own __eq__: sealed, the gold's
+    Version is not plain data and fails, so the final check leaves that test
+    function unsealed and grades it in the sandbox; the table stays sealed."""
+    from taskforge.grade.verify import Solution, verify
+    from taskforge.orchestrate.pipeline import Options, generate
+    from tests.test_bad_input import write_repo
+
+    repo = write_repo(tmp_path / "verlib", VERLIB)
+    report = generate(str(repo), tmp_path / "out", Options(max_tasks=1, jobs=2, only=("version.parse",),
+                                                            min_statements=0))
+    assert report.tasks, report.model_dump_json(indent=1)
+    task = tmp_path / "out" / report.tasks[0]
+    grading = json.loads((task / "task.json").read_text())["grading"]
+    assert grading["sealed"] is True
+    assert grading["unsealed"] == ["tests/test_version.py::test_parse_equals_its_text"]
+    assert grading["sealed_graded"] >= 2                          # the two rows of test_parse_major
+    assert verify(task, Solution.gold()).reward == 1.0
+    assert verify(task, Solution.empty()).reward == 0.0
