@@ -687,8 +687,8 @@ def to_roman(number):
 '''
 
 
-@pytest.mark.docker
-def test_a_probe_of_pytest_session_learns_no_sealed_value(redteam_tasks, tmp_path):
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_probe_of_pytest_session_learns_no_sealed_value(backend, redteam_tasks, tmp_path, request):
     """The stand-ins' review (docs/redteam/2026-12-04-stand-ins-review.md):
     pytest's session, reachable from its assertion-rewriting hook in
     sys.meta_path with no audited act, holds every item's parameters, the
@@ -696,17 +696,19 @@ def test_a_probe_of_pytest_session_learns_no_sealed_value(redteam_tasks, tmp_pat
     from them (1); sealed, the table holds tokens and the values are on the
     host (0), whether or not copies are planted. The gold keeps 1 sealed."""
     task = redteam_tasks("roman")
+    if backend == "bwrap":
+        request.getfixturevalue("bwrap_env")(task)
     sol = wrong_solution(task, tmp_path / "solution", T, SESSION_PROBE)
-    unsealed = grade(task, sol, NO_COPIES.model_copy(update={"seals": False}))
+    unsealed = grade(task, sol, NO_COPIES.model_copy(update={"seals": False}), backend=backend)
     assert unsealed.reward == 1.0, unsealed.model_dump_json(indent=1)
     assert not fatal(unsealed), [f.text() for f in unsealed.findings]
-    sealed = grade(task, sol, NO_COPIES)
+    sealed = grade(task, sol, NO_COPIES, backend=backend)
     assert sealed.reward == 0.0 and sealed.f2p_failures, sealed.model_dump_json(indent=1)
     assert not fatal(sealed), "the seals, not a finding, stop it"
-    assert grade(task, sol).reward == 0.0
-    gold = grade(task, honest_gold(task, tmp_path / "gold"), NO_COPIES)
+    assert grade(task, sol, backend=backend).reward == 0.0
+    gold = grade(task, honest_gold(task, tmp_path / "gold"), NO_COPIES, backend=backend)
     assert gold.reward == 1.0, gold.model_dump_json(indent=1)
-    full = grade(task, tmp_path / "gold")
+    full = grade(task, tmp_path / "gold", backend=backend)
     assert full.reward == 1.0 and full.copies_planted >= 1 and full.copies_matched == full.copies_planted
 
 

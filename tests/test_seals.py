@@ -12,7 +12,7 @@ import re
 import subprocess
 import sys
 import textwrap
-from collections import OrderedDict, UserList, UserString, namedtuple
+from collections import OrderedDict, UserList, UserString, deque, namedtuple
 from decimal import Decimal
 from enum import IntEnum
 from fractions import Fraction
@@ -22,7 +22,7 @@ import pytest
 
 from taskforge.grade.copies import Plan, find_def
 from taskforge.grade.events import parse_events
-from taskforge.grade.seals import SEAL_CALL, SealPlan, matches, seal_source, unsealed
+from taskforge.grade.seals import SEAL_CALL, SealPlan, matches, rows_unreported, seal_source, unsealed
 
 RUNTIME = Path(__file__).resolve().parent.parent / "taskforge" / "sandbox" / "runtime"
 F = "tests/test_x.py"
@@ -52,7 +52,14 @@ def seal(code: str, funcs: list[str]) -> tuple[str, SealPlan]:
     ("assert f(1) == g(2)", False),                     # no literal: copies' business
     ("assert f(1) != 14", False),
     ("assert 1 == 1", False),                           # nothing of the solution's
-    ("for x in (1,):\n        assert f(x) == 14", False),   # not every passing run reaches it
+    ("for x in (1, 2):\n        assert f(x) == 14", True),   # every element runs the body
+    ("for x in ITEMS:\n        assert f(x) == 14", False),   # maybe no element at all
+    ("for x in (1,):\n        if x:\n            continue\n        assert f(x) == 14", False),
+    ("want = 14\n    assert f(1) == want", True),           # a local the test names
+    ("want = 14\n    assert f(1) == want\n    assert g(1) == want", True),    # read twice, both sealed
+    ("want = 14\n    assert f(1) == want\n    print(want)", False),        # read otherwise too
+    ("want = 14\n    if c:\n        assert f(1) == want", False),          # no reached read
+    ("for n, want in [(4, 14), (9, N)]:\n        assert f(n) == want", True),  # rows in a loop
     ("with ctx():\n        assert f(1) == 14", False),
     ("assert f(1) == 14\n    return", False),           # a return: later statements may be skipped
 ])
@@ -62,10 +69,10 @@ def test_which_equalities_are_sealed(body, sealed):
     assert bool(plan.expected) is sealed
     ast.parse(out)
     if sealed:
-        (tok, lit), = plan.expected.items()
+        tok, lit = next(iter(plan.expected.items()))
         bare = re.sub(r"t[0-9a-f]{16}", "TOKEN", out.replace("'message kept'", ""))
         assert lit not in bare, "the expected value stays out of the file"
-        assert plan.required[f"{F}::test_a"] == {tok}
+        assert plan.required[f"{F}::test_a"] == set(plan.expected)
 
 
 def test_unittest_assert_equal_and_methods_of_classes():
@@ -120,7 +127,7 @@ def test_rows_with_ids_of_their_own_get_random_ones():
 @pytest.mark.parametrize("code", [
     TABLE.replace("assert f(n) == want", "assert f(n) == want and len(want)"),       # used twice
     TABLE.replace("[(4,", "ROWS + [(4,"),                                            # not written out
-    TABLE.replace(")])", ")], ids=str)"),                                            # ids of a function
+    TABLE.replace(")])", ")], ids=lambda v: v)"),                                    # ids of a function
     TABLE.replace(")])", ")], indirect=True)"),
 ])
 def test_tables_left_alone(code):
@@ -150,6 +157,16 @@ class Text:
         return self.text
 
 
+class Numeral:
+    def __init__(self, n):
+        self.n = n
+
+    def __eq__(self, other):
+        return other == self.n
+
+    __hash__ = None
+
+
 class MyStr(str):
     def __eq__(self, other):
         return True
@@ -163,7 +180,10 @@ class MyStr(str):
     (Point(1, 2), "(1, 2)", True), ([1, 2], "(1, 2)", False), (Level.HIGH, "3", True),
     (OrderedDict(a=1), "{'a': 1}", True), ({1, 2}, "{2, 1}", True), (1 + 2j, "1+2j", True),
     (Always(), "'IV'", False),                   # equal to everything: equal to nothing
-    (Text("IV"), "'IV'", True),                  # an object of its own: its text
+    (Text("IV"), "'IV'", False),                 # an object of its own: not equal (Python: not either)
+    (deque([1, 2]), "[1, 2]", False), (range(2), "[0, 1]", False),   # Python: not equal either
+    (Path("a"), "'a'", False), (Decimal("0.1"), "0.1", False), (Fraction(1, 10), "0.1", False),
+    (Numeral(4), "4", False),                    # equal by its own __eq__: the gold decides (unsealed)
     (UserList([1, 2]), "[1, 2]", True), (UserList([1, 2]), "(1, 2)", False),
     # honest types of the red team of 2026-12-05 (each scored 0 before)
     (dict.fromkeys("ab").keys(), "{'a', 'b'}", True), (UserString("IV"), "'IV'", True),
@@ -225,7 +245,7 @@ def test_seal_records_belong_to_the_test_that_ran():
 
 # ------------------------------------------------------------- a real pytest run
 
-def _run_sealed(tmp_path: Path, impl: str) -> tuple[dict[str, str], set[str]]:
+def _run_sealed(tmp_path: Path, impl: str, rows: list | None = None) -> tuple[dict[str, str], set[str]]:
     """A sealed test file run by pytest with the real tf_guard plugin; the
     outcomes pytest reported and those that fail their seals."""
     (tmp_path / "pkg.py").write_text(textwrap.dedent(impl))
@@ -240,8 +260,21 @@ def _run_sealed(tmp_path: Path, impl: str) -> tuple[dict[str, str], set[str]]:
 
         def test_one():
             assert to_roman(1) == "I"
+
+        def test_loop():
+            for n, want in [(4, "IV"), (int("9"), "IX")]:
+                assert to_roman(n) == want
+
+        def test_local():
+            want = "IV"
+            assert to_roman(4) == want
+
+        @pytest.mark.parametrize("n, parts", [(12, ["X", "I", "I"]), (4, ["I", "V"])])
+        def test_parts(n, parts):
+            assert list(to_roman(n)) == parts
     ''')
-    targets = {((), "test_r"): "test_x.py::test_r", ((), "test_one"): "test_x.py::test_one"}
+    targets = {((), n): f"test_x.py::{n}" for n in ("test_r", "test_one", "test_loop", "test_local",
+                                                    "test_parts")}
     sealed, plan = seal_source(code, targets, find_def)
     (tmp_path / "test_x.py").write_text(sealed)
     r, w = os.pipe()
@@ -255,13 +288,15 @@ def _run_sealed(tmp_path: Path, impl: str) -> tuple[dict[str, str], set[str]]:
     proc.wait(timeout=120)
     parsed = parse_events(text)
     p = Plan(seals=plan)
+    if rows is not None:
+        rows += rows_unreported(parsed.outcomes, plan)
     return ({p.original_id(k): v for k, v in parsed.outcomes.items()},
             {p.original_id(k) for k in unsealed(parsed.outcomes, parsed.seals, plan)})
 
 
 RIGHT = '''
 def to_roman(n):
-    return {1: "I", 4: "IV", 9: "IX", 40: "XL"}[n]
+    return {1: "I", 4: "IV", 9: "IX", 12: "XII", 40: "XL"}[n]
 '''
 ALWAYS_EQUAL = '''
 class _Any(str):
@@ -290,7 +325,9 @@ def to_roman(n):
 def test_a_right_answer_passes_its_seals(tmp_path):
     outcomes, failed = _run_sealed(tmp_path, RIGHT)
     assert outcomes == {"test_x.py::test_r[4-IV]": "passed", "test_x.py::test_r[nine]": "passed",
-                        "test_x.py::test_r[40-XL]": "passed", "test_x.py::test_one": "passed"}
+                        "test_x.py::test_r[40-XL]": "passed", "test_x.py::test_one": "passed",
+                        "test_x.py::test_loop": "passed", "test_x.py::test_local": "passed",
+                        "test_x.py::test_parts[12-parts0]": "passed", "test_x.py::test_parts[4-parts1]": "passed"}
     assert not failed
 
 
@@ -300,6 +337,8 @@ def test_an_object_equal_to_everything_and_a_probe_fail_their_seals(tmp_path, im
     passed_in_pytest = {k for k, v in outcomes.items() if v == "passed"}
     assert "test_x.py::test_r[4-IV]" in passed_in_pytest, "pytest alone believes it"
     assert {"test_x.py::test_r[4-IV]", "test_x.py::test_r[nine]", "test_x.py::test_r[40-XL]"} <= failed
+    if impl is ALWAYS_EQUAL:
+        assert {"test_x.py::test_loop", "test_x.py::test_local", "test_x.py::test_one"} <= failed
 
 
 def test_a_column_with_computed_rows_seals_its_literal_ones(tmp_path):
@@ -401,3 +440,56 @@ def test_a_gold_value_that_is_not_plain_data_leaves_its_test_unsealed(base_image
     assert grading["sealed_graded"] >= 2                          # the two rows of test_parse_major
     assert verify(task, Solution.gold()).reward == 1.0
     assert verify(task, Solution.empty()).reward == 0.0
+
+
+def test_a_column_read_twice_and_ids_of_str():
+    """humanize's test_naturaldelta compares `expected` twice, once under an
+    `if`; test_metric's ids are `str` of each value."""
+    out, plan = seal('''
+        @pytest.mark.parametrize("x, expected", [(1, "a second"), ("NaN", "NaN")], ids=str)
+        def test_d(x, expected):
+            assert f(x) == expected
+            if not isinstance(x, str):
+                assert f(-x) == expected
+    ''', ["test_d"])
+    assert out.count(SEAL_CALL) == 2 and '"a second"' not in out
+    assert sorted(plan.parts[f"{F}::test_d"].values()) == ["NaN", "a second"]
+    ast.parse(out)
+
+
+@pytest.mark.parametrize("reported, flagged", [
+    ([f"{F}::test_r[4-{T2}]"], []),
+    ([f"{F}::test_r[4-IV]"], [f"{F}::test_r"]),              # the row's id was changed: no token
+    ([f"{F}::test_r[4-{T2}]", f"{F}::test_r[9-x]"], []),     # a computed row of the table
+    ([f"{F}::test_a"], []),                                   # the table never ran
+])
+def test_every_sealed_row_that_ran_is_reported_under_its_own_id(reported, flagged):
+    assert rows_unreported(reported, _plan()) == flagged
+
+
+# The second red team of 2026-12-05: pytest's items are reachable, and an
+# item's id is writable. Ids of list cells are the argname and the row's
+# index, known without the values: rewritten so, a row carries no token, and
+# with the guard's seal silenced it asked for none.
+ID_REWRITE = '''
+import sys
+
+def to_roman(n):
+    g = sys.modules["tf_guard"]
+    g.seal = lambda value, token: True
+    for hook in sys.meta_path:
+        for item in getattr(getattr(hook, "session", None), "items", None) or []:
+            spec = getattr(item, "callspec", None)
+            if spec is not None and "parts" in spec.params:
+                head = item._nodeid.partition("[")[0]
+                item._nodeid = f"{head}[{spec.params['n']}-parts{spec.indices['parts']}]"
+    return "?"
+'''
+
+
+def test_a_row_reported_under_an_id_it_was_given_is_forged(tmp_path):
+    rows: list = []
+    outcomes, failed = _run_sealed(tmp_path, ID_REWRITE, rows)
+    assert outcomes.get("test_x.py::test_parts[4-parts1]") == "passed", outcomes
+    assert "test_x.py::test_parts[4-parts1]" not in failed, "the seals alone are sidestepped"
+    assert rows == ["test_x.py::test_parts"], "the host sees a sealed row with no report of its own"

@@ -19,7 +19,7 @@ from taskforge.grade.defences import Defences
 from taskforge.grade.events import Monitor, RunMeta, RunResult
 from taskforge.grade.findings import Finding, Policy, Severity, Source, exemptions, finding
 from taskforge.grade.findings import FindingKind as K
-from taskforge.grade.seals import unsealed
+from taskforge.grade.seals import rows_unreported, unsealed
 from taskforge.models import TestCopy
 
 Problem = tuple[K, str]
@@ -248,6 +248,9 @@ def judge(task: TaskFacts, run: RunResult, plan: Plan, prior: Iterable[Finding],
     if d.isolation:
         found += isolation_findings(run.meta, pol)
         found += [finding(k, Source.GRADER, detail, policy=pol) for k, detail in forged_ids(run.outcomes, plan)]
+        if d.seals:
+            found += [finding(K.FORGED_ID, Source.GRADER, f"a sealed row of {head} reported under no id of its own",
+                              policy=pol) for head in rows_unreported(run.outcomes, plan.seals)[:5]]
     if d.monitor:
         found += monitor_findings(run.monitor, run.monitor_dropped, task.allowed, pol, d.bounds)
     if d.exit_checks and not run.timed_out:

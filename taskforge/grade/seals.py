@@ -28,7 +28,7 @@ import ast
 import json
 import re
 import secrets
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -36,7 +36,8 @@ from taskforge.analysis.pyparse import literal_eval
 from taskforge.analysis.pyparse import parse as parse_python
 
 SEAL_CALL = '__import__("tf_guard").seal'
-MAX_VALUE = 64 * 1024          # characters of one encoded value (tf_guard.MAX_SEAL)
+MAX_VALUE = 200 * 1024         # characters of one encoded value (tf_guard.MAX_SEAL)
+MAX_LITERAL = 16 * 1024        # a longer literal stays unsealed: an equal value may not fit MAX_VALUE
 MAX_RECORDS = 2000             # seal records kept per test run; more fail it
 
 
@@ -113,6 +114,51 @@ def _returns(fn: ast.AST) -> bool:
             continue
         stack.extend(ast.iter_child_nodes(n))
     return False
+
+
+def reached(body: list[ast.stmt]):
+    """The statements of `body` that run whenever it completes: its own, and
+    those of a `for` over a written-out, non-empty sequence with no break or
+    continue in it (every element runs the loop's body through)."""
+    for st in body:
+        yield st
+        if isinstance(st, ast.For) and isinstance(st.iter, (ast.List, ast.Tuple, ast.Set)) and st.iter.elts \
+                and not any(isinstance(e, ast.Starred) for e in st.iter.elts) and not st.orelse \
+                and not any(isinstance(n, (ast.Break, ast.Continue)) for b in st.body for n in ast.walk(b)):
+            yield from reached(st.body)
+
+
+def _literal_locals(body: list[ast.stmt]) -> dict[str, ast.expr]:
+    """Names a reached statement assigns a plain literal (`want = "IV"`)."""
+    out: dict[str, ast.expr] = {}
+    for st in body:
+        if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name) \
+                and plain_literal(st.value):
+            out[st.targets[0].id] = st.value
+    return out
+
+
+def _loop_columns(body: list[ast.stmt]) -> dict[str, list[ast.expr]]:
+    """Names a reached `for` over written-out rows binds (`for x, want in
+    [(1, "I"), (4, "IV")]`): name -> its cell in each row. Every row runs the
+    loop's body (reached), so each literal cell's seal is required."""
+    out: dict[str, list[ast.expr]] = {}
+    for st in body:
+        if not (isinstance(st, ast.For) and isinstance(st.iter, (ast.List, ast.Tuple)) and st.iter.elts):
+            continue
+        if isinstance(st.target, ast.Name):
+            names, rows = [st.target.id], [[e] for e in st.iter.elts]
+        elif isinstance(st.target, ast.Tuple) and all(isinstance(t, ast.Name) for t in st.target.elts):
+            names = [t.id for t in st.target.elts]                   # type: ignore[attr-defined]
+            rows = [list(e.elts) if isinstance(e, (ast.Tuple, ast.List)) and len(e.elts) == len(names)
+                    else [] for e in st.iter.elts]
+            if not all(rows):
+                continue
+        else:
+            continue
+        for i, n in enumerate(names):
+            out[n] = [r[i] for r in rows]
+    return out
 
 
 def _parametrize(dec: ast.AST) -> ast.Call | None:
@@ -227,6 +273,8 @@ def _table(call: ast.Call) -> tuple[list[str], list[tuple[list[ast.expr], ast.Co
     if not rows or any(r is None for r in rows):
         return None
     ids = next((k.value for k in call.keywords if k.arg == "ids"), None)
+    if isinstance(ids, ast.Name) and ids.id == "str":
+        ids = None                                  # ids=str: pytest's id of str(value), see id_part
     if ids is not None:
         if not isinstance(ids, (ast.List, ast.Tuple)) or len(ids.elts) != len(rows) or not all(
                 isinstance(e, ast.Constant) and isinstance(e.value, str) for e in ids.elts):
@@ -235,9 +283,12 @@ def _table(call: ast.Call) -> tuple[list[str], list[tuple[list[ast.expr], ast.Co
     return names, rows                                                                 # type: ignore[return-value]
 
 
-def id_part(cell: ast.expr, name: str, index: int) -> str:
-    """The part of a row's id pytest makes of a plain literal cell."""
+def id_part(cell: ast.expr, name: str, index: int, as_str: bool = False) -> str:
+    """The part of a row's id pytest makes of a plain literal cell (`as_str`:
+    the table's ids are `str` of each value)."""
     v = literal_eval(cell)
+    if as_str:
+        v = str(v)
     if isinstance(v, str):
         return _escaped(v)
     if isinstance(v, bytes):
@@ -247,22 +298,43 @@ def id_part(cell: ast.expr, name: str, index: int) -> str:
     return f"{name}{index}"
 
 
+def _statements(fn: ast.AST):
+    """Every statement of a function, nested blocks included, nested definitions not."""
+    stack = list(getattr(fn, "body", []))
+    while stack:
+        st = stack.pop()
+        yield st
+        if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        for name in ("body", "orelse", "finalbody", "handlers", "cases"):
+            for child in getattr(st, name, None) or []:
+                if isinstance(child, ast.stmt):
+                    stack.append(child)
+                elif hasattr(child, "body"):             # except handlers, match cases
+                    stack.extend(child.body)
+
+
 def seal_function(fn: ast.FunctionDef | ast.AsyncFunctionDef, ed: _Edits, plan: SealPlan,
                   heads: list[str]) -> None:
-    """Seal one planted test function's top-level literal equalities, and the
-    parametrize columns such an equality compares with: each cell a token.
-    A row whose id pytest makes from its values shows the token in place of
-    the value's part; a row with an id of the project's gets a random one.
-    The host maps both back (SealPlan.old_suffix); a mapping pytest does not
-    reproduce (ids it had to number apart) shows at generation, where the
-    gold must pass sealed (calibrate.final_check), and leaves the test unsealed."""
+    """Seal one planted test function: its equalities with a literal that
+    every completed run reaches, and the names such an equality compares with
+    (a parametrize column, a local assigned a literal, the rows of a `for`),
+    when every read of the name is the expected side of an equality and one of
+    them is reached: each literal cell becomes a token. A row whose id pytest
+    makes from its values shows the token in place of the value's part; a row
+    with an id of the project's gets a random one. The host maps both back
+    (SealPlan.old_suffix); a mapping pytest does not reproduce (ids it had to
+    number apart) shows at generation, where the gold must pass sealed
+    (calibrate.final_check), and leaves the test unsealed."""
     if _returns(fn):
         return
+    body = list(reached(fn.body))
+    reached_ids = {id(st) for st in body}
     calls = [c for c in map(_parametrize, fn.decorator_list) if c is not None]
     tables = {id(c): t for c in calls if (t := _table(c)) is not None}
+    args = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)}
     columns: dict[str, tuple[ast.Call, int]] = {}          # argname -> (its table, its column)
     seen: set[str] = set()
-    args = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)}
     for c in calls:
         for n in _argnames(c) or []:
             if n in seen:
@@ -270,17 +342,52 @@ def seal_function(fn: ast.FunctionDef | ast.AsyncFunctionDef, ed: _Edits, plan: 
                 continue
             seen.add(n)
             t = tables.get(id(c))
-            if t is None or n not in args or _loads(fn, n) != 1:
+            if t is None or n not in args:
                 continue
             col = t[0].index(n)
             if any(plain_literal(cells[col]) for cells, _ in t[1]) and (
                     len(calls) == 1 or all(rid is None for _, rid in t[1])):
                 columns[n] = (c, col)
-    sites = [(st, got) for st in fn.body if (got := _compare_site(st, set(columns))) is not None]
+    locals_ = _literal_locals(body)
+    loops = _loop_columns(body)
+    stores: dict[str, int] = {}
+    loads: dict[str, int] = {}
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Name):
+            d = loads if isinstance(node.ctx, ast.Load) else stores
+            d[node.id] = d.get(node.id, 0) + 1
+    names = set(columns) | set(locals_) | set(loops)
+    sites = [(st, got) for st in _statements(fn) if (got := _compare_site(st, names)) is not None]
+    reads: dict[str, int] = {}
+    reached_reads: set[str] = set()
+    for st, (_, expected, _) in sites:
+        if isinstance(expected, ast.Name):
+            reads[expected.id] = reads.get(expected.id, 0) + 1
+            if id(st) in reached_ids:
+                reached_reads.add(expected.id)
+    # A name is sealed when the equalities are all its reads and one is reached.
+    sealed = {n for n in names if n in reached_reads and reads.get(n) == loads.get(n)
+              and stores.get(n, 0) == (0 if n in columns else 1)}
+    sites = [(st, got) for st, got in sites
+             if (isinstance(got[1], ast.Name) and got[1].id in sealed)
+             or (not isinstance(got[1], ast.Name) and id(st) in reached_ids
+                 and len(ed.text_of(got[1])) <= MAX_LITERAL)]
     if not sites:
         return
-    used = {got[1].id for _, got in sites if isinstance(got[1], ast.Name)}
     tokens: set[str] = set()
+
+    def tokenize(cell: ast.expr) -> str | None:
+        if not plain_literal(cell) or len(ed.text_of(cell)) > MAX_LITERAL:
+            return None              # compared in the sandbox, as the test would (tf_guard.seal)
+        tok = _token()
+        plan.expected[tok] = ed.text_of(cell)
+        ed.replace(cell, repr(tok))
+        return tok
+
+    for n in sealed - set(columns):
+        for cell in ([locals_[n]] if n in locals_ else loops[n]):
+            if (tok := tokenize(cell)) is not None:
+                tokens.add(tok)
     for st, (actual, expected, node) in sites:
         if isinstance(expected, ast.Name):
             arg = expected.id
@@ -296,18 +403,20 @@ def seal_function(fn: ast.FunctionDef | ast.AsyncFunctionDef, ed: _Edits, plan: 
     for h in heads:
         plan.required.setdefault(h, set()).update(tokens)
     by_row: dict[int, tuple[ast.Constant, set[str]]] = {}      # a row with its own id -> its tokens
-    for n in used:
+    for n in sealed & set(columns):
         c, col = columns[n]
         _, rows = tables[id(c)]
+        as_str = any(k.arg == "ids" and isinstance(k.value, ast.Name) and k.value.id == "str"
+                     for k in c.keywords)
         for i, (cells, rid) in enumerate(rows):
-            if not plain_literal(cells[col]):
-                continue          # a row computed in the test: compared in the sandbox (tf_guard.seal)
-            tok = _token()
-            plan.expected[tok] = ed.text_of(cells[col])
-            ed.replace(cells[col], repr(tok))
+            cell = cells[col]
+            part = id_part(cell, n, i, as_str) if plain_literal(cell) else ""
+            tok = tokenize(cell)
+            if tok is None:
+                continue
             if rid is None:
                 for h in heads:
-                    plan.parts.setdefault(h, {})[tok] = id_part(cells[col], n, i)
+                    plan.parts.setdefault(h, {})[tok] = part
             else:
                 by_row.setdefault(id(rid), (rid, set()))[1].add(tok)
     for rid, toks in by_row.values():
@@ -409,3 +518,26 @@ def unsealed(outcomes: Mapping[str, str], records: Mapping[str, list[tuple[str, 
                                    for tok, v in got):
             failed.add(nid)
     return failed
+
+
+def rows_unreported(reported: Iterable[str], plan: SealPlan) -> list[str]:
+    """Heads of sealed tables that ran, a sealed row of which no reported id
+    carries (its token, or the random id its own id became). Every row of a
+    table that runs is reported under the id pytest made, so such a row's
+    report came under another id: one the test process changed (pytest's
+    items are reachable from package code, and their `_id` is writable) so that
+    the host would find no seal to ask for (red team of 2026-12-05)."""
+    suffixes: dict[str, set[str]] = {}
+    for nid in reported:
+        head, sep, rest = nid.partition("[")
+        if sep:
+            suffixes.setdefault(head, set()).add(sep + rest)
+    out = []
+    for head in sorted(set(plan.parts) | set(plan.rows)):
+        got = suffixes.get(head)
+        if not got:
+            continue                  # the table never ran (its module did not collect): failed anyway
+        tokens = {t for sfx in got for t in _TOKEN.findall(sfx)}
+        if set(plan.parts.get(head, {})) - tokens or set(plan.rows.get(head, {})) - got:
+            out.append(head)
+    return out
