@@ -120,10 +120,16 @@ def test_the_statistical_picker(redteam_tasks, trained, tmp_path):  # noqa: F811
     task = redteam_tasks("roman")
     sol = picker_solution(task, tmp_path / "picker", weights, corpus)
     # The monitor sees the oracle open the graded file; it is off here so that
-    # the copies are what stands between this attack and the reward.
-    # Nothing planted: the oracle answers every test.
-    none = verify(task, Solution.from_dir(sol), defences=Defences(copies=False, monitor=False))
+    # the copies (and the seals) are what stands between this attack and the reward.
+    # Nothing planted, nothing sealed: the oracle answers every test.
+    none = verify(task, Solution.from_dir(sol), defences=Defences(copies=False, monitor=False, seals=False))
     assert none.error is None and none.reward == 1.0, none.model_dump_json(indent=1)
+    # Sealed, without copies: the table the oracle reads holds tokens.
+    sealed = verify(task, Solution.from_dir(sol), defences=Defences(copies=False, monitor=False))
+    assert sealed.error is None and sealed.reward == 0.0 and sealed.f2p_failures, sealed.model_dump_json(indent=1)
+    # Copies alone, unsealed: the copies of the task are at chance for it.
+    alone = verify(task, Solution.from_dir(sol), defences=Defences(monitor=False, seals=False))
+    assert alone.error is None and alone.reward == 0.0, alone.model_dump_json(indent=1)
     # Ours: the copies of the task are at chance for it.
     ours = verify(task, Solution.from_dir(sol), defences=Defences(monitor=False))
     assert ours.error is None and ours.reward == 0.0, ours.model_dump_json(indent=1)
@@ -201,6 +207,9 @@ def _planted_bodies(task: Path, defences: Defences | None = None, choose=None) -
                     first, last = cp.span(n)       # decorators (a parametrize table) included
                     src = "".join(text.splitlines(keepends=True)[first - 1:last])
                     body = re.sub(r"\bdef \w+", "def _", textwrap.dedent(src))
+                    # Seals draw their tokens and row ids afresh per verify, for
+                    # every member alike: memory of them tells nothing either.
+                    body = re.sub(r"t[0-9a-f]{16}|p[0-9a-f]{12}", "SEALED", body)
                     (originals if n.name in plan.originals else copies).add(body)
         return originals, copies
 
@@ -237,7 +246,9 @@ def test_memory_across_verifies_carries_nothing(redteam_tasks):  # noqa: F811
 
     def fresh(record):
         return choose_copies(wide, random.SystemRandom())
-    theirs = [_planted_bodies(task, choose=fresh) for _ in range(6)]
+    # (Unsealed too: sealed, this task's copies differ from their originals only
+    # in tokens drawn afresh for every member, and even fresh draws tell nothing.)
+    theirs = [_planted_bodies(task, Defences(seals=False), choose=fresh) for _ in range(6)]
     always, originals = memory_attack(theirs)
     assert originals <= always and always != originals | theirs[-1][1], "memory would tell"
 
