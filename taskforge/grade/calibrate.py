@@ -40,7 +40,8 @@ class Calibration:
     """What running the candidate copies on the gold settled for one task."""
     copies: list[cp.TestCopy] = field(default_factory=list)
     unstable: set[str] = field(default_factory=set)     # hidden ids the gold run did not report
-    uncopied: set[str] = field(default_factory=set)     # graded ids with no value copy: unprotected
+    uncopied: set[str] = field(default_factory=set)     # graded ids with no value copy or seal: unprotected
+    sealed: set[str] = field(default_factory=set)       # graded ids with a sealed site (settle.sealed_ids)
     seconds: float = 0.0                                 # bare test time of the gold run
     functions: int = 0                                   # hidden test functions
     rename: bool = True          # False: the tests break when renamed (order, names)
@@ -221,30 +222,28 @@ def final_check(task_dir: Path) -> None:
 
     # Unbounded: the gold is ours, and every act it does must reach `allowed`
     # (w3lib's gold does 117 distinct ones: capped, the gold scored 0 as a flood).
-    gold = verify(task_dir, Solution.gold(), defences=Defences(policy=Policy.FLAG, bounds=False),
-                  backend=GENERATION_BACKEND)
-    if gold.error:
-        raise GradeCheckError(f"verify --gold did not run: {gold.error}")
+    def gold_run():
+        got = verify(task_dir, Solution.gold(), defences=Defences(policy=Policy.FLAG, bounds=False),
+                     backend=GENERATION_BACKEND)
+        if got.error:
+            raise GradeCheckError(f"verify --gold did not run: {got.error}")
+        return got
+
+    gold = gold_run()
     if gold.reward != 1.0 and gold.f2p_failures and rec.get("grading", {}).get("sealed"):
         # The gold's value at a sealed site is not plain data (an object compared
         # with a literal by its own __eq__): those test functions stay unsealed.
         left = set(rec["grading"].get("unprotected", [])) | (_uncopied(rec) & set(gold.f2p_failures))
         set_grading(task_dir, unsealed=sorted(gold.f2p_failures), unprotected=sorted(left),
                     protected=len(rec["FAIL_TO_PASS"]) - len(left))
-        gold = verify(task_dir, Solution.gold(), defences=Defences(policy=Policy.FLAG, bounds=False),
-                      backend=GENERATION_BACKEND)
-        if gold.error:
-            raise GradeCheckError(f"verify --gold did not run: {gold.error}")
+        gold = gold_run()
     if gold.reward != 1.0 and rec.get("grading", {}).get("sealed"):
         # Still not 1 (a copy's ids pytest numbered apart, say): graded as
         # before seals, rather than lose the task.
         left = _uncopied(rec)
         set_grading(task_dir, sealed=False, unsealed=[], sealed_graded=0, unprotected=sorted(left),
                     protected=len(rec["FAIL_TO_PASS"]) - len(left))
-        gold = verify(task_dir, Solution.gold(), defences=Defences(policy=Policy.FLAG, bounds=False),
-                      backend=GENERATION_BACKEND)
-        if gold.error:
-            raise GradeCheckError(f"verify --gold did not run: {gold.error}")
+        gold = gold_run()
     if gold.reward != 1.0:
         why = [f.text() for f in gold.findings if f.severity is Severity.FATAL][:2]
         fails = (gold.f2p_failures + gold.p2p_regressions)[:2]

@@ -1575,9 +1575,7 @@ class Plan:
     def _unsealed_id(self, nodeid: str) -> str:
         """The id with the parameter id it had before a sealed table was given random ones."""
         head, sep, params = nodeid.partition("[")
-        if not sep or (head not in self.seals.parts and head not in self.seals.rows):
-            return nodeid
-        return head + self.seals.old_suffix(head, sep + params)
+        return head + self.seals.old_suffix(head, sep + params) if sep else nodeid
 
     def original_id(self, nodeid: str) -> str:
         """The id a renamed test had before renaming (unchanged if not renamed)."""

@@ -225,7 +225,6 @@ def parse_events(text: str, strict: bool = True) -> Parsed:
 _ORDER = {"setup": 0, "call": 1, "teardown": 2}
 
 
-
 def fold_reports(reports: list[dict]) -> dict[str, str]:
     """Outcomes by node id from test reports sent as plain records (a probe
     batch's children, validate/variants.py), folded as the run's events are;

@@ -13,9 +13,11 @@ A sealed site is never in the sandbox. In the planted file,
 
 `seal` sends the actual value, reduced to plain data, on the result pipe and
 returns True; the host compares it with the literal it kept. A test that
-passed in pytest fails unless every seal it must reach (a top-level statement
-of a test function with no return or yield, and its row's token) was
-reported, and every value reported while it ran equals what its token wants.
+passed in pytest fails unless every seal it must reach (an equality every
+completed run of a function with no return or yield reaches, and its row's
+token) was reported, and every value reported while it ran equals what its
+token wants. The expected side may be a literal or a name every read of which
+is such an equality's: a parametrize column, a local, the rows of a `for`.
 Sending other tokens or values cannot help: the expected values are not there
 to copy, and a wrong one fails the test.
 
@@ -34,6 +36,7 @@ from typing import Callable
 
 from taskforge.analysis.pyparse import literal_eval
 from taskforge.analysis.pyparse import parse as parse_python
+from taskforge.analysis.testindex import TestRef, test_ref
 
 SEAL_CALL = '__import__("tf_guard").seal'
 MAX_VALUE = 200 * 1024         # characters of one encoded value (tf_guard.MAX_SEAL)
@@ -187,10 +190,6 @@ def _escaped(s: str) -> str:
     return out.translate({i: f"\\x{i:02x}" for i in (*range(0, 32), 127)})
 
 
-def _loads(fn: ast.AST, name: str) -> int:
-    return sum(1 for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id == name)
-
-
 @dataclass
 class _Edits:
     lines: list[bytes]
@@ -205,9 +204,6 @@ class _Edits:
 
     def replace(self, node: ast.AST, text: str) -> None:
         self.cuts.append((node.lineno, node.col_offset, node.end_lineno, node.end_col_offset, text))  # type: ignore
-
-    def insert(self, line: int, col: int, text: str) -> None:
-        self.cuts.append((line, col, line, col, text))
 
     def apply(self) -> str:
         lines = list(self.lines)
@@ -426,6 +422,22 @@ def seal_function(fn: ast.FunctionDef | ast.AsyncFunctionDef, ed: _Edits, plan: 
             plan.rows.setdefault(h, {})[f"[{new}]"] = [f"[{_escaped(str(rid.value))}]", set(toks)]
 
 
+def targets(fail_to_pass: list[str], renamed: Mapping[tuple, str] | None = None,
+            skip: Iterable[tuple] = ()) -> dict[str, dict[tuple[tuple[str, ...], str], str]]:
+    """file -> (classes, function name) -> node-id head of the graded tests'
+    functions: under the name each runs as (`renamed`: (file, classes, name) ->
+    new name), those of `skip` ((file, classes, name)) left out."""
+    renamed, skip = renamed or {}, set(skip)
+    out: dict[str, dict[tuple[tuple[str, ...], str], str]] = {}
+    for nid in fail_to_pass:
+        ref = test_ref(nid)
+        if ref is None or (ref.file, ref.cls, ref.func) in skip:
+            continue
+        name = renamed.get((ref.file, ref.cls, ref.func), ref.func)
+        out.setdefault(ref.file, {})[(ref.cls, name)] = "::".join([ref.file, *ref.cls, name])
+    return out
+
+
 def seal_source(code: str, targets: Mapping[tuple[tuple[str, ...], str], str],
                 find: Callable) -> tuple[str, SealPlan]:
     """`code` with the sites of `targets` ((classes, function) -> node-id
@@ -438,7 +450,6 @@ def seal_source(code: str, targets: Mapping[tuple[tuple[str, ...], str], str],
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return code, plan
     ed = _Edits(code.encode("utf-8").splitlines(keepends=True))
-    from taskforge.analysis.testindex import TestRef
     by_def: dict[int, tuple[ast.FunctionDef | ast.AsyncFunctionDef, list[str]]] = {}
     for (cls, func), head in targets.items():
         found = find(tree, TestRef("", cls, func))

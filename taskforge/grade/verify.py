@@ -44,7 +44,7 @@ from taskforge.grade.defences import Defences
 from taskforge.grade.findings import Finding, Policy, Severity, Source, clean, exemptions, finding
 from taskforge.grade.findings import FindingKind as K
 from taskforge.grade.result import VerifyResult
-from taskforge.grade.seals import seal_source
+from taskforge.grade.seals import seal_source, targets
 from taskforge.grade.testrun import PytestRunner, RunResult, monitor_env, runner_mount, supervisor_standby
 from taskforge.models import Outcome, TestResult
 from taskforge.package.store import Task, load_task
@@ -368,21 +368,12 @@ def seal_tree(tree: Path, fail_to_pass: list[str], plan: cp.Plan, skip: Abstract
     keeps goes into `plan.seals`. The test functions of the ids in `skip`, and
     their copies, stay as planted; so does an unreadable file."""
     unsealed = {(r.file, r.cls, r.func) for r in map(test_ref, skip) if r is not None}
-    renamed = {(r.file, r.cls, r.func): new for new, r in plan.originals.items()}
-    targets: dict[str, dict[tuple[tuple[str, ...], str], str]] = {}
-    for nid in fail_to_pass:
-        ref = test_ref(nid)
-        if ref is None or (ref.file, ref.cls, ref.func) in unsealed:
-            continue
-        name = renamed.get((ref.file, ref.cls, ref.func), ref.func)
-        head = "::".join([ref.file, *ref.cls, name])
-        targets.setdefault(ref.file, {})[(ref.cls, name)] = head
+    funcs_of = targets(fail_to_pass, {(r.file, r.cls, r.func): new for new, r in plan.originals.items()},
+                       unsealed)
     for name, m in plan.copies.items():
-        if (m.file, tuple(m.cls), m.func) in unsealed:
-            continue
-        head = "::".join([m.file, *m.cls, name])
-        targets.setdefault(m.file, {})[(tuple(m.cls), name)] = head
-    for rel, funcs in sorted(targets.items()):
+        if (m.file, tuple(m.cls), m.func) not in unsealed:
+            funcs_of.setdefault(m.file, {})[(tuple(m.cls), name)] = "::".join([m.file, *m.cls, name])
+    for rel, funcs in sorted(funcs_of.items()):
         path = tree / rel
         try:
             code = path.read_text(encoding="utf-8")

@@ -21,7 +21,7 @@ from taskforge.analysis.pyparse import parse as parse_python
 from taskforge.errors import TaskforgeError, UserError
 from taskforge.grade.calibrate import Calibration, GradeCheckError, calibrate, final_check, verify_timeout
 from taskforge.grade.copies import find_def, test_ref
-from taskforge.grade.seals import seal_source
+from taskforge.grade.seals import seal_source, targets
 from taskforge.leaks.audit import LeakError, leak_checker
 from taskforge.models import (
     SCHEMA_VERSION,
@@ -186,7 +186,8 @@ class Settler:
             return
         s.graded = sorted(set(f2p) - cal.unstable)
         # A test whose literal expectations are sealed needs no copy (grade/seals.py).
-        cal.uncopied = set(unprotected(s.graded, cal)) - sealed_ids(self.src.path, s.graded)
+        cal.sealed = sealed_ids(self.src.path, s.graded)
+        cal.uncopied = set(unprotected(s.graded, cal)) - cal.sealed
         if opts.require_copies and not set(s.graded) - cal.uncopied:
             v.ok = False
             v.reason = (f"hidden tests without must-fail copies: all {len(s.graded)}"
@@ -287,16 +288,10 @@ def unprotected(graded: list[str], cal: Calibration) -> list[str]:
 
 
 def sealed_ids(root: Path, graded: list[str]) -> set[str]:
-    """Graded ids whose test function verify seals (grade/seals.py): a
-    top-level equality with a literal, or a parametrize column such an
-    equality compares with. Read from the repository's own test files."""
-    by_file: dict[str, dict[tuple[tuple[str, ...], str], str]] = {}
-    for nid in graded:
-        ref = test_ref(nid)
-        if ref is not None:
-            by_file.setdefault(ref.file, {})[(ref.cls, ref.func)] = "::".join([ref.file, *ref.cls, ref.func])
+    """Graded ids whose test function verify seals (grade/seals.py), read from
+    the repository's own test files."""
     out: set[str] = set()
-    for rel, funcs in sorted(by_file.items()):
+    for rel, funcs in sorted(targets(graded).items()):
         try:
             code = (root / rel).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
@@ -390,7 +385,7 @@ def _record_builder(tid, src, image, v: Verdict, ctx: Context, cov: CoverageMap,
         coverage=symbol_coverage(cov, cand.symbols, {p: ctx.index.modules[m].code for m, p in
                                                      {(s.module, s.path) for s in cand.symbols}
                                                      if m in ctx.index.modules}, set(f2p)),
-        plant_seed=secrets.token_hex(16), sealed=True, sealed_graded=len(sealed_ids(src.path, f2p)))
+        plant_seed=secrets.token_hex(16), sealed=True, sealed_graded=len(cal.sealed & set(f2p)))
     p2p = sorted(ctx.passing - v.hidden - v.vanished)
     own = {s.qualname for s in cand.symbols}
     exports = sorted(f"{m}.{n}" for (m, n) in v.exported      # re-exports of removed names
