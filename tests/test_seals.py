@@ -22,7 +22,16 @@ import pytest
 
 from taskforge.grade.copies import Plan, find_def
 from taskforge.grade.events import parse_events
-from taskforge.grade.seals import SEAL_CALL, SealPlan, matches, rows_unreported, seal_source, unsealed
+from taskforge.grade.seals import (
+    SEAL_CALL,
+    SEAL_MATCH,
+    SEARCH,
+    SealPlan,
+    matches,
+    rows_unreported,
+    seal_source,
+    unsealed,
+)
 
 RUNTIME = Path(__file__).resolve().parent.parent / "taskforge" / "sandbox" / "runtime"
 F = "tests/test_x.py"
@@ -43,36 +52,131 @@ def seal(code: str, funcs: list[str]) -> tuple[str, SealPlan]:
 
 # ------------------------------------------------------------- which sites
 
+REQ, OPT = "required", "optional"     # a seal every completed run reports, or one checked when it reports
+
+
 @pytest.mark.parametrize("body, sealed", [
-    ("assert f(1) == 14", True),
-    ("assert 14 == f(1)", True),
-    ("assert f(1) == -2.5", True),
-    ("assert f(1) == {'a': (1, 2), 'b': {3}}", True),
-    ("assert f(1) == 'IV', 'message kept'", True),
-    ("assert f(1) == g(2)", False),                     # no literal: copies' business
-    ("assert f(1) != 14", False),
-    ("assert 1 == 1", False),                           # nothing of the solution's
-    ("for x in (1, 2):\n        assert f(x) == 14", True),   # every element runs the body
-    ("for x in ITEMS:\n        assert f(x) == 14", False),   # maybe no element at all
-    ("for x in (1,):\n        if x:\n            continue\n        assert f(x) == 14", False),
-    ("want = 14\n    assert f(1) == want", True),           # a local the test names
-    ("want = 14\n    assert f(1) == want\n    assert g(1) == want", True),    # read twice, both sealed
-    ("want = 14\n    assert f(1) == want\n    print(want)", False),        # read otherwise too
-    ("want = 14\n    if c:\n        assert f(1) == want", False),          # no reached read
-    ("for n, want in [(4, 14), (9, N)]:\n        assert f(n) == want", True),  # rows in a loop
-    ("with ctx():\n        assert f(1) == 14", False),
-    ("assert f(1) == 14\n    return", False),           # a return: later statements may be skipped
+    ("assert f(1) == 14", REQ),
+    ("assert 14 == f(1)", REQ),
+    ("assert f(1) == -2.5", REQ),
+    ("assert f(1) == {'a': (1, 2), 'b': {3}}", REQ),
+    ("assert f(1) == 'IV', 'message kept'", REQ),
+    ("assert f(1) == g(2)", None),                      # no literal: copies' business
+    ("assert f(1) != 14", None),
+    ("assert 1 == 1", None),                            # nothing of the solution's
+    ("for x in (1, 2):\n        assert f(x) == 14", REQ),     # every element runs the body
+    ("for x in ITEMS:\n        assert f(x) == 14", OPT),      # maybe no element at all
+    ("for x in (1,):\n        if x:\n            continue\n        assert f(x) == 14", OPT),
+    ("if c:\n        assert f(1) == 14", OPT),
+    ("want = 14\n    assert f(1) == want", REQ),            # a local the test names
+    ("want = 14\n    assert f(1) == want\n    assert g(1) == want", REQ),    # read twice, both sealed
+    ("want = 14\n    assert f(1) == want\n    print(want)", None),        # read otherwise too
+    ("want = 14\n    if c:\n        assert f(1) == want", None),          # no reached read
+    ("for n, want in [(4, 14), (9, N)]:\n        assert f(n) == want", REQ),  # rows in a loop
+    ("with ctx():\n        assert f(1) == 14", None),   # a context manager may swallow the AssertionError
+    ("with open(p):\n        assert f(1) == 14", REQ),    # known not to swallow: its body runs through
+    ("with open(p), ctx():\n        assert f(1) == 14", None),
+    ("with pytest.raises(AssertionError):\n        assert f(1) == 14", None),
+    ("try:\n        assert f(1) == 14\n    except AssertionError:\n        pass", None),
+    ("try:\n        pass\n    finally:\n        assert f(1) == 14", REQ),
+    ("try:\n        g()\n    except KeyError:\n        pass\n    else:\n        assert f(1) == 14", OPT),
+    ("assert f(1) == 14\n    return", OPT),            # a return: later statements may be skipped
+    # pure transforms of a literal, applied on the host
+    ("assert f(1) == '  IV\\n'.strip()", REQ),
+    ("assert f(1) == 'a b'.upper().split()", REQ),
+    ("assert f(1) == sorted([3, 1])", REQ),
+    ("assert f(1) == set([1])", REQ),
+    ("assert f(1) == set([])", None),                   # set(): no literal to keep
+    ("assert f(1) == g(2).strip()", None),
+    ("assert f(1) == (14).strip()", None),              # the transform does not apply: as written
+    ("want = ' x '\n    assert f(1) == want.strip()", REQ),
+    ("want = ' x '\n    assert f(1) == want.strip()\n    assert g(1) == want", None),   # two transforms
+    # pytest.raises(match=): the pattern searched on the host
+    ("with pytest.raises(ValueError, match='out of range'):\n        f(0)", REQ),
+    ("with pytest.raises(ValueError, match=r'^no (x|y)\\.$') as e:\n        f(0)\n    assert e.type", REQ),
+    ("for x in ITEMS:\n        with pytest.raises(ValueError, match='bad'):\n            f(x)", OPT),
+    ("with pytest.raises(ValueError, match='a.*b'):\n        f(0)", None),     # unbounded: a search could blow up
+    ("with pytest.raises(ValueError, match=MSG):\n        f(0)", None),
+    ("with pytest.raises(ValueError):\n        f(0)", None),
+    ("try:\n        with pytest.raises(ValueError, match='x'):\n            f(0)\n"
+     "    except AssertionError:\n        pass", None),
 ])
 def test_which_equalities_are_sealed(body, sealed):
     out, plan = seal(f"def test_a():\n    {body}\n", ["test_a"])
-    assert (SEAL_CALL in out) is sealed, out
-    assert bool(plan.expected) is sealed
-    ast.parse(out)
+    assert (SEAL_CALL in out or SEAL_MATCH in out) is (sealed is not None), out
+    assert bool(plan.expected) is (sealed is not None)
+    assert bool(plan.required.get(f"{F}::test_a")) is (sealed == REQ), plan
     if sealed:
         tok, lit = next(iter(plan.expected.items()))
         bare = re.sub(r"t[0-9a-f]{16}", "TOKEN", out.replace("'message kept'", ""))
         assert lit not in bare, "the expected value stays out of the file"
+    if sealed == REQ:
         assert plan.required[f"{F}::test_a"] == set(plan.expected)
+    ast.parse(out)
+
+
+DEDENTED = '''import textwrap
+def test_a():
+    assert f() == textwrap.dedent("""
+        a
+          b
+    """)
+'''
+
+
+@pytest.mark.parametrize("code, want", [
+    (DEDENTED, repr("\na\n  b\n")),
+    ("from textwrap import dedent as dd\ndef test_a():\n    assert f() == dd('  a\\n  b').strip()\n", repr("a\nb")),
+    ("def test_a():\n    assert f() == dedent('  a')\n", None),            # not textwrap's: as written
+    ("def sorted(x):\n    return x\ndef test_a():\n    assert f() == sorted([2, 1])\n", None),   # rebound
+    ("import pytest\n@pytest.mark.parametrize('x, want', [(1, ' a '), (2, ' b ')])\n"
+     "def test_a(x, want):\n    assert f(x) == want.strip()\n", "'a'"),
+    ("import pytest\n@pytest.mark.parametrize('x, want', [(1, ' a '), pytest.param(2, ' b\\n'.upper(), id='b')])\n"
+     "def test_a(x, want):\n    assert f(x) == want.strip()\n", "'B'"),         # a transformed cell
+    ("def test_a():\n    assert f() == ('a'\n               'b')\n", "('a'\n               'b'\n)"),   # over lines
+    ("import pytest\n@pytest.mark.parametrize('x, want', [(1, ' a '), (2, B)])\n"
+     "def test_a(x, want):\n    assert f(x) == want.strip()\n", None),     # a computed cell: untransformable
+])
+def test_transformed_expectations_keep_the_value_the_test_compares_with(code, want):
+    out, plan = seal_source(code, {((), "test_a"): f"{F}::test_a"}, find_def)
+    if want is None:
+        assert SEAL_CALL not in out, out
+        return
+    assert SEAL_CALL in out and want in plan.expected.values(), plan.expected
+    ast.parse(out)
+
+
+@pytest.mark.parametrize("text, pattern, found", [
+    ("0 is out of range", "out of range", True),
+    ("0 is in range", "out of range", False),
+    ("no x.", r"^no (x|y)\.$", True),
+    ("no z.", r"^no (x|y)\.$", False),
+    (123, "123", False),                                   # not text
+    ("a" * (16 * 1024 + 1) + " out of range", "out of range", False),   # past the searched bound
+    ("aab", "a.*b", False),                                # an unbounded pattern is never searched
+])
+def test_a_sealed_pattern_is_searched_in_the_reported_text(text, pattern, found):
+    g = _guard()
+    encoded = g._dumps(g._plain(text))
+    assert matches(encoded, SEARCH + repr(pattern)) is found
+
+
+def test_a_match_token_reported_too_often_fails():
+    plan = SealPlan(expected={"t" + "1" * 16: SEARCH + repr("x")}, required={"f.py::test_a": {"t" + "1" * 16}})
+    one = ("t" + "1" * 16, json.dumps({"s": "x"}))
+    assert not unsealed({"f.py::test_a": "passed"}, {"f.py::test_a": [one] * 100}, plan)
+    assert unsealed({"f.py::test_a": "passed"}, {"f.py::test_a": [one] * 101}, plan) == {"f.py::test_a"}
+
+
+def test_assert_equal_with_a_message_is_sealed():
+    out, plan = seal("""
+        import unittest
+        class T(unittest.TestCase):
+            def test_a(self):
+                self.assertEqual(f(1), 14, "one")
+                self.assertEqual(f(2), 15, msg="two")
+        """, ["T::test_a"])
+    assert out.count("self.assertTrue(" + SEAL_CALL) == 2 and sorted(plan.expected.values()) == ["14", "15"], out
 
 
 def test_unittest_assert_equal_and_methods_of_classes():
@@ -245,9 +349,12 @@ def test_seal_records_belong_to_the_test_that_ran():
 
 # ------------------------------------------------------------- a real pytest run
 
-def _run_sealed(tmp_path: Path, impl: str, rows: list | None = None) -> tuple[dict[str, str], set[str]]:
-    """A sealed test file run by pytest with the real tf_guard plugin; the
-    outcomes pytest reported and those that fail their seals."""
+def _run_sealed(tmp_path: Path, impl: str, rows: list | None = None,
+                sealing: bool = True) -> tuple[dict[str, str], set[str]]:
+    """A sealed test file (`sealing` False: as written) run by pytest with the
+    real tf_guard plugin; the outcomes pytest reported and those that fail
+    their seals."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
     (tmp_path / "pkg.py").write_text(textwrap.dedent(impl))
     code = textwrap.dedent('''
         import pytest
@@ -272,10 +379,25 @@ def _run_sealed(tmp_path: Path, impl: str, rows: list | None = None) -> tuple[di
         @pytest.mark.parametrize("n, parts", [(12, ["X", "I", "I"]), (4, ["I", "V"])])
         def test_parts(n, parts):
             assert list(to_roman(n)) == parts
+
+        @pytest.mark.parametrize("n, want", [(4, " IV "), pytest.param(9, """
+            IX
+        """.strip(), id="nine")])
+        def test_stripped(n, want):
+            assert to_roman(n) == want.strip()
+
+        def test_checked_when_reached():
+            for n in [int(c) for c in "4"]:
+                assert to_roman(n) == "IV"
+
+        def test_raises():
+            with pytest.raises(ValueError, match="out of range"):
+                to_roman(0)
     ''')
     targets = {((), n): f"test_x.py::{n}" for n in ("test_r", "test_one", "test_loop", "test_local",
-                                                    "test_parts")}
-    sealed, plan = seal_source(code, targets, find_def)
+                                                    "test_parts", "test_stripped", "test_checked_when_reached",
+                                                    "test_raises")}
+    sealed, plan = seal_source(code, targets if sealing else {}, find_def)
     (tmp_path / "test_x.py").write_text(sealed)
     r, w = os.pipe()
     env = {**os.environ, "TF_RESULT_FD": str(w), "PYTHONPATH": f"{RUNTIME}{os.pathsep}{tmp_path}"}
@@ -296,6 +418,8 @@ def _run_sealed(tmp_path: Path, impl: str, rows: list | None = None) -> tuple[di
 
 RIGHT = '''
 def to_roman(n):
+    if n == 0:
+        raise ValueError("0 is out of range")
     return {1: "I", 4: "IV", 9: "IX", 12: "XII", 40: "XL"}[n]
 '''
 ALWAYS_EQUAL = '''
@@ -305,6 +429,8 @@ class _Any(str):
     __hash__ = str.__hash__
 
 def to_roman(n):
+    if n == 0:
+        raise ValueError(_Any("?"))
     return _Any("?")
 '''
 # pytest's session is reachable from its rewriting hook in sys.meta_path: the
@@ -321,13 +447,43 @@ def to_roman(n):
     return "I"
 '''
 
+# Reads the expected literals from the test file itself: where an equality is
+# sealed there is none to read.
+SOURCE_READER = '''
+import re, sys
+
+def to_roman(n):
+    path = sys._getframe(1).f_code.co_filename
+    text = open(path).read()
+    if n == 0:
+        m = re.search(r'match="([^"]+)"', text)
+        raise ValueError(m.group(1) if m else "?")
+    if n == 4:
+        for m in re.finditer(r'to_roman\\(n\\) == "([IVX]+)"|\\(4, " (IV) "\\)', text):
+            return m.group(1) or m.group(2)
+    return {1: "I", 9: "IX", 12: "XII", 40: "XL"}.get(n, "?")
+'''
+
+
+def test_a_source_reader_wins_unsealed_and_loses_sealed(tmp_path):
+    reached_later = {"test_x.py::test_checked_when_reached", "test_x.py::test_stripped[4- IV ]",
+                     "test_x.py::test_raises"}
+    outcomes, failed = _run_sealed(tmp_path / "plain", SOURCE_READER, sealing=False)
+    assert all(outcomes[k] == "passed" for k in reached_later) and not failed, outcomes
+    outcomes, failed = _run_sealed(tmp_path / "sealed", SOURCE_READER)
+    assert reached_later <= failed, (outcomes, failed)
+    outcomes, failed = _run_sealed(tmp_path / "honest", RIGHT)
+    assert not failed and set(outcomes.values()) == {"passed"}
+
 
 def test_a_right_answer_passes_its_seals(tmp_path):
     outcomes, failed = _run_sealed(tmp_path, RIGHT)
     assert outcomes == {"test_x.py::test_r[4-IV]": "passed", "test_x.py::test_r[nine]": "passed",
                         "test_x.py::test_r[40-XL]": "passed", "test_x.py::test_one": "passed",
                         "test_x.py::test_loop": "passed", "test_x.py::test_local": "passed",
-                        "test_x.py::test_parts[12-parts0]": "passed", "test_x.py::test_parts[4-parts1]": "passed"}
+                        "test_x.py::test_parts[12-parts0]": "passed", "test_x.py::test_parts[4-parts1]": "passed",
+                        "test_x.py::test_stripped[4- IV ]": "passed", "test_x.py::test_stripped[nine]": "passed",
+                        "test_x.py::test_checked_when_reached": "passed", "test_x.py::test_raises": "passed"}
     assert not failed
 
 
@@ -338,7 +494,9 @@ def test_an_object_equal_to_everything_and_a_probe_fail_their_seals(tmp_path, im
     assert "test_x.py::test_r[4-IV]" in passed_in_pytest, "pytest alone believes it"
     assert {"test_x.py::test_r[4-IV]", "test_x.py::test_r[nine]", "test_x.py::test_r[40-XL]"} <= failed
     if impl is ALWAYS_EQUAL:
-        assert {"test_x.py::test_loop", "test_x.py::test_local", "test_x.py::test_one"} <= failed
+        assert {"test_x.py::test_loop", "test_x.py::test_local", "test_x.py::test_one",
+                "test_x.py::test_stripped[4- IV ]", "test_x.py::test_stripped[nine]",
+                "test_x.py::test_checked_when_reached", "test_x.py::test_raises"} <= failed
 
 
 def test_a_column_with_computed_rows_seals_its_literal_ones(tmp_path):

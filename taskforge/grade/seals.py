@@ -32,13 +32,18 @@ import re
 import secrets
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 from taskforge.analysis.pyparse import literal_eval
 from taskforge.analysis.pyparse import parse as parse_python
 from taskforge.analysis.testindex import TestRef, test_ref
 
 SEAL_CALL = '__import__("tf_guard").seal'
+SEAL_MATCH = '__import__("tf_guard").seal_match'
+SEARCH = "re.search "           # an expected "source" that is a pattern the reported text must contain
+MAX_PATTERN = 512               # a longer match= pattern stays unsealed
+MAX_SEARCHED = 16 * 1024        # characters of exception text a sealed pattern is searched in
+MAX_SEARCHES = 100              # reports of one match token per test run; more fail it
 MAX_VALUE = 200 * 1024         # characters of one encoded value (tf_guard.MAX_SEAL)
 MAX_LITERAL = 16 * 1024        # a longer literal stays unsealed: an equal value may not fit MAX_VALUE
 MAX_RECORDS = 2000             # seal records kept per test run; more fail it
@@ -120,23 +125,31 @@ def _returns(fn: ast.AST) -> bool:
 
 
 def reached(body: list[ast.stmt]):
-    """The statements of `body` that run whenever it completes: its own, and
+    """The statements of `body` that run whenever it completes: its own,
     those of a `for` over a written-out, non-empty sequence with no break or
-    continue in it (every element runs the loop's body through)."""
+    continue in it (every element runs the loop's body through), of a `with`
+    of context managers known not to swallow exceptions, and of a `try`
+    without handlers (body and finally)."""
     for st in body:
         yield st
         if isinstance(st, ast.For) and isinstance(st.iter, (ast.List, ast.Tuple, ast.Set)) and st.iter.elts \
                 and not any(isinstance(e, ast.Starred) for e in st.iter.elts) and not st.orelse \
                 and not any(isinstance(n, (ast.Break, ast.Continue)) for b in st.body for n in ast.walk(b)):
             yield from reached(st.body)
+        elif isinstance(st, (ast.With, ast.AsyncWith)) and all(_quiet(it.context_expr) for it in st.items):
+            yield from reached(st.body)
+        elif isinstance(st, ast.Try) and not st.handlers:
+            yield from reached(st.body)
+            yield from reached(st.finalbody)
 
 
-def _literal_locals(body: list[ast.stmt]) -> dict[str, ast.expr]:
-    """Names a reached statement assigns a plain literal (`want = "IV"`)."""
+def _literal_locals(body: list[ast.stmt], callables: frozenset[str] = frozenset()) -> dict[str, ast.expr]:
+    """Names a reached statement assigns a plain literal (`want = "IV"`), or
+    a pure transform of one."""
     out: dict[str, ast.expr] = {}
     for st in body:
         if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name) \
-                and plain_literal(st.value):
+                and literal_cell(st.value, callables) is not None:
             out[st.targets[0].id] = st.value
     return out
 
@@ -205,6 +218,15 @@ class _Edits:
     def replace(self, node: ast.AST, text: str) -> None:
         self.cuts.append((node.lineno, node.col_offset, node.end_lineno, node.end_col_offset, text))  # type: ignore
 
+    def append(self, node: ast.AST, text: str) -> None:
+        """`text` right after `node` (its last line's code, before any comment)."""
+        self.cuts.append((node.end_lineno, node.end_col_offset, node.end_lineno, node.end_col_offset, text))  # type: ignore
+
+    def indent_of(self, node: ast.AST) -> str | None:
+        """The whitespace a statement starts its line with (None: not first on its line)."""
+        head = self.lines[node.lineno - 1][:node.col_offset]          # type: ignore[attr-defined]
+        return head.decode("utf-8") if not head.strip() else None
+
     def apply(self) -> str:
         lines = list(self.lines)
         for l0, c0, l1, c1, text in sorted(self.cuts, reverse=True):
@@ -217,25 +239,213 @@ def _token() -> str:
     return "t" + secrets.token_hex(8)
 
 
-def _compare_site(st: ast.stmt, params: set[str]) -> tuple[ast.expr, ast.expr, ast.AST] | None:
-    """(actual, expected, node to replace) of a top-level equality with a
-    literal, or with a sealable parameter."""
+# Pure transforms of an expected literal that tests write out (`TEXT
+# .strip()`, `dedent(...)`, `set([...])`): the host applies them to the value it
+# keeps, so the transformed literal is sealed like a plain one.
+_STR_METHODS = frozenset({"strip", "lstrip", "rstrip", "lower", "upper", "casefold", "splitlines", "split",
+                          "rsplit", "replace", "expandtabs", "encode", "decode", "title", "capitalize"})
+_BUILTINS = frozenset({"set", "frozenset", "list", "tuple", "sorted"})
+MAX_TRANSFORMED = 4 * MAX_LITERAL
+_BUILTIN_FUNCS: dict[str, Callable[[Any], object]] = {
+    "set": set, "frozenset": frozenset, "list": list, "tuple": tuple, "sorted": sorted}
+
+
+@dataclass(frozen=True)
+class Expected:
+    """The expected side of a sealable equality: a literal or a sealable name
+    (`base`), with the pure transforms (`chain`, innermost first) applied to it."""
+    base: ast.expr
+    chain: tuple[tuple[str, str, tuple], ...] = ()    # ("m", method, literal args) | ("f", function, ())
+
+    @property
+    def name(self) -> str | None:
+        return self.base.id if isinstance(self.base, ast.Name) else None
+
+
+def _unwrap(e: ast.expr, params: set[str], callables: frozenset[str]) -> Expected | None:
+    """`e` as a sealable expected side, or None. `callables`: the module's
+    names of textwrap.dedent and the transform builtins it does not rebind."""
+    chain: list[tuple[str, str, tuple]] = []
+    while True:
+        if plain_literal(e) or (isinstance(e, ast.Name) and e.id in params):
+            return Expected(e, tuple(reversed(chain)))
+        if not isinstance(e, ast.Call) or e.keywords or any(isinstance(a, ast.Starred) for a in e.args):
+            return None
+        f = e.func
+        if isinstance(f, ast.Attribute) and f.attr in _STR_METHODS and all(map(plain_literal, e.args)):
+            chain.append(("m", f.attr, tuple(literal_eval(a) for a in e.args)))
+            e = f.value
+        elif len(e.args) == 1 and (callee := ast.unparse(f)) in callables:
+            chain.append(("f", callee if callee in _BUILTINS else "dedent", ()))
+            e = e.args[0]
+        else:
+            return None
+
+
+def literal_cell(e: ast.expr, callables: frozenset[str]) -> Expected | None:
+    """A literal, or a pure transform of one (`TEXT.strip()` as a table cell)."""
+    got = _unwrap(e, set(), callables)
+    return got if got is not None and plain_literal(got.base) else None
+
+
+def apply_chain(value: object, chain: tuple[tuple[str, str, tuple], ...]) -> object:
+    """The value a transformed literal has (ValueError when a step does not
+    apply: then the site stays unsealed)."""
+    import textwrap
+    for kind, name, args in chain:
+        if kind == "m":
+            if not isinstance(value, (str, bytes)) or not hasattr(value, name):
+                raise ValueError(name)
+            value = getattr(value, name)(*args)
+        elif name == "dedent":
+            if not isinstance(value, str):
+                raise ValueError(name)
+            value = textwrap.dedent(value)
+        else:
+            value = _BUILTIN_FUNCS[name](value)
+        if len(repr(value)) > MAX_TRANSFORMED:
+            raise ValueError("too long")
+    return value
+
+
+def expected_source(cell_src: str, chain: tuple) -> str | None:
+    """What the host keeps for a literal cell under `chain`: the source of
+    the value the test compares with, or None when it cannot be kept."""
+    whole = f"({cell_src}\n)" if "\n" in cell_src else cell_src    # one written over lines: parenthesised
+    try:
+        v = apply_chain(literal_eval(whole), chain)
+        if not chain:
+            return whole
+        src = repr(v)
+        if isinstance(v, (set, frozenset)) and not v:
+            return None                      # repr "set()" is no literal
+        return src if literal_eval(src) == v else None
+    except Exception:
+        return None
+
+
+def module_callables(tree: ast.AST) -> frozenset[str]:
+    """The names of pure transforms in a module: how it names textwrap.dedent,
+    and the transform builtins it does not bind itself."""
+    out = set()
+    for n in getattr(tree, "body", []):
+        if isinstance(n, ast.Import):
+            out |= {f"{a.asname or a.name}.dedent" for a in n.names if a.name == "textwrap"}
+        elif isinstance(n, ast.ImportFrom) and n.module == "textwrap":
+            out |= {a.asname or a.name for a in n.names if a.name == "dedent"}
+    return frozenset(out) | (_BUILTINS - _shadowed(tree))
+
+
+def _shadowed(tree: ast.AST) -> frozenset[str]:
+    """Builtin transform names the module binds itself (then not builtins)."""
+    bound = set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+            bound.add(n.id)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(n.name)
+        elif isinstance(n, ast.alias):
+            bound.add((n.asname or n.name).split(".")[0])
+        elif isinstance(n, ast.arg):
+            bound.add(n.arg)
+    return frozenset(bound & _BUILTINS)
+
+
+def _guarded(fn: ast.AST) -> set[int]:
+    """Statements a caught AssertionError would leave: in a `try` with
+    handlers, or a `with` that may swallow exceptions. A sealed equality does
+    not raise, so sealing one there would not be what the test does."""
+    out: set[int] = set()
+
+    def walk(stmts, inside: bool) -> None:
+        for st in stmts:
+            if inside:
+                out.add(id(st))
+            if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            here = inside
+            if isinstance(st, (ast.Try, ast.TryStar)) and st.handlers:
+                walk(st.body, True)
+                for h in st.handlers:
+                    walk(h.body, inside)
+                walk(st.orelse, inside)
+                walk(st.finalbody, inside)
+                continue
+            if isinstance(st, (ast.With, ast.AsyncWith)) and not all(_quiet(it.context_expr) for it in st.items):
+                here = True
+            for name in ("body", "orelse", "finalbody"):
+                walk(getattr(st, name, None) or [], here)
+            for case in getattr(st, "cases", None) or []:
+                walk(case.body, here)
+    walk(getattr(fn, "body", []), False)
+    return out
+
+
+# Context managers that never swallow an AssertionError (a `with` of anything
+# else may, as pytest.raises(AssertionError) or contextlib.suppress would).
+_QUIET_CMS = frozenset({"open", "patch", "object", "dict", "catch_warnings", "warns", "deprecated_call",
+                        "TemporaryDirectory", "NamedTemporaryFile", "chdir", "setenv", "context",
+                        "assertWarns", "assertWarnsRegex", "assertLogs", "assertNoLogs", "redirect_stdout",
+                        "redirect_stderr", "local_context", "localcontext", "capture", "cd", "monkeypatch",
+                        "freeze_time", "nullcontext", "lock", "Lock", "RLock", "TestClient", "Client",
+                        "Session", "mock_open", "option_context", "errstate", "printoptions", "ExitStack",
+                        "get_context", "recwarn", "create_connection", "Popen", "tempdir",
+                        "TemporaryFile", "ThreadPoolExecutor", "ProcessPoolExecutor"})
+
+
+def _quiet(cm: ast.expr) -> bool:
+    """A context manager (by its callee's name) that never swallows an exception."""
+    return isinstance(cm, ast.Call) and _callee(cm) in _QUIET_CMS
+
+
+def _callee(call: ast.Call) -> str:
+    f = call.func
+    return f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+
+
+def _raises_match(st: ast.stmt) -> tuple[ast.Call, ast.keyword, str | None] | None:
+    """(the call, its match= keyword, the name it is bound to) of a `with
+    pytest.raises(E, match="literal pattern")` the host can search for."""
+    if not isinstance(st, ast.With) or len(st.items) != 1:
+        return None
+    item = st.items[0]
+    call = item.context_expr
+    if not (isinstance(call, ast.Call) and _callee(call) == "raises") or \
+            any(isinstance(a, ast.Starred) for a in call.args) or len(call.args) != 1:
+        return None
+    kw = [k for k in call.keywords if k.arg == "match"]
+    if len(kw) != 1 or any(k.arg is None for k in call.keywords):
+        return None
+    v = kw[0].value
+    if not (isinstance(v, ast.Constant) and isinstance(v.value, str) and plain_pattern(v.value)):
+        return None
+    var = item.optional_vars
+    if var is not None and not isinstance(var, ast.Name):
+        return None
+    return call, kw[0], (var.id if var is not None else None)
+
+
+def _compare_site(st: ast.stmt, params: set[str], callables: frozenset[str] = frozenset()
+                  ) -> tuple[ast.expr, Expected, ast.AST] | None:
+    """(actual, expected, node to replace) of an equality with a literal, or
+    with a sealable name, either possibly under pure transforms."""
     def pick(a: ast.expr, b: ast.expr):
-        def sealable(e):
-            return plain_literal(e) or (isinstance(e, ast.Name) and e.id in params)
-        if sealable(b) and not sealable(a):
-            return a, b
-        if sealable(a) and not sealable(b):
-            return b, a
+        ea, eb = _unwrap(a, params, callables), _unwrap(b, params, callables)
+        if eb is not None and ea is None:
+            return a, eb
+        if ea is not None and eb is None:
+            return b, ea
         return None
     if isinstance(st, ast.Assert) and isinstance(st.test, ast.Compare) and len(st.test.ops) == 1 \
             and isinstance(st.test.ops[0], ast.Eq):
         got = pick(st.test.left, st.test.comparators[0])
         return (got[0], got[1], st.test) if got else None
-    if isinstance(st, ast.Expr) and isinstance(st.value, ast.Call) and not st.value.keywords \
+    if isinstance(st, ast.Expr) and isinstance(st.value, ast.Call) \
             and isinstance(st.value.func, ast.Attribute) and st.value.func.attr in ("assertEqual", "assertEquals") \
-            and len(st.value.args) == 2 and not any(isinstance(a, ast.Starred) for a in st.value.args):
-        got = pick(*st.value.args)
+            and not any(isinstance(a, ast.Starred) for a in st.value.args) and (
+                (len(st.value.args) == 2 and all(k.arg == "msg" for k in st.value.keywords))
+                or (len(st.value.args) == 3 and not st.value.keywords)):
+        got = pick(*st.value.args[:2])
         return (got[0], got[1], st.value) if got else None
     return None
 
@@ -279,10 +489,15 @@ def _table(call: ast.Call) -> tuple[list[str], list[tuple[list[ast.expr], ast.Co
     return names, rows                                                                 # type: ignore[return-value]
 
 
-def id_part(cell: ast.expr, name: str, index: int, as_str: bool = False) -> str:
-    """The part of a row's id pytest makes of a plain literal cell (`as_str`:
-    the table's ids are `str` of each value)."""
-    v = literal_eval(cell)
+def id_part(cell: "Expected", name: str, index: int, as_str: bool = False) -> str:
+    """The part of a row's id pytest makes of a literal cell (`as_str`: the
+    table's ids are `str` of each value)."""
+    v = literal_eval(cell.base)
+    if cell.chain:
+        try:
+            v = apply_chain(v, cell.chain)
+        except (ValueError, TypeError):
+            return f"{name}{index}"
     if as_str:
         v = str(v)
     if isinstance(v, str):
@@ -311,21 +526,26 @@ def _statements(fn: ast.AST):
 
 
 def seal_function(fn: ast.FunctionDef | ast.AsyncFunctionDef, ed: _Edits, plan: SealPlan,
-                  heads: list[str]) -> None:
-    """Seal one planted test function: its equalities with a literal that
-    every completed run reaches, and the names such an equality compares with
-    (a parametrize column, a local assigned a literal, the rows of a `for`),
-    when every read of the name is the expected side of an equality and one of
-    them is reached: each literal cell becomes a token. A row whose id pytest
-    makes from its values shows the token in place of the value's part; a row
-    with an id of the project's gets a random one. The host maps both back
-    (SealPlan.old_suffix); a mapping pytest does not reproduce (ids it had to
-    number apart) shows at generation, where the gold must pass sealed
-    (calibrate.final_check), and leaves the test unsealed."""
-    if _returns(fn):
-        return
-    body = list(reached(fn.body))
+                  heads: list[str], callables: frozenset[str] = frozenset()) -> None:
+    """Seal one planted test function: its equalities with a literal (or a
+    pure transform of one, `TEXT.strip()`), and the names such an
+    equality compares with (a parametrize column, a local assigned a literal,
+    the rows of a `for`), when every read of the name is the expected side of
+    an equality, under one transform, and one of them is reached: each literal
+    cell becomes a token. An equality every completed run reaches must report;
+    one elsewhere (in an `if`, a loop over computed values, a function that
+    may return early) is checked when it reports, so its literal is not in the
+    sandbox either. An equality where a caught AssertionError would end the
+    block (`try`, a `with` that may swallow it) stays as written. A row whose
+    id pytest makes from its values shows the token in place of the value's
+    part; a row with an id of the project's gets a random one. The host maps
+    both back (SealPlan.old_suffix); a mapping pytest does not reproduce (ids
+    it had to number apart) shows at generation, where the gold must pass
+    sealed (calibrate.final_check), and leaves the test unsealed."""
+    early = _returns(fn)
+    body = [] if early else list(reached(fn.body))
     reached_ids = {id(st) for st in body}
+    guarded = _guarded(fn)
     calls = [c for c in map(_parametrize, fn.decorator_list) if c is not None]
     tables = {id(c): t for c in calls if (t := _table(c)) is not None}
     args = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)}
@@ -341,10 +561,10 @@ def seal_function(fn: ast.FunctionDef | ast.AsyncFunctionDef, ed: _Edits, plan: 
             if t is None or n not in args:
                 continue
             col = t[0].index(n)
-            if any(plain_literal(cells[col]) for cells, _ in t[1]) and (
+            if any(literal_cell(cells[col], callables) for cells, _ in t[1]) and (
                     len(calls) == 1 or all(rid is None for _, rid in t[1])):
                 columns[n] = (c, col)
-    locals_ = _literal_locals(body)
+    locals_ = _literal_locals(body, callables)
     loops = _loop_columns(body)
     stores: dict[str, int] = {}
     loads: dict[str, int] = {}
@@ -353,44 +573,84 @@ def seal_function(fn: ast.FunctionDef | ast.AsyncFunctionDef, ed: _Edits, plan: 
             d = loads if isinstance(node.ctx, ast.Load) else stores
             d[node.id] = d.get(node.id, 0) + 1
     names = set(columns) | set(locals_) | set(loops)
-    sites = [(st, got) for st in _statements(fn) if (got := _compare_site(st, names)) is not None]
+    sites = [(st, got) for st in _statements(fn)
+             if id(st) not in guarded and (got := _compare_site(st, names, callables)) is not None]
     reads: dict[str, int] = {}
+    chains: dict[str, set] = {}
     reached_reads: set[str] = set()
     for st, (_, expected, _) in sites:
-        if isinstance(expected, ast.Name):
-            reads[expected.id] = reads.get(expected.id, 0) + 1
+        if expected.name is not None:
+            reads[expected.name] = reads.get(expected.name, 0) + 1
+            chains.setdefault(expected.name, set()).add(expected.chain)
             if id(st) in reached_ids:
-                reached_reads.add(expected.id)
-    # A name is sealed when the equalities are all its reads and one is reached.
+                reached_reads.add(expected.name)
+    # A name is sealed when the equalities are all its reads, under one
+    # transform, and one is reached; under a transform, every cell must be a
+    # literal the host can transform (a computed one would be compared
+    # untransformed in the sandbox).
+    def cells_of(n: str) -> list[ast.expr]:
+        if n in locals_:
+            return [locals_[n]]
+        if n in loops:
+            return loops[n]
+        c, col = columns[n]
+        return [cells[col] for cells, _ in tables[id(c)][1]]
+
+    def chain_of(n: str) -> tuple:
+        return next(iter(chains[n]))
+
     sealed = {n for n in names if n in reached_reads and reads.get(n) == loads.get(n)
-              and stores.get(n, 0) == (0 if n in columns else 1)}
+              and stores.get(n, 0) == (0 if n in columns else 1) and len(chains.get(n, ())) == 1}
+    def transformable(c: ast.expr, chain: tuple) -> bool:
+        lit = literal_cell(c, callables)
+        return lit is not None and expected_source(ed.text_of(lit.base), lit.chain + chain) is not None
+
+    sealed = {n for n in sealed if not chain_of(n) or all(transformable(c, chain_of(n)) for c in cells_of(n))}
     sites = [(st, got) for st, got in sites
-             if (isinstance(got[1], ast.Name) and got[1].id in sealed)
-             or (not isinstance(got[1], ast.Name) and id(st) in reached_ids
-                 and len(ed.text_of(got[1])) <= MAX_LITERAL)]
-    if not sites:
+             if (got[1].name is not None and got[1].name in sealed)
+             or (got[1].name is None and len(ed.text_of(got[1].base)) <= MAX_LITERAL
+                 and expected_source(ed.text_of(got[1].base), got[1].chain) is not None)]
+    raising = [(st, rm) for st in _statements(fn)
+               if id(st) not in guarded and (rm := _raises_match(st)) is not None and ed.indent_of(st) is not None]
+    if not sites and not raising:
         return
     tokens: set[str] = set()
+    for i, (with_st, (raises, kw, var)) in enumerate(raising):
+        mtok = _token()
+        plan.expected[mtok] = SEARCH + repr(kw.value.value)                   # type: ignore[attr-defined]
+        if id(with_st) in reached_ids:
+            tokens.add(mtok)
+        rest = [ed.text_of(a) for a in raises.args] + [ed.text_of(k) for k in raises.keywords if k is not kw]
+        bound = var or f"_tf_raised_{i}"
+        end = with_st.items[0].optional_vars or raises                     # a withitem has no position
+        ed.cuts.append((raises.lineno, raises.col_offset, end.end_lineno, end.end_col_offset,  # type: ignore
+                        f"{ed.text_of(raises.func)}({', '.join(rest)}) as {bound}"))
+        ed.append(with_st, f"\n{ed.indent_of(with_st)}assert {SEAL_MATCH}({bound}, {mtok!r})")
 
-    def tokenize(cell: ast.expr) -> str | None:
-        if not plain_literal(cell) or len(ed.text_of(cell)) > MAX_LITERAL:
+    def tokenize(cell: ast.expr, chain: tuple = ()) -> str | None:
+        lit = literal_cell(cell, callables)
+        if lit is None or len(ed.text_of(lit.base)) > MAX_LITERAL:
             return None              # compared in the sandbox, as the test would (tf_guard.seal)
+        src = expected_source(ed.text_of(lit.base), lit.chain + chain)
+        if src is None:
+            return None
         tok = _token()
-        plan.expected[tok] = ed.text_of(cell)
+        plan.expected[tok] = src
         ed.replace(cell, repr(tok))
         return tok
 
     for n in sealed - set(columns):
-        for cell in ([locals_[n]] if n in locals_ else loops[n]):
-            if (tok := tokenize(cell)) is not None:
+        for cell in cells_of(n):
+            if (tok := tokenize(cell, chain_of(n))) is not None:
                 tokens.add(tok)
     for st, (actual, expected, node) in sites:
-        if isinstance(expected, ast.Name):
-            arg = expected.id
+        if expected.name is not None:
+            arg = expected.name
         else:
             tok = _token()
-            plan.expected[tok] = ed.text_of(expected)
-            tokens.add(tok)
+            plan.expected[tok] = expected_source(ed.text_of(expected.base), expected.chain)  # type: ignore
+            if id(st) in reached_ids:
+                tokens.add(tok)
             arg = repr(tok)
         call = f"{SEAL_CALL}(({ed.text_of(actual)}), {arg})"
         if isinstance(st, ast.Expr):
@@ -406,8 +666,9 @@ def seal_function(fn: ast.FunctionDef | ast.AsyncFunctionDef, ed: _Edits, plan: 
                      for k in c.keywords)
         for i, (cells, rid) in enumerate(rows):
             cell = cells[col]
-            part = id_part(cell, n, i, as_str) if plain_literal(cell) else ""
-            tok = tokenize(cell)
+            lit = literal_cell(cell, callables)
+            part = id_part(lit, n, i, as_str) if lit is not None else ""
+            tok = tokenize(cell, chain_of(n))
             if tok is None:
                 continue
             if rid is None:
@@ -455,8 +716,9 @@ def seal_source(code: str, targets: Mapping[tuple[tuple[str, ...], str], str],
         found = find(tree, TestRef("", cls, func))
         if found is not None:
             by_def.setdefault(id(found), (found, []))[1].append(head)
+    callables = module_callables(tree)
     for fn, heads in by_def.values():
-        seal_function(fn, ed, plan, heads)
+        seal_function(fn, ed, plan, heads, callables)
     if not ed.cuts:
         return code, plan
     return ed.apply(), plan
@@ -495,8 +757,54 @@ def decode(value: object, depth: int = 0) -> object:
     raise ValueError("not an encoded value")
 
 
+def plain_pattern(pattern: str) -> bool:
+    """A match= pattern the host may search attacker text with: short, and
+    no unbounded repeat (so a search is linear in the text, never a
+    backtracking blow-up)."""
+    if len(pattern) > MAX_PATTERN:
+        return False
+    import re._parser as sre
+    try:
+        parsed = sre.parse(pattern)
+    except Exception:
+        return False
+
+    def bounded(items) -> bool:
+        for op, av in items:
+            if op in (sre.MAX_REPEAT, sre.MIN_REPEAT) or op is getattr(sre, "POSSESSIVE_REPEAT", None):
+                if av[1] == sre.MAXREPEAT or not bounded(av[2]):
+                    return False
+            elif op is sre.SUBPATTERN and not bounded(av[-1]):
+                return False
+            elif op is sre.BRANCH and not all(bounded(b) for b in av[1]):
+                return False
+            elif op in (sre.ASSERT, sre.ASSERT_NOT) and not bounded(av[1]):
+                return False
+        return True
+    return bounded(parsed)
+
+
+def searched(encoded: str | None, pattern: str) -> bool:
+    """Whether the reported exception text contains what match= asks, as
+    pytest's ExceptionInfo.match searches it."""
+    if encoded is None or len(encoded) > MAX_SEARCHED + 64:
+        return False
+    try:
+        got = decode(json.loads(encoded))
+    except (ValueError, TypeError, RecursionError):
+        return False
+    return isinstance(got, str) and len(got) <= MAX_SEARCHED and plain_pattern(pattern) \
+        and re.search(pattern, got) is not None
+
+
 def matches(encoded: str | None, expected_src: str) -> bool:
-    """Whether a reported value equals the literal its token wants."""
+    """Whether a reported value equals the literal its token wants (or, for a
+    sealed match=, contains its pattern)."""
+    if expected_src.startswith(SEARCH):
+        try:
+            return searched(encoded, literal_eval(expected_src[len(SEARCH):]))
+        except (ValueError, SyntaxError):
+            return False
     if encoded is None or len(encoded) > MAX_VALUE:
         return False
     try:
@@ -525,6 +833,10 @@ def unsealed(outcomes: Mapping[str, str], records: Mapping[str, list[tuple[str, 
             failed.add(nid)
             continue
         seen = {tok for tok, _ in got}
+        searches = [tok for tok, _ in got if plan.expected.get(tok, "").startswith(SEARCH)]
+        if searches and max(searches.count(t) for t in set(searches)) > MAX_SEARCHES:
+            failed.add(nid)
+            continue
         if not need <= seen or any(tok not in plan.expected or not matches(v, plan.expected[tok])
                                    for tok, v in got):
             failed.add(nid)

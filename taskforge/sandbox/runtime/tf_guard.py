@@ -193,6 +193,18 @@ def seal(value, token):
     return True
 
 
+def seal_match(excinfo, token):
+    """A sealed `pytest.raises(..., match=PATTERN)`: the pattern is on the
+    host; this reports the text pytest would search it in (the exception's
+    str and notes, as ExceptionInfo.match makes it)."""
+    try:
+        text = getattr(excinfo, "_stringify_exception", None)
+        text = text(excinfo.value) if text is not None else str(excinfo.value)
+    except Exception:
+        text = None
+    return seal(text, token)
+
+
 def pytest_configure(config):
     _BASELINE.update(_critical())
 
