@@ -651,3 +651,20 @@ def test_a_row_reported_under_an_id_it_was_given_is_forged(tmp_path):
     assert outcomes.get("test_x.py::test_parts[4-parts1]") == "passed", outcomes
     assert "test_x.py::test_parts[4-parts1]" not in failed, "the seals alone are sidestepped"
     assert rows == ["test_x.py::test_parts"], "the host sees a sealed row with no report of its own"
+
+
+@pytest.mark.parametrize("known, part", [
+    ({"[1-want0]", "[2-ab]"}, "want0"),                   # pytest >= 9.2: a long str cell is named by its column
+    ({f"[1-{'x' * 150}]", "[2-ab]"}, "x" * 150),           # before: by its text
+    (set(), "x" * 150),
+])
+def test_a_long_string_cell_takes_the_id_the_tasks_pytest_made(known, part):
+    from taskforge.grade.seals import id_suffixes
+    code = f'''
+        @pytest.mark.parametrize("n, want", [(1, "{'x' * 150}"), (2, "ab")])
+        def test_a(n, want):
+            assert f(n) == want
+    '''
+    ids = [f"{F}::test_a{k}" for k in known]
+    out, plan = seal_source(textwrap.dedent(code), {((), "test_a"): f"{F}::test_a"}, find_def, id_suffixes(ids))
+    assert sorted(plan.parts[f"{F}::test_a"].values()) == sorted([part, "ab"])

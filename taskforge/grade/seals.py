@@ -31,6 +31,7 @@ import json
 import re
 import secrets
 from collections.abc import Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -489,9 +490,15 @@ def _table(call: ast.Call) -> tuple[list[str], list[tuple[list[ast.expr], ast.Co
     return names, rows                                                                 # type: ignore[return-value]
 
 
-def id_part(cell: "Expected", name: str, index: int, as_str: bool = False) -> str:
+LONG_ID = 100     # pytest >= 9.2 names a longer str cell by its column and row (parametrize_long_str_id_strategy)
+
+
+def id_part(cell: "Expected", name: str, index: int, as_str: bool = False,
+            known: AbstractSet[str] = frozenset()) -> str:
     """The part of a row's id pytest makes of a literal cell (`as_str`: the
-    table's ids are `str` of each value)."""
+    table's ids are `str` of each value). A str or bytes longer than LONG_ID
+    gets `{name}{index}` from pytest 9.2 on and its text before; `known` (the
+    test's id suffixes in the task) tells which this environment's pytest made."""
     v = literal_eval(cell.base)
     if cell.chain:
         try:
@@ -500,6 +507,9 @@ def id_part(cell: "Expected", name: str, index: int, as_str: bool = False) -> st
             return f"{name}{index}"
     if as_str:
         v = str(v)
+    if isinstance(v, (str, bytes)) and len(v) > LONG_ID and any(
+            re.search(rf"(^\[|-){re.escape(name)}{index}(-|\]$)", k) for k in known):
+        return f"{name}{index}"
     if isinstance(v, str):
         return _escaped(v)
     if isinstance(v, bytes):
@@ -526,7 +536,8 @@ def _statements(fn: ast.AST):
 
 
 def seal_function(fn: ast.FunctionDef | ast.AsyncFunctionDef, ed: _Edits, plan: SealPlan,
-                  heads: list[str], callables: frozenset[str] = frozenset()) -> None:
+                  heads: list[str], callables: frozenset[str] = frozenset(),
+                  known: AbstractSet[str] = frozenset()) -> None:
     """Seal one planted test function: its equalities with a literal (or a
     pure transform of one, `TEXT.strip()`), and the names such an
     equality compares with (a parametrize column, a local assigned a literal,
@@ -667,7 +678,7 @@ def seal_function(fn: ast.FunctionDef | ast.AsyncFunctionDef, ed: _Edits, plan: 
         for i, (cells, rid) in enumerate(rows):
             cell = cells[col]
             lit = literal_cell(cell, callables)
-            part = id_part(lit, n, i, as_str) if lit is not None else ""
+            part = id_part(lit, n, i, as_str, known) if lit is not None else ""
             tok = tokenize(cell, chain_of(n))
             if tok is None:
                 continue
@@ -700,12 +711,15 @@ def targets(fail_to_pass: list[str], renamed: Mapping[tuple, str] | None = None,
 
 
 def seal_source(code: str, targets: Mapping[tuple[tuple[str, ...], str], str],
-                find: Callable) -> tuple[str, SealPlan]:
+                find: Callable, suffixes: Mapping[str, AbstractSet[str]] | None = None) -> tuple[str, SealPlan]:
     """`code` with the sites of `targets` ((classes, function) -> node-id
     head) sealed, and what the host keeps. `find(tree, TestRef)` is the
     definition a test runs (copies.find_def: inherited methods too).
+    `suffixes`: head -> the id suffixes (`[...]`) its rows have in the task,
+    where pytest's id of a cell depends on its version (id_part).
     Unparseable code is left alone."""
     plan = SealPlan()
+    suffixes = suffixes or {}
     try:
         tree = parse_python(code)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -718,10 +732,21 @@ def seal_source(code: str, targets: Mapping[tuple[tuple[str, ...], str], str],
             by_def.setdefault(id(found), (found, []))[1].append(head)
     callables = module_callables(tree)
     for fn, heads in by_def.values():
-        seal_function(fn, ed, plan, heads, callables)
+        known = set().union(*(suffixes.get(h, ()) for h in heads))
+        seal_function(fn, ed, plan, heads, callables, known)
     if not ed.cuts:
         return code, plan
     return ed.apply(), plan
+
+
+def id_suffixes(ids: Iterable[str]) -> dict[str, set[str]]:
+    """head -> the `[...]` suffixes of parametrized ids."""
+    out: dict[str, set[str]] = {}
+    for nid in ids:
+        head, sep, rest = nid.partition("[")
+        if sep:
+            out.setdefault(head, set()).add(sep + rest)
+    return out
 
 
 # ------------------------------------------------------------- the host's side

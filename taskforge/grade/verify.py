@@ -44,7 +44,7 @@ from taskforge.grade.defences import Defences
 from taskforge.grade.findings import Finding, Policy, Severity, Source, clean, exemptions, finding
 from taskforge.grade.findings import FindingKind as K
 from taskforge.grade.result import VerifyResult
-from taskforge.grade.seals import seal_source, targets
+from taskforge.grade.seals import id_suffixes, seal_source, targets
 from taskforge.grade.testrun import PytestRunner, RunResult, monitor_env, runner_mount, supervisor_standby
 from taskforge.models import Outcome, TestResult
 from taskforge.package.store import Task, load_task
@@ -370,16 +370,24 @@ def seal_tree(tree: Path, fail_to_pass: list[str], plan: cp.Plan, skip: Abstract
     unsealed = {(r.file, r.cls, r.func) for r in map(test_ref, skip) if r is not None}
     funcs_of = targets(fail_to_pass, {(r.file, r.cls, r.func): new for new, r in plan.originals.items()},
                        unsealed)
+    by_original = id_suffixes(fail_to_pass)          # the rows' ids, as this environment's pytest made them
+    suffixes: dict[str, set[str]] = {}
+    for new, r in plan.originals.items():
+        suffixes["::".join([r.file, *r.cls, new])] = by_original.get("::".join([r.file, *r.cls, r.func]), set())
     for name, m in plan.copies.items():
         if (m.file, tuple(m.cls), m.func) not in unsealed:
-            funcs_of.setdefault(m.file, {})[(tuple(m.cls), name)] = "::".join([m.file, *m.cls, name])
+            head = "::".join([m.file, *m.cls, name])
+            funcs_of.setdefault(m.file, {})[(tuple(m.cls), name)] = head
+            suffixes[head] = by_original.get("::".join([m.file, *m.cls, m.func]), set())
+    for head, sfx in by_original.items():
+        suffixes.setdefault(head, sfx)
     for rel, funcs in sorted(funcs_of.items()):
         path = tree / rel
         try:
             code = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             continue
-        sealed, got = seal_source(code, funcs, cp.find_def)
+        sealed, got = seal_source(code, funcs, cp.find_def, suffixes)
         if sealed != code:
             path.write_text(sealed, encoding="utf-8")
             plan.seals.merge(got)

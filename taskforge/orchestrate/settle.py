@@ -21,7 +21,7 @@ from taskforge.analysis.pyparse import parse as parse_python
 from taskforge.errors import TaskforgeError, UserError
 from taskforge.grade.calibrate import Calibration, GradeCheckError, calibrate, final_check, verify_timeout
 from taskforge.grade.copies import find_def, test_ref
-from taskforge.grade.seals import seal_source, targets
+from taskforge.grade.seals import id_suffixes, seal_source, targets
 from taskforge.leaks.audit import LeakError, leak_checker
 from taskforge.models import (
     SCHEMA_VERSION,
@@ -296,7 +296,7 @@ def sealed_ids(root: Path, graded: list[str]) -> set[str]:
             code = (root / rel).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             continue
-        _, plan = seal_source(code, funcs, find_def)
+        _, plan = seal_source(code, funcs, find_def, id_suffixes(graded))
         heads = plan.sealed_heads()
         out |= {nid for nid in graded if nid.partition("[")[0] in heads}
     return out
