@@ -4,7 +4,7 @@
 
 For each task (a directory with task.json and hidden/), the hidden test files
 as the task ships them are read as verify's seal step reads them
-(orchestrate/settle.sealed_ids): how many FAIL_TO_PASS ids have a sealed site,
+(grade/verify.sealed_ids; the task's grading.unsealed left out): how many FAIL_TO_PASS ids have a sealed site,
 how many have a must-fail value copy, and how many have neither (a forger's
 target) before and after seals. No sandbox runs; the figures are the source's.
 """
@@ -18,7 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from taskforge.grade.copies import test_ref  # noqa: E402
-from taskforge.orchestrate.settle import sealed_ids  # noqa: E402
+from taskforge.grade.verify import sealed_ids  # noqa: E402
 
 
 def tasks_under(paths: list[str]) -> list[Path]:
@@ -34,7 +34,7 @@ def measure(task: Path) -> dict:
     copied = {(m["file"], tuple(m.get("cls", [])), m["func"]) for m in rec.get("grading", {}).get("copies", [])
               if m.get("kind") == "value"}
     has_copy = {t for t in graded if (r := test_ref(t)) is not None and (r.file, r.cls, r.func) in copied}
-    sealed = sealed_ids(task / "hidden", graded)
+    sealed = sealed_ids(task / "hidden", graded, set(rec.get("grading", {}).get("unsealed", [])))
     return {"task": task.name, "graded": len(graded), "sealed": len(sealed), "copied": len(has_copy),
             "unprotected_before": len(set(graded) - has_copy),
             "unprotected_after": len(set(graded) - has_copy - sealed)}

@@ -76,11 +76,12 @@ REQ, OPT = "required", "optional"     # a seal every completed run reports, or o
     ("with ctx():\n        assert f(1) == 14", None),   # a context manager may swallow the AssertionError
     ("with open(p):\n        assert f(1) == 14", REQ),    # known not to swallow: its body runs through
     ("with open(p), ctx():\n        assert f(1) == 14", None),
-    ("with pytest.raises(AssertionError):\n        assert f(1) == 14", None),
+    ("with pytest.raises(AssertionError):\n        assert f(1) == 14", REQ),   # the class; the assert inside stays
     ("try:\n        assert f(1) == 14\n    except AssertionError:\n        pass", None),
     ("try:\n        pass\n    finally:\n        assert f(1) == 14", REQ),
     ("try:\n        g()\n    except KeyError:\n        pass\n    else:\n        assert f(1) == 14", OPT),
-    ("assert f(1) == 14\n    return", OPT),            # a return: later statements may be skipped
+    ("assert f(1) == 14\n    return", REQ),            # before any return: always run
+    ("if c:\n        return\n    assert f(1) == 14", OPT),   # after a return that may come first
     # pure transforms of a literal, applied on the host
     ("assert f(1) == '  IV\\n'.strip()", REQ),
     ("assert f(1) == 'a b'.upper().split()", REQ),
@@ -97,7 +98,9 @@ REQ, OPT = "required", "optional"     # a seal every completed run reports, or o
     ("for x in ITEMS:\n        with pytest.raises(ValueError, match='bad'):\n            f(x)", OPT),
     ("with pytest.raises(ValueError, match='a.*b'):\n        f(0)", None),     # unbounded: a search could blow up
     ("with pytest.raises(ValueError, match=MSG):\n        f(0)", None),
-    ("with pytest.raises(ValueError):\n        f(0)", None),
+    ("with pytest.raises(ValueError):\n        f(0)", REQ),               # the class the test expects
+    ("with pytest.raises(KeyboardInterrupt):\n        f(0)", None),      # not an Exception: as written
+    ("with pytest.raises(Unknown):\n        f(0)", None),               # a name the module does not import
     ("try:\n        with pytest.raises(ValueError, match='x'):\n            f(0)\n"
      "    except AssertionError:\n        pass", None),
 ])
@@ -146,6 +149,47 @@ def test_transformed_expectations_keep_the_value_the_test_compares_with(code, wa
     ast.parse(out)
 
 
+def test_raised_class_sealing_keeps_what_the_test_named():
+    from taskforge.grade.seals import SEAL_RAISED
+    out, plan = seal("""
+        import pytest
+        from mylib import errors as E
+        from mylib.errors import ParseError
+        from .sibling import Local
+        import mylib
+        class Mine(Exception):
+            pass
+        def test_a():
+            with pytest.raises(ParseError) as e:
+                f(2)
+            with pytest.raises((E.Oops, mylib.Boom, Local)):
+                f(3)
+            with pytest.raises(Mine):
+                f(4)
+            assert e.value.args
+    """, ["test_a"])
+    assert out.count(SEAL_RAISED) == 3 and "ParseError)" not in out, out
+    assert sorted(plan.expected.values()) == [
+        "bool True", "raised ['.Mine']", "raised ['mylib.errors.Oops', 'mylib.Boom', '.sibling.Local']",
+        "raised ['mylib.errors.ParseError']"]
+
+
+@pytest.mark.parametrize("reported, want, ok", [
+    (["mylib.errors.ParseError", "builtins.ValueError", "builtins.Exception"], ["mylib.errors.ParseError"], True),
+    (["mylib.errors.ParseError", "builtins.Exception"], ["mylib.ParseError"], True),       # re-exported
+    (["mylib.errors.Sub", "mylib.errors.ParseError"], ["mylib.ParseError"], True),         # a subclass
+    (["other.ParseError", "builtins.Exception"], ["mylib.ParseError"], False),             # another package's
+    (["builtins.TypeError", "builtins.Exception"], ["builtins.ValueError"], False),
+    (["pkg.sibling.Local"], [".sibling.Local"], True),                                       # relative import
+    (["x"] * 17 + ["builtins.ValueError"], ["builtins.ValueError"], False),                 # too many to be a class's
+    ("builtins.ValueError", ["builtins.ValueError"], False),
+])
+def test_a_raised_class_on_the_host(reported, want, ok):
+    from taskforge.grade.seals import RAISED
+    g = _guard()
+    assert matches(g._dumps(g._plain(reported)), RAISED + repr(want)) is ok
+
+
 @pytest.mark.parametrize("text, pattern, found", [
     ("0 is out of range", "out of range", True),
     ("0 is in range", "out of range", False),
@@ -153,12 +197,32 @@ def test_transformed_expectations_keep_the_value_the_test_compares_with(code, wa
     ("no z.", r"^no (x|y)\.$", False),
     (123, "123", False),                                   # not text
     ("a" * (16 * 1024 + 1) + " out of range", "out of range", False),   # past the searched bound
-    ("aab", "a.*b", False),                                # an unbounded pattern is never searched
+    ("aab", "a.*b", False),                                # a repeat: never searched on the host
+    ("a" * 30, "(a|aa){1,25}b", False),                    # bounded, yet nested: exponential backtracking
 ])
 def test_a_sealed_pattern_is_searched_in_the_reported_text(text, pattern, found):
     g = _guard()
     encoded = g._dumps(g._plain(text))
     assert matches(encoded, SEARCH + repr(pattern)) is found
+
+
+@pytest.mark.parametrize("pattern, plain", [
+    ("out of range", True), (r"^no (x|y)\.$", True), (r"[0-9]\.[0-9]", True),
+    ("a.*b", False), (r"\d+", False), ("x?", False), (r"(\w{1,10}\s?){1,20}!", False),
+    (r"(a)\1", False), ("x" * 600, False), ("(", False),
+])
+def test_which_patterns_the_host_searches(pattern, plain):
+    from taskforge.grade.seals import plain_pattern
+    assert plain_pattern(pattern) is plain
+
+
+@pytest.mark.parametrize("value", [{"f": "0x1p99999"}, {"i": "9" * 6000}, {"l": [{"f": "zz"}]}, [1], "x"])
+def test_a_malformed_report_is_a_wrong_value_never_a_crash(value):
+    """A report the host cannot decode fails its test (red team of 2026-12-05:
+    an overflowing float on a match token made verify die with no result)."""
+    assert matches(json.dumps(value), SEARCH + repr("x")) is False
+    assert matches(json.dumps(value), "14") is False
+    assert matches(json.dumps(value), "bool True") is False
 
 
 def test_a_match_token_reported_too_often_fails():
@@ -393,10 +457,15 @@ def _run_sealed(tmp_path: Path, impl: str, rows: list | None = None,
         def test_raises():
             with pytest.raises(ValueError, match="out of range"):
                 to_roman(0)
+
+        def test_points():
+            assert to_roman(4)
+            assert not to_roman(9).islower()
+            assert to_roman(40) is not None
     ''')
     targets = {((), n): f"test_x.py::{n}" for n in ("test_r", "test_one", "test_loop", "test_local",
                                                     "test_parts", "test_stripped", "test_checked_when_reached",
-                                                    "test_raises")}
+                                                    "test_raises", "test_points")}
     sealed, plan = seal_source(code, targets if sealing else {}, find_def)
     (tmp_path / "test_x.py").write_text(sealed)
     r, w = os.pipe()
@@ -457,7 +526,8 @@ def to_roman(n):
     text = open(path).read()
     if n == 0:
         m = re.search(r'match="([^"]+)"', text)
-        raise ValueError(m.group(1) if m else "?")
+        k = re.search(r'raises\\((\\w+)', text)
+        raise getattr(__import__("builtins"), k.group(1) if k else "RuntimeError")(m.group(1) if m else "?")
     if n == 4:
         for m in re.finditer(r'to_roman\\(n\\) == "([IVX]+)"|\\(4, " (IV) "\\)', text):
             return m.group(1) or m.group(2)
@@ -483,7 +553,8 @@ def test_a_right_answer_passes_its_seals(tmp_path):
                         "test_x.py::test_loop": "passed", "test_x.py::test_local": "passed",
                         "test_x.py::test_parts[12-parts0]": "passed", "test_x.py::test_parts[4-parts1]": "passed",
                         "test_x.py::test_stripped[4- IV ]": "passed", "test_x.py::test_stripped[nine]": "passed",
-                        "test_x.py::test_checked_when_reached": "passed", "test_x.py::test_raises": "passed"}
+                        "test_x.py::test_checked_when_reached": "passed", "test_x.py::test_raises": "passed",
+                        "test_x.py::test_points": "passed"}
     assert not failed
 
 
@@ -519,7 +590,7 @@ def test_a_column_with_computed_rows_seals_its_literal_ones(tmp_path):
 VERLIB = {
     "pyproject.toml": '[build-system]\nrequires = ["setuptools>=61"]\nbuild-backend = "setuptools.build_meta"\n'
                       '[project]\nname = "verlib"\nversion = "0.1"\n[tool.setuptools]\npackages = ["verlib"]\n',
-    "verlib/__init__.py": "from .version import Version, parse, bump\n",
+    "verlib/__init__.py": "from .version import Version, parse, parse_or_none, bump\n",
     "verlib/version.py": '''\
 class Version:
     """A version that compares equal to its text."""
@@ -546,6 +617,14 @@ def parse(text):
     return Version(int(major), int(minor))
 
 
+def parse_or_none(text):
+    """The Version of `text`, or None if it is not one."""
+    try:
+        return parse(text)
+    except ValueError:
+        return None
+
+
 def bump(text):
     """The text of the next minor version."""
     return f"{text.split('.')[0]}.{int(text.split('.')[1]) + 1}"
@@ -553,7 +632,7 @@ def bump(text):
     "tests/test_version.py": '''\
 import pytest
 
-from verlib import bump, parse
+from verlib import bump, parse, parse_or_none
 
 
 def test_parse_equals_its_text():
@@ -570,8 +649,14 @@ def test_parse_rejects():
         parse("x.1")
 
 
+@pytest.mark.parametrize("text, want", [("2.1", "2.1"), ("x.1", None)])
+def test_parse_or_none(text, want):
+    assert parse_or_none(text) == want
+
+
 @pytest.mark.parametrize("text, want", [("1.2", "1.3"), ("1.9", "1.10"), ("0.0", "0.1"), ("2.5", "2.6"),
-                                        ("3.1", "3.2"), ("4.4", "4.5"), ("7.0", "7.1"), ("9.9", "9.10")])
+                                        ("3.1", "3.2"), ("4.4", "4.5"), ("7.0", "7.1"), ("9.9", "9.10"),
+                                        ("5.5", "5.6"), ("6.0", "6.1")])
 def test_bump(text, want):
     assert bump(text) == want
 ''',
@@ -594,8 +679,13 @@ def test_a_gold_value_that_is_not_plain_data_leaves_its_test_unsealed(base_image
     task = tmp_path / "out" / report.tasks[0]
     grading = json.loads((task / "task.json").read_text())["grading"]
     assert grading["sealed"] is True
-    assert grading["unsealed"] == ["tests/test_version.py::test_parse_equals_its_text"]
-    assert grading["sealed_graded"] >= 2                          # the two rows of test_parse_major
+    # every row of a table one of whose rows fails sealed (x.1 passes sealed: None is plain)
+    assert grading["unsealed"] == ["tests/test_version.py::test_parse_equals_its_text",
+                                   "tests/test_version.py::test_parse_or_none[2.1-2.1]",
+                                   "tests/test_version.py::test_parse_or_none[x.1-None]"]
+    assert grading["sealed_graded"] == 3       # the two rows of test_parse_major, test_parse_rejects's class
+    if "test_parse_or_none" not in {c["func"] for c in grading["copies"] if c.get("kind") == "value"}:
+        assert "tests/test_version.py::test_parse_or_none[x.1-None]" in grading["unprotected"]
     assert verify(task, Solution.gold()).reward == 1.0
     assert verify(task, Solution.empty()).reward == 0.0
 
@@ -668,3 +758,95 @@ def test_a_long_string_cell_takes_the_id_the_tasks_pytest_made(known, part):
     ids = [f"{F}::test_a{k}" for k in known]
     out, plan = seal_source(textwrap.dedent(code), {((), "test_a"): f"{F}::test_a"}, find_def, id_suffixes(ids))
     assert sorted(plan.parts[f"{F}::test_a"].values()) == sorted([part, "ab"])
+
+
+# ------------------------------------------------------------- polarity seals
+
+@pytest.mark.parametrize("body, keep", [
+    ("assert f(1)", "bool True"),
+    ("assert not f(1)", "bool False"),
+    ("assert x.flag", "bool True"),
+    ("assert not d['k']", "bool False"),
+    ("assert f(1) is None", "is None"),
+    ("assert None is not f(1)", "is not None"),
+    ("assert f(1) is False", "is False"),
+    ("assert f(1) == g(2)", None),                  # a computed equality: copies' business
+    ("assert a and b", None),
+    ("assert not (a == b)", None),
+    ("assert None is None", None),
+])
+def test_which_assertions_hide_their_direction(body, keep):
+    from taskforge.grade.seals import SEAL_IS, SEAL_TRUTH
+    out, plan = seal(f"def test_a():\n    {body}\n", ["test_a"])
+    assert sorted(plan.expected.values()) == ([keep] if keep else []), out
+    assert (SEAL_TRUTH in out or SEAL_IS in out) is (keep is not None)
+    assert f"{F}::test_a" not in plan.sealed_heads(), "a direction is no value: no protection counted"
+
+
+def test_an_assertion_and_its_negation_read_alike_sealed():
+    out, plan = seal('''
+        import unittest
+        def test_a():
+            assert f(1)
+            assert g(2) is None
+        def test_b():
+            assert not f(1)
+            assert g(2) is not None
+        class T(unittest.TestCase):
+            def test_c(self):
+                self.assertTrue(f(1))
+                self.assertIsNone(g(2))
+            def test_d(self):
+                self.assertFalse(f(1))
+                self.assertIsNotNone(g(2))
+    ''', ["test_a", "test_b", "T::test_c", "T::test_d"])
+    bare = re.sub(r"t[0-9a-f]{16}", "TOKEN", out)
+    tree = ast.parse(bare)
+    bodies = {n.name: [ast.dump(s) for s in n.body] for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+    assert bodies["test_a"] == bodies["test_b"] and bodies["test_c"] == bodies["test_d"], bare
+    assert sorted(plan.expected.values()) == sorted(["bool True", "bool False", "is None", "is not None"] * 2)
+
+
+@pytest.mark.parametrize("reported, keep, ok", [
+    ("True", "bool True", True), ("False", "bool True", False), ("False", "bool False", True),
+    ("None", "is None", True), ("other", "is None", False), ("other", "is not None", True),
+    ("None", "is not None", False), ("True", "is True", True), ("False", "is not True", True),
+    ("maybe", "bool True", False), ("None", "bool True", False),
+])
+def test_a_polarity_seal_on_the_host(reported, keep, ok):
+    assert matches(json.dumps({"s": reported}), keep) is ok
+    assert not matches(json.dumps({"i": "1"}), keep)
+
+
+def test_an_exception_whose_note_holds_the_pattern_passes(tmp_path):
+    """pytest searches match= in the exception's text and its notes; the seal
+    reports the same text (red team of 2026-12-05: notes were dropped under
+    pytest 9, whose helper moved out of ExceptionInfo)."""
+    noted = RIGHT.replace('raise ValueError("0 is out of range")',
+                          'e = ValueError("0")\n        e.add_note("out of range")\n        raise e')
+    assert noted != RIGHT
+    outcomes, failed = _run_sealed(tmp_path, noted)
+    assert outcomes["test_x.py::test_raises"] == "passed" and not failed
+
+
+def test_directions_are_sealed_only_where_every_run_reaches_them():
+    from taskforge.grade.seals import SEAL_TRUTH
+    out, plan = seal("""
+        def test_a():
+            for x in range(10 ** 6):
+                assert f(x)
+            if c:
+                assert not g()
+    """, ["test_a"])
+    assert SEAL_TRUTH not in out and not plan.expected
+
+
+def test_a_subclass_of_the_expected_exception_passes(tmp_path):
+    sub = RIGHT.replace('raise ValueError("0 is out of range")', 'raise RangeError("0 is out of range")') + \
+        "\nclass RangeError(ValueError):\n    pass\n"
+    outcomes, failed = _run_sealed(tmp_path, sub)
+    assert outcomes["test_x.py::test_raises"] == "passed" and not failed
+    other = RIGHT.replace('raise ValueError("0 is out of range")', 'raise TypeError("0 is out of range")')
+    outcomes, failed = _run_sealed(tmp_path / "other", other)
+    assert outcomes["test_x.py::test_raises"] == "passed", "pytest alone: raises(Exception) caught it"
+    assert failed == {"test_x.py::test_raises"}

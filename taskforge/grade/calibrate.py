@@ -41,7 +41,7 @@ class Calibration:
     copies: list[cp.TestCopy] = field(default_factory=list)
     unstable: set[str] = field(default_factory=set)     # hidden ids the gold run did not report
     uncopied: set[str] = field(default_factory=set)     # graded ids with no value copy or seal: unprotected
-    sealed: set[str] = field(default_factory=set)       # graded ids with a sealed site (settle.sealed_ids)
+    sealed: set[str] = field(default_factory=set)       # graded ids with a sealed site (verify.sealed_ids)
     seconds: float = 0.0                                 # bare test time of the gold run
     functions: int = 0                                   # hidden test functions
     rename: bool = True          # False: the tests break when renamed (order, names)
@@ -213,7 +213,7 @@ def final_check(task_dir: Path) -> None:
     """verify --gold must score 1 and --empty 0 on the finished task directory,
     and no hidden test may be defined in the workspace. Records the gold's own
     heuristic findings as exempt. Raises GradeCheckError."""
-    from taskforge.grade.verify import Defences, Solution, verify
+    from taskforge.grade.verify import Defences, Solution, sealed_ids, verify
 
     rec = json.loads((task_dir / "task.json").read_text())
     shown = visible_hidden_tests(task_dir, rec["FAIL_TO_PASS"])
@@ -232,10 +232,16 @@ def final_check(task_dir: Path) -> None:
     gold = gold_run()
     if gold.reward != 1.0 and gold.f2p_failures and rec.get("grading", {}).get("sealed"):
         # The gold's value at a sealed site is not plain data (an object compared
-        # with a literal by its own __eq__): those test functions stay unsealed.
-        left = set(rec["grading"].get("unprotected", [])) | (_uncopied(rec) & set(gold.f2p_failures))
-        set_grading(task_dir, unsealed=sorted(gold.f2p_failures), unprotected=sorted(left),
-                    protected=len(rec["FAIL_TO_PASS"]) - len(left))
+        # with a literal by its own __eq__): those test functions stay unsealed,
+        # every row of them (the red team of 2026-12-05 found the other rows of
+        # a half-failing table still counted as sealed).
+        funcs = {(r.file, r.cls, r.func) for r in map(cp.test_ref, gold.f2p_failures) if r is not None}
+        off = sorted(t for t in rec["FAIL_TO_PASS"]
+                     if (r := cp.test_ref(t)) is not None and (r.file, r.cls, r.func) in funcs)
+        left = set(rec["grading"].get("unprotected", [])) | (_uncopied(rec) & set(off))
+        set_grading(task_dir, unsealed=off, unprotected=sorted(left),
+                    protected=len(rec["FAIL_TO_PASS"]) - len(left),
+                    sealed_graded=len(sealed_ids(task_dir / "hidden", rec["FAIL_TO_PASS"], set(off))))
         gold = gold_run()
     if gold.reward != 1.0 and rec.get("grading", {}).get("sealed"):
         # Still not 1 (a copy's ids pytest numbered apart, say): graded as

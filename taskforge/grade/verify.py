@@ -393,6 +393,23 @@ def seal_tree(tree: Path, fail_to_pass: list[str], plan: cp.Plan, skip: Abstract
             plan.seals.merge(got)
 
 
+def sealed_ids(root: Path, graded: list[str], skip: AbstractSet[str] = frozenset()) -> set[str]:
+    """Graded ids whose test function seal_tree seals with a value (not only
+    a direction), read from the task's own test files under `root`; the test
+    functions of the ids in `skip` (grading.unsealed) left out."""
+    unsealed = {(r.file, r.cls, r.func) for r in map(test_ref, skip) if r is not None}
+    out: set[str] = set()
+    for rel, funcs in sorted(targets(graded, skip=unsealed).items()):
+        try:
+            code = (root / rel).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        _, got = seal_source(code, funcs, cp.find_def, id_suffixes(graded))
+        heads = got.sealed_heads()
+        out |= {nid for nid in graded if nid.partition("[")[0] in heads}
+    return out
+
+
 def planted_set(rec) -> list[cp.TestCopy]:
     """The copies every verify of this task plants: chosen once per task (seeded by
     the grading plan's secret), never drawn afresh.

@@ -20,8 +20,8 @@ from taskforge.analysis.coverage_map import CoverageMap
 from taskforge.analysis.pyparse import parse as parse_python
 from taskforge.errors import TaskforgeError, UserError
 from taskforge.grade.calibrate import Calibration, GradeCheckError, calibrate, final_check, verify_timeout
-from taskforge.grade.copies import find_def, test_ref
-from taskforge.grade.seals import id_suffixes, seal_source, targets
+from taskforge.grade.copies import test_ref
+from taskforge.grade.verify import sealed_ids
 from taskforge.leaks.audit import LeakError, leak_checker
 from taskforge.models import (
     SCHEMA_VERSION,
@@ -285,21 +285,6 @@ def unprotected(graded: list[str], cal: Calibration) -> list[str]:
         if (ref.file, ref.cls, ref.func) not in covered if ref else True:
             out.append(nid)
     return sorted(out)
-
-
-def sealed_ids(root: Path, graded: list[str]) -> set[str]:
-    """Graded ids whose test function verify seals (grade/seals.py), read from
-    the repository's own test files."""
-    out: set[str] = set()
-    for rel, funcs in sorted(targets(graded).items()):
-        try:
-            code = (root / rel).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            continue
-        _, plan = seal_source(code, funcs, find_def, id_suffixes(graded))
-        heads = plan.sealed_heads()
-        out |= {nid for nid in graded if nid.partition("[")[0] in heads}
-    return out
 
 
 def symbol_coverage(cov: CoverageMap, symbols, codes: dict[str, str],

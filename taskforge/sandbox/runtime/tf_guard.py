@@ -193,13 +193,42 @@ def seal(value, token):
     return True
 
 
+def seal_truth(value, token):
+    """A sealed `assert X` or `assert not X`: which one the test asks is on the
+    host; this reports X's truth (computed once, as the assert would)."""
+    truth = "True" if value else "False"
+    _emit({"$report_type": "Seal", "token": token, "value": _dumps({"s": truth})})
+    return True
+
+
+def seal_is(value, token):
+    """A sealed `X is [not] None/True/False`: this reports which singleton X is."""
+    kind = "None" if value is None else "True" if value is True else "False" if value is False else "other"
+    _emit({"$report_type": "Seal", "token": token, "value": _dumps({"s": kind})})
+    return True
+
+
+def seal_raised(excinfo, token):
+    """A sealed `pytest.raises(E)`: the class the test expects is on the host
+    (the planted call catches Exception); this reports the raised exception's
+    classes, most derived first."""
+    try:
+        names = [f"{c.__module__}.{c.__qualname__}" for c in type(excinfo.value).__mro__]
+    except Exception:
+        names = None
+    return seal(names, token)
+
+
 def seal_match(excinfo, token):
     """A sealed `pytest.raises(..., match=PATTERN)`: the pattern is on the
     host; this reports the text pytest would search it in (the exception's
     str and notes, as ExceptionInfo.match makes it)."""
     try:
-        text = getattr(excinfo, "_stringify_exception", None)
-        text = text(excinfo.value) if text is not None else str(excinfo.value)
+        # as ExceptionInfo.match makes it: pytest 9's stringify_exception (str
+        # and notes), pytest 8's method of the same, else str
+        code = sys.modules.get("_pytest._code.code")
+        make = getattr(code, "stringify_exception", None) or getattr(excinfo, "_stringify_exception", None)
+        text = make(excinfo.value) if make is not None else str(excinfo.value)
     except Exception:
         text = None
     return seal(text, token)
