@@ -82,6 +82,7 @@ REQ, OPT = "required", "optional"     # a seal every completed run reports, or o
     ("try:\n        g()\n    except KeyError:\n        pass\n    else:\n        assert f(1) == 14", OPT),
     ("assert f(1) == 14\n    return", REQ),            # before any return: always run
     ("if c:\n        return\n    assert f(1) == 14", OPT),   # after a return that may come first
+    ("def helper():\n        return 1\n    assert f(1) == 14", REQ),   # a helper's return is not the test's
     # pure transforms of a literal, applied on the host
     ("assert f(1) == '  IV\\n'.strip()", REQ),
     ("assert f(1) == 'a b'.upper().split()", REQ),
@@ -216,7 +217,8 @@ def test_which_patterns_the_host_searches(pattern, plain):
     assert plain_pattern(pattern) is plain
 
 
-@pytest.mark.parametrize("value", [{"f": "0x1p99999"}, {"i": "9" * 6000}, {"l": [{"f": "zz"}]}, [1], "x"])
+@pytest.mark.parametrize("value", [{"f": "0x1p99999"}, {"i": "9" * 6000}, {"l": [{"f": "zz"}]}, [1], "x",
+                                   {"S": [{"i": str(k * (2 ** 61 - 1))} for k in range(1025)]}])
 def test_a_malformed_report_is_a_wrong_value_never_a_crash(value):
     """A report the host cannot decode fails its test (red team of 2026-12-05:
     an overflowing float on a match token made verify die with no result)."""
@@ -683,7 +685,7 @@ def test_a_gold_value_that_is_not_plain_data_leaves_its_test_unsealed(base_image
     assert grading["unsealed"] == ["tests/test_version.py::test_parse_equals_its_text",
                                    "tests/test_version.py::test_parse_or_none[2.1-2.1]",
                                    "tests/test_version.py::test_parse_or_none[x.1-None]"]
-    assert grading["sealed_graded"] == 3       # the two rows of test_parse_major, test_parse_rejects's class
+    assert grading["sealed_graded"] == 2       # the two rows of test_parse_major (a class seal is no protection)
     if "test_parse_or_none" not in {c["func"] for c in grading["copies"] if c.get("kind") == "value"}:
         assert "tests/test_version.py::test_parse_or_none[x.1-None]" in grading["unprotected"]
     assert verify(task, Solution.gold()).reward == 1.0
@@ -850,3 +852,28 @@ def test_a_subclass_of_the_expected_exception_passes(tmp_path):
     outcomes, failed = _run_sealed(tmp_path / "other", other)
     assert outcomes["test_x.py::test_raises"] == "passed", "pytest alone: raises(Exception) caught it"
     assert failed == {"test_x.py::test_raises"}
+
+
+# A class whose metaclass lists other names in `__mro__` (red team of
+# 2026-12-05): pytest.raises(ValueError) does not catch it; the seal read its
+# claimed MRO and let it through.
+FORGED_MRO = RIGHT.replace('raise ValueError("0 is out of range")', 'raise Hedge("0 is out of range")') + \
+    '''
+
+class _Meta(type):
+    @property
+    def __mro__(cls):
+        return (ValueError, KeyError, TypeError, Exception)
+
+
+class Hedge(RuntimeError, metaclass=_Meta):
+    __qualname__ = "ValueError"
+    __module__ = "builtins"
+'''
+
+
+def test_an_exception_forging_its_classes_fails_its_seal(tmp_path):
+    outcomes, failed = _run_sealed(tmp_path / "plain", FORGED_MRO, sealing=False)
+    assert outcomes["test_x.py::test_raises"] == "failed", "pytest.raises(ValueError) does not catch it"
+    outcomes, failed = _run_sealed(tmp_path / "sealed", FORGED_MRO)
+    assert "test_x.py::test_raises" in failed

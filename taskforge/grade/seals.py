@@ -60,6 +60,7 @@ MAX_SEARCHES = 100              # reports of one match token per test run; more 
 MAX_VALUE = 200 * 1024         # characters of one encoded value (tf_guard.MAX_SEAL)
 MAX_LITERAL = 16 * 1024        # a longer literal stays unsealed: an equal value may not fit MAX_VALUE
 MAX_RECORDS = 2000             # seal records kept per test run; more fail it
+MAX_HASHED = 1024              # items of a reported set or dict (a literal of more stays unsealed at generation)
 
 
 @dataclass
@@ -127,6 +128,8 @@ def plain_literal(node: ast.AST) -> bool:
 
 def _has(node: ast.AST, kinds: tuple) -> bool:
     """A node of `kinds` in `node` itself (nested definitions aside)."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+        return False
     stack = list(ast.iter_child_nodes(node)) if not isinstance(node, kinds) else [node]
     while stack:
         n = stack.pop()
@@ -141,7 +144,7 @@ def _has(node: ast.AST, kinds: tuple) -> bool:
 def _always_run(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.stmt]:
     """The top-level statements every completed run of `fn` runs through:
     those before the first that may return (a generator: none)."""
-    if _has(fn, (ast.Yield, ast.YieldFrom)):
+    if any(_has(st, (ast.Yield, ast.YieldFrom)) for st in fn.body):
         return []
     out = []
     for st in fn.body:
@@ -952,6 +955,8 @@ def decode(value: object, depth: int = 0) -> object:
         if tag == "b" and isinstance(v, str):
             return bytes.fromhex(v)
         if tag in ("l", "t", "S", "d") and isinstance(v, list):
+            if tag in ("S", "d") and len(v) > MAX_HASHED:
+                raise ValueError("too many to hash")     # colliding hashes would make building it quadratic
             items = [decode(x, depth + 1) for x in v]
             if tag == "l":
                 return items
@@ -965,7 +970,11 @@ def decode(value: object, depth: int = 0) -> object:
 
 
 def polarity(expected_src: str) -> bool:
-    return expected_src.startswith((TRUTH, IDENTITY))
+    """A seal of a direction, or of what a hedge can cover: an exception
+    class (one class can derive from several) or a pattern (one message can
+    hold several). It keeps the expectation off the sandbox but is no
+    protection against a forger the way a value is."""
+    return expected_src.startswith((TRUTH, IDENTITY, RAISED, SEARCH))
 
 
 def _polarity_matches(encoded: str | None, expected_src: str) -> bool:
@@ -1029,7 +1038,7 @@ def searched(encoded: str | None, pattern: str) -> bool:
 def matches(encoded: str | None, expected_src: str) -> bool:
     """Whether a reported value equals the literal its token wants (or, for a
     sealed match=, contains its pattern)."""
-    if polarity(expected_src):
+    if expected_src.startswith((TRUTH, IDENTITY)):
         return _polarity_matches(encoded, expected_src)
     if expected_src.startswith(RAISED):
         return raised_matches(encoded, expected_src)

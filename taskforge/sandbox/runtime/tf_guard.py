@@ -208,12 +208,26 @@ def seal_is(value, token):
     return True
 
 
+_TYPE_MRO = type.__dict__["__mro__"].__get__
+_TYPE_QUALNAME = type.__dict__["__qualname__"].__get__
+_TYPE_MODULE = type.__dict__["__module__"].__get__
+
+
 def seal_raised(excinfo, token):
     """A sealed `pytest.raises(E)`: the class the test expects is on the host
     (the planted call catches Exception); this reports the raised exception's
     classes, most derived first."""
     try:
-        names = [f"{c.__module__}.{c.__qualname__}" for c in type(excinfo.value).__mro__]
+        names = []
+        # the real MRO and names (a metaclass can fake `__mro__`, a class its
+        # `__qualname__`): a name counts only if it leads back to the class
+        for c in _TYPE_MRO(type(excinfo.value)):
+            module, qualname = _TYPE_MODULE(c), _TYPE_QUALNAME(c)
+            target = sys.modules.get(module) if type(module) is str else None
+            for part in qualname.split("."):
+                target = getattr(target, part, None) if target is not None else None
+            if target is c:
+                names.append(f"{module}.{qualname}")
     except Exception:
         names = None
     return seal(names, token)
