@@ -228,6 +228,7 @@ def seal_raised(excinfo, token):
                 target = getattr(target, part, None) if target is not None else None
             if target is c:
                 names.append(f"{module}.{qualname}")
+        names = names[:16]                               # most derived first (seals.MAX_MRO)
     except Exception:
         names = None
     return seal(names, token)
@@ -238,11 +239,14 @@ def seal_match(excinfo, token):
     host; this reports the text pytest would search it in (the exception's
     str and notes, as ExceptionInfo.match makes it)."""
     try:
-        # as ExceptionInfo.match makes it: pytest 9's stringify_exception (str
-        # and notes), pytest 8's method of the same, else str
-        code = sys.modules.get("_pytest._code.code")
-        make = getattr(code, "stringify_exception", None) or getattr(excinfo, "_stringify_exception", None)
-        text = make(excinfo.value) if make is not None else str(excinfo.value)
+        # as pytest.raises(match=) makes it: RaisesExc's (pytest >= 8.4: str and
+        # notes, a group's own message), ExceptionInfo.match's before, else str
+        make = getattr(sys.modules.get("_pytest._code.code"), "stringify_exception", None)
+        if make is not None and hasattr(sys.modules.get("_pytest.raises"), "RaisesExc"):
+            text = make(excinfo.value, include_subexception_msg=False)
+        else:
+            make = getattr(excinfo, "_stringify_exception", None)
+            text = make(excinfo.value) if make is not None else str(excinfo.value)
     except Exception:
         text = None
     return seal(text, token)
