@@ -76,6 +76,7 @@ REQ, OPT = "required", "optional"     # a seal every completed run reports, or o
     ("with ctx():\n        assert f(1) == 14", None),   # a context manager may swallow the AssertionError
     ("with open(p):\n        assert f(1) == 14", REQ),    # known not to swallow: its body runs through
     ("with open(p), ctx():\n        assert f(1) == 14", None),
+    ("with ExitStack() as s:\n        assert f(1) == 14", None),      # a stack may hold a suppress
     ("with pytest.raises(AssertionError):\n        assert f(1) == 14", REQ),   # the class; the assert inside stays
     ("try:\n        assert f(1) == 14\n    except AssertionError:\n        pass", None),
     ("try:\n        pass\n    finally:\n        assert f(1) == 14", REQ),

@@ -418,7 +418,7 @@ _QUIET_CMS = frozenset({"open", "patch", "object", "dict", "catch_warnings", "wa
                         "assertWarns", "assertWarnsRegex", "assertLogs", "assertNoLogs", "redirect_stdout",
                         "redirect_stderr", "local_context", "localcontext", "capture", "cd", "monkeypatch",
                         "freeze_time", "nullcontext", "lock", "Lock", "RLock", "TestClient", "Client",
-                        "Session", "mock_open", "option_context", "errstate", "printoptions", "ExitStack",
+                        "Session", "mock_open", "option_context", "errstate", "printoptions",
                         "get_context", "recwarn", "create_connection", "Popen", "tempdir",
                         "TemporaryFile", "ThreadPoolExecutor", "ProcessPoolExecutor"})
 
