@@ -1,4 +1,4 @@
-"""`parse`: ast.parse, one thread at a time.
+"""`parse`: ast.parse, one thread at a time; and small readings of the trees.
 
 CPython 3.11 can fail with "SystemError: AST constructor recursion depth
 mismatch" when two threads build ASTs at once, and generation parses in its
@@ -22,3 +22,14 @@ def literal_eval(node_or_string):
     """ast.literal_eval, which parses a string: under the same lock."""
     with _LOCK:
         return ast.literal_eval(node_or_string)
+
+
+def dotted_parts(node: ast.expr) -> list[str] | None:
+    """`a.b.C` as ["a", "b", "C"]; None for anything but names and attributes."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    return [node.id, *reversed(parts)]

@@ -31,12 +31,14 @@ import builtins as _builtins
 import json
 import re
 import secrets
+import textwrap
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from taskforge.analysis.pyparse import literal_eval
+from taskforge.analysis.pyparse import dotted_parts, literal_eval
 from taskforge.analysis.pyparse import parse as parse_python
 from taskforge.analysis.testindex import TestRef, test_ref
 
@@ -321,7 +323,6 @@ def literal_cell(e: ast.expr, callables: frozenset[str]) -> Expected | None:
 def apply_chain(value: object, chain: tuple[tuple[str, str, tuple], ...]) -> object:
     """The value a transformed literal has (ValueError when a step does not
     apply: then the site stays unsealed)."""
-    import textwrap
     for kind, name, args in chain:
         if kind == "m":
             if not isinstance(value, (str, bytes)) or not hasattr(value, name):
@@ -354,31 +355,17 @@ def expected_source(cell_src: str, chain: tuple) -> str | None:
         return None
 
 
-def module_callables(tree: ast.AST) -> frozenset[str]:
+def module_callables(tree: ast.AST, bound: Iterable[str]) -> frozenset[str]:
     """The names of pure transforms in a module: how it names textwrap.dedent,
-    and the transform builtins it does not bind itself."""
+    and the transform builtins it does not bind itself (`bound`: the names it
+    binds, module_names)."""
     out = set()
     for n in getattr(tree, "body", []):
         if isinstance(n, ast.Import):
             out |= {f"{a.asname or a.name}.dedent" for a in n.names if a.name == "textwrap"}
         elif isinstance(n, ast.ImportFrom) and n.module == "textwrap":
             out |= {a.asname or a.name for a in n.names if a.name == "dedent"}
-    return frozenset(out) | (_BUILTINS - _shadowed(tree))
-
-
-def _shadowed(tree: ast.AST) -> frozenset[str]:
-    """Builtin transform names the module binds itself (then not builtins)."""
-    bound = set()
-    for n in ast.walk(tree):
-        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
-            bound.add(n.id)
-        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            bound.add(n.name)
-        elif isinstance(n, ast.alias):
-            bound.add((n.asname or n.name).split(".")[0])
-        elif isinstance(n, ast.arg):
-            bound.add(n.arg)
-    return frozenset(bound & _BUILTINS)
+    return frozenset(out) | (_BUILTINS - set(bound))
 
 
 def _guarded(fn: ast.AST) -> set[int]:
@@ -452,8 +439,8 @@ class RaisesSite:
 
 
 def module_names(tree: ast.AST) -> dict[str, str]:
-    """Module-level names -> the dotted path they import ("" for a name the
-    module binds any other way, which then stays unresolved)."""
+    """Every name the module binds -> the dotted path it imports at module
+    level ("" for a name bound any other way, which then stays unresolved)."""
     out: dict[str, str] = {}
     for n in getattr(tree, "body", []):
         if isinstance(n, ast.Import):
@@ -465,6 +452,9 @@ def module_names(tree: ast.AST) -> dict[str, str]:
                 out[a.asname or a.name] = f"{module}.{a.name}" if module else a.name
     for n in ast.walk(tree):
         bound = []
+        if isinstance(n, ast.alias):
+            out.setdefault((n.asname or n.name).split(".")[0], "")     # imported inside a definition
+            continue
         if isinstance(n, ast.ClassDef) and n in getattr(tree, "body", []):
             out.setdefault(n.name, "." + n.name)       # the module's own class: by its name (its module's
             continue                                    # name depends on how pytest imports the file)
@@ -485,20 +475,18 @@ def _exception_names(e: ast.expr, names: Mapping[str, str]) -> tuple[str, ...] |
     if isinstance(e, ast.Tuple):
         parts = [_exception_names(x, names) for x in e.elts]
         return None if not e.elts or any(p is None for p in parts) else tuple(x for p in parts for x in p)  # type: ignore
-    chain: list[str] = []
-    while isinstance(e, ast.Attribute):
-        chain.append(e.attr)
-        e = e.value
-    if not isinstance(e, ast.Name):
+    path = dotted_parts(e)
+    if path is None:
         return None
-    head = names.get(e.id)
+    first, *rest = path
+    head = names.get(first)
     if head is None:
-        if chain or e.id not in _BUILTIN_ERRORS:
+        if rest or first not in _BUILTIN_ERRORS:
             return None
-        return (f"builtins.{e.id}",)
+        return (f"builtins.{first}",)
     if not head:
         return None
-    return (".".join([head, *reversed(chain)]),)
+    return (".".join([head, *rest]),)
 
 
 def _raises_site(st: ast.stmt, names: Mapping[str, str]) -> RaisesSite | None:
@@ -529,10 +517,10 @@ def raised_matches(encoded: str | None, expected_src: str) -> bool:
     test named: the same last name, in the same top-level package (a test may
     import a class from where its package re-exports it: `pkg.ParseError` for
     `pkg.errors.ParseError`), any package for a relative import."""
+    got = _reported(encoded, 64 * 1024 - 1)
     try:
-        got = decode(json.loads(encoded)) if encoded is not None and len(encoded) < 64 * 1024 else None
         want = literal_eval(expected_src[len(RAISED):])
-    except Exception:
+    except (ValueError, SyntaxError):
         return False
     if not (isinstance(got, list) and 0 < len(got) <= MAX_MRO and all(isinstance(g, str) for g in got)):
         return False
@@ -775,10 +763,12 @@ def seal_function(fn: ast.FunctionDef | ast.AsyncFunctionDef, ed: _Edits, plan: 
         return lit is not None and expected_source(ed.text_of(lit.base), lit.chain + chain) is not None
 
     sealed = {n for n in sealed if not chain_of(n) or all(transformable(c, chain_of(n)) for c in cells_of(n))}
+    kept: dict[int, str | None] = {                  # a literal site -> what the host keeps of it
+        id(st): expected_source(ed.text_of(got[1].base), got[1].chain)
+        if len(ed.text_of(got[1].base)) <= MAX_LITERAL else None
+        for st, got in sites if got[1].name is None}
     sites = [(st, got) for st, got in sites
-             if (got[1].name is not None and got[1].name in sealed)
-             or (got[1].name is None and len(ed.text_of(got[1].base)) <= MAX_LITERAL
-                 and expected_source(ed.text_of(got[1].base), got[1].chain) is not None)]
+             if (got[1].name is not None and got[1].name in sealed) or kept.get(id(st)) is not None]
     raising = [(st, rm) for st in _statements(fn)
                if id(st) not in guarded and (rm := _raises_site(st, names_of)) is not None
                and ed.indent_of(st) is not None]
@@ -843,7 +833,7 @@ def seal_function(fn: ast.FunctionDef | ast.AsyncFunctionDef, ed: _Edits, plan: 
             arg = expected.name
         else:
             tok = _token()
-            plan.expected[tok] = expected_source(ed.text_of(expected.base), expected.chain)  # type: ignore
+            plan.expected[tok] = kept[id(st)]                                            # type: ignore[assignment]
             if id(st) in reached_ids:
                 tokens.add(tok)
             arg = repr(tok)
@@ -914,8 +904,8 @@ def seal_source(code: str, targets: Mapping[tuple[tuple[str, ...], str], str],
         found = find(tree, TestRef("", cls, func))
         if found is not None:
             by_def.setdefault(id(found), (found, []))[1].append(head)
-    callables = module_callables(tree)
     names_of = module_names(tree)
+    callables = module_callables(tree, names_of)
     for fn, heads in by_def.values():
         known = set().union(*(suffixes.get(h, ()) for h in heads))
         seal_function(fn, ed, plan, heads, callables, known, names_of)
@@ -969,6 +959,20 @@ def decode(value: object, depth: int = 0) -> object:
     raise ValueError("not an encoded value")
 
 
+_REFUSED = object()
+
+
+def _reported(encoded: str | None, limit: int) -> object:
+    """A report decoded, or _REFUSED when it is missing, over `limit`
+    characters or malformed: a wrong value, never the host's failure."""
+    if encoded is None or len(encoded) > limit:
+        return _REFUSED
+    try:
+        return decode(json.loads(encoded))
+    except (ValueError, TypeError, RecursionError, OverflowError, MemoryError):
+        return _REFUSED
+
+
 def polarity(expected_src: str) -> bool:
     """A seal of a direction, or of what a hedge can cover: an exception
     class (one class can derive from several) or a pattern (one message can
@@ -980,10 +984,7 @@ def polarity(expected_src: str) -> bool:
 def _polarity_matches(encoded: str | None, expected_src: str) -> bool:
     """A polarity seal: the reported kind ("True", "False", "None", "other")
     against what the host kept."""
-    try:
-        got = decode(json.loads(encoded)) if encoded is not None and len(encoded) < 64 else None
-    except (ValueError, TypeError, RecursionError, OverflowError, MemoryError):
-        return False
+    got = _reported(encoded, 63)
     if expected_src.startswith(TRUTH):
         return got in ("True", "False") and got == expected_src[len(TRUTH):]
     want = expected_src[len(IDENTITY):]
@@ -1025,12 +1026,7 @@ def plain_pattern(pattern: str) -> bool:
 def searched(encoded: str | None, pattern: str) -> bool:
     """Whether the reported exception text contains what match= asks, as
     pytest's ExceptionInfo.match searches it."""
-    if encoded is None or len(encoded) > 6 * MAX_SEARCHED + 64:      # JSON escapes a character in up to 6
-        return False
-    try:
-        got = decode(json.loads(encoded))
-    except (ValueError, TypeError, RecursionError, OverflowError, MemoryError):
-        return False
+    got = _reported(encoded, 6 * MAX_SEARCHED + 64)                # JSON escapes a character in up to 6
     return isinstance(got, str) and len(got) <= MAX_SEARCHED and plain_pattern(pattern) \
         and re.search(pattern, got) is not None
 
@@ -1047,12 +1043,11 @@ def matches(encoded: str | None, expected_src: str) -> bool:
             return searched(encoded, literal_eval(expected_src[len(SEARCH):]))
         except Exception:                  # never the host's failure: the report is not what the token wants
             return False
-    if encoded is None or len(encoded) > MAX_VALUE:
+    got = _reported(encoded, MAX_VALUE)
+    if got is _REFUSED:
         return False
     try:
-        got = decode(json.loads(encoded))
-        want = literal_eval(expected_src)
-        return bool(got == want)
+        return bool(got == literal_eval(expected_src))
     except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError, OverflowError):
         return False
 
@@ -1075,8 +1070,8 @@ def unsealed(outcomes: Mapping[str, str], records: Mapping[str, list[tuple[str, 
             failed.add(nid)
             continue
         seen = {tok for tok, _ in got}
-        searches = [tok for tok, _ in got if plan.expected.get(tok, "").startswith(SEARCH)]
-        if searches and max(searches.count(t) for t in set(searches)) > MAX_SEARCHES:
+        searches = Counter(tok for tok, _ in got if plan.expected.get(tok, "").startswith(SEARCH))
+        if searches and max(searches.values()) > MAX_SEARCHES:
             failed.add(nid)
             continue
         if not need <= seen or any(tok not in plan.expected or not matches(v, plan.expected[tok])

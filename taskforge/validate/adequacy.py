@@ -42,6 +42,7 @@ from typing import cast
 
 import libcst as cst
 
+from taskforge.analysis.pyparse import dotted_parts
 from taskforge.analysis.pyparse import parse as parse_python
 from taskforge.grade.copies import TestRef, find_def, test_ref
 from taskforge.models import Adequacy
@@ -515,16 +516,6 @@ def _imports(tree: ast.Module) -> dict[str, tuple[str, str | None]]:
     return out
 
 
-def _dotted(node: ast.expr) -> list[str] | None:
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    return [node.id, *reversed(parts)]
-
-
 def exception_expr(node: ast.expr, imports: dict[str, tuple[str, str | None]]) -> str | None:
     """An expression for the exception class `node` names in a test module,
     valid inside the package's code: a builtin by name, anything imported as
@@ -532,7 +523,7 @@ def exception_expr(node: ast.expr, imports: dict[str, tuple[str, str | None]]) -
     None for a class the test module defines itself or a name it cannot place."""
     if isinstance(node, ast.Tuple) and node.elts:
         node = node.elts[0]
-    parts = _dotted(node)
+    parts = dotted_parts(node)
     if parts is None:
         return None
     head, rest = parts[0], parts[1:]

@@ -196,16 +196,13 @@ def seal(value, token):
 def seal_truth(value, token):
     """A sealed `assert X` or `assert not X`: which one the test asks is on the
     host; this reports X's truth (computed once, as the assert would)."""
-    truth = "True" if value else "False"
-    _emit({"$report_type": "Seal", "token": token, "value": _dumps({"s": truth})})
-    return True
+    return seal("True" if value else "False", token)
 
 
 def seal_is(value, token):
     """A sealed `X is [not] None/True/False`: this reports which singleton X is."""
-    kind = "None" if value is None else "True" if value is True else "False" if value is False else "other"
-    _emit({"$report_type": "Seal", "token": token, "value": _dumps({"s": kind})})
-    return True
+    return seal("None" if value is None else "True" if value is True else "False" if value is False else "other",
+                token)
 
 
 _TYPE_MRO = type.__dict__["__mro__"].__get__
