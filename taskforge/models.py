@@ -219,6 +219,7 @@ class GradingPlan(BaseModel):
     sealed: bool = False
     unsealed: list[str] = Field(default_factory=list)
     sealed_graded: int = 0            # graded ids whose test function has a sealed site
+    seal_rules: int = 1               # grade/seals.SEAL_RULES the final check verified the gold under
 
 
 class EnvironmentRecipe(BaseModel):

@@ -25,6 +25,7 @@ from taskforge.grade.events import parse_events
 from taskforge.grade.seals import (
     SEAL_CALL,
     SEAL_MATCH,
+    SEAL_RULES,
     SEARCH,
     SealPlan,
     matches,
@@ -98,13 +99,29 @@ REQ, OPT = "required", "optional"     # a seal every completed run reports, or o
     ("with pytest.raises(ValueError, match='out of range'):\n        f(0)", REQ),
     ("with pytest.raises(ValueError, match=r'^no (x|y)\\.$') as e:\n        f(0)\n    assert e.type", REQ),
     ("for x in ITEMS:\n        with pytest.raises(ValueError, match='bad'):\n            f(x)", OPT),
-    ("with pytest.raises(ValueError, match='a.*b'):\n        f(0)", None),     # unbounded: a search could blow up
-    ("with pytest.raises(ValueError, match=MSG):\n        f(0)", None),
+    ("with pytest.raises(ValueError, match='a.*b'):\n        f(0)", REQ),   # the class; an unbounded
+    ("with pytest.raises(ValueError, match=MSG):\n        f(0)", REQ),      # or unknown pattern stays
+    ("with pytest.raises(Unknown, match=MSG):\n        f(0)", None),
     ("with pytest.raises(ValueError):\n        f(0)", REQ),               # the class the test expects
     ("with pytest.raises(KeyboardInterrupt):\n        f(0)", None),      # not an Exception: as written
     ("with pytest.raises(Unknown):\n        f(0)", None),               # a name the module does not import
     ("try:\n        with pytest.raises(ValueError, match='x'):\n            f(0)\n"
      "    except AssertionError:\n        pass", None),
+    # unittest's forms and the callable ones: class and pattern on the host
+    ("pytest.raises(ValueError, f, 0)", REQ),
+    ("self.assertRaises(ValueError, f, 0, key=1)", REQ),
+    ("self.assertRaisesRegex(ValueError, 'bad', f,\n                           0)", REQ),
+    ("with self.assertRaisesRegex(ValueError, 'bad') as cm:\n        f(0)\n    print(cm.exception)", REQ),
+    ("with self.assertRaises(ValueError):\n        f(0)", REQ),
+    ("np.testing.assert_raises(ValueError, f, x=1)", REQ),
+    ("for x in ITEMS:\n        self.assertRaises(ValueError, f, x)", OPT),
+    ("self.assertRaisesRegex(ValueError, 'a+', f, 0)", REQ),       # the class; the pattern stays
+    ("self.assertRaisesRegex(ValueError, MSG, f, 0)", REQ),
+    ("self.assertRaisesRegex(Unknown, MSG, f, 0)", None),
+    ("self.assertRaises(Unknown, f, 0)", None),
+    ("pytest.raises(ValueError, *args)", None),                    # which is the callable: unknown
+    ("with self.assertRaises(ValueError, msg='m'):\n        f(0)", None),
+    ("if c: self.assertRaises(ValueError, f, 0)", None),          # not first on its line
 ])
 def test_which_equalities_are_sealed(body, sealed):
     out, plan = seal(f"def test_a():\n    {body}\n", ["test_a"])
@@ -417,12 +434,20 @@ def test_seal_records_belong_to_the_test_that_ran():
 # ------------------------------------------------------------- a real pytest run
 
 def _run_sealed(tmp_path: Path, impl: str, rows: list | None = None,
-                sealing: bool = True) -> tuple[dict[str, str], set[str]]:
-    """A sealed test file (`sealing` False: as written) run by pytest with the
-    real tf_guard plugin; the outcomes pytest reported and those that fail
-    their seals."""
+                sealing: bool = True, code: str | None = None) -> tuple[dict[str, str], set[str]]:
+    """A sealed test file (`sealing` False: as written; `code`: another file,
+    every test in it graded) run by pytest with the real tf_guard plugin; the
+    outcomes pytest reported and those that fail their seals."""
     tmp_path.mkdir(parents=True, exist_ok=True)
     (tmp_path / "pkg.py").write_text(textwrap.dedent(impl))
+    if code is not None:
+        code = textwrap.dedent(code)
+        tree = ast.parse(code)
+        targets = {(tuple(c.name for c in [n] if isinstance(n, ast.ClassDef)), f.name):
+                   "test_x.py::" + "::".join([*([n.name] if isinstance(n, ast.ClassDef) else []), f.name])
+                   for n in tree.body for f in ([n] if isinstance(n, ast.FunctionDef) else getattr(n, "body", []))
+                   if isinstance(f, ast.FunctionDef) and f.name.startswith("test")}
+        return _pytest_sealed(tmp_path, code, targets, sealing, rows)
     code = textwrap.dedent('''
         import pytest
         from pkg import to_roman
@@ -469,6 +494,11 @@ def _run_sealed(tmp_path: Path, impl: str, rows: list | None = None,
     targets = {((), n): f"test_x.py::{n}" for n in ("test_r", "test_one", "test_loop", "test_local",
                                                     "test_parts", "test_stripped", "test_checked_when_reached",
                                                     "test_raises", "test_points")}
+    return _pytest_sealed(tmp_path, code, targets, sealing, rows)
+
+
+def _pytest_sealed(tmp_path: Path, code: str, targets: dict, sealing: bool,
+                   rows: list | None) -> tuple[dict[str, str], set[str]]:
     sealed, plan = seal_source(code, targets if sealing else {}, find_def)
     (tmp_path / "test_x.py").write_text(sealed)
     r, w = os.pipe()
@@ -559,6 +589,80 @@ def test_a_right_answer_passes_its_seals(tmp_path):
                         "test_x.py::test_checked_when_reached": "passed", "test_x.py::test_raises": "passed",
                         "test_x.py::test_points": "passed"}
     assert not failed
+
+
+def test_a_task_keeps_the_seal_rules_its_gold_was_checked_under():
+    """A task written under rules 1 is verified under them: its final check
+    never saw unittest's forms sealed (a gold that fails them there would
+    score 0 on every verify since)."""
+    from taskforge.models import GradingPlan
+    code = ("import pytest\ndef test_a():\n    self.assertRaises(ValueError, f, 0)\n"
+            "    with pytest.raises(ValueError, match=MSG):\n        f(1)\n")
+    targets = {((), "test_a"): f"{F}::test_a"}
+    old, plan = seal_source(code, targets, find_def, rules=1)
+    assert old == code and not plan.expected
+    new, plan = seal_source(code, targets, find_def)
+    assert new.count("seal_raised") == 2 and "match=MSG" in new
+    assert GradingPlan().seal_rules == 1, "a task.json without the field was written under rules 1"
+
+
+# Exceptions asked for in unittest's forms and pytest's callable form
+# (assertRaises(E, f, x), assertRaisesRegex, numpy.testing.assert_raises): a
+# copy that swaps the class or the message read apart from its original there
+# (bench/copies_results.md: 44 groups at 0.80) until these were sealed too.
+UNITTEST_FORMS = '''
+import unittest
+import pytest
+from pkg import to_roman
+
+def test_raises_callable():
+    pytest.raises(ValueError, to_roman, 0)
+
+class TestUnit(unittest.TestCase):
+    def test_regex(self):
+        self.assertRaisesRegex(ValueError, "out of range", to_roman, 0)
+
+    def test_regex_with(self):
+        with self.assertRaisesRegex(ValueError, "of range") as cm:
+            to_roman(0)
+        self.assertTrue(cm.exception.args)
+
+    def test_class(self):
+        with self.assertRaises(ValueError):
+            to_roman(0)
+
+    def test_class_callable(self):
+        self.assertRaises(ValueError, to_roman, n=0)
+'''
+
+# Raises the class and the message the test file names next to the call.
+RAISES_READER = '''
+import builtins, re, sys
+
+def to_roman(n=None):
+    f = sys._getframe(1)
+    while not f.f_code.co_filename.endswith("test_x.py"):
+        f = f.f_back
+    text = open(f.f_code.co_filename).read()
+    cls = re.search(r"[Rr]aises(?:Regex)?\\((\\w+)", text).group(1)
+    said = re.search(r\'Regex\\(\\w+, "([^"]+)"\', text)
+    raise getattr(builtins, cls)(said.group(1) if said else "?")
+'''
+
+
+def test_unittest_and_callable_exception_forms_are_sealed(tmp_path):
+    outcomes, failed = _run_sealed(tmp_path / "plain", RAISES_READER, sealing=False, code=UNITTEST_FORMS)
+    assert set(outcomes.values()) == {"passed"} and len(outcomes) == 5 and not failed, outcomes
+    outcomes, failed = _run_sealed(tmp_path / "sealed", RAISES_READER, code=UNITTEST_FORMS)
+    assert failed == set(outcomes) and len(failed) == 5, (outcomes, failed)
+    outcomes, failed = _run_sealed(tmp_path / "honest", RIGHT.replace("(n)", "(n=None)"), code=UNITTEST_FORMS)
+    assert set(outcomes.values()) == {"passed"} and len(outcomes) == 5 and not failed, outcomes
+    wrong = RIGHT.replace("(n)", "(n=None)").replace("raise ValueError", "raise TypeError")
+    outcomes, failed = _run_sealed(tmp_path / "wrong", wrong, code=UNITTEST_FORMS)
+    assert failed | {k for k, v in outcomes.items() if v != "passed"} == set(outcomes), (outcomes, failed)
+    silent = RIGHT.replace("(n)", "(n=None)").replace('raise ValueError("0 is out of range")', 'return "?"')
+    outcomes, failed = _run_sealed(tmp_path / "silent", silent, code=UNITTEST_FORMS)
+    assert set(outcomes.values()) == {"failed"}, outcomes
 
 
 @pytest.mark.parametrize("impl", [ALWAYS_EQUAL, ITEM_PROBE])
@@ -687,6 +791,7 @@ def test_a_gold_value_that_is_not_plain_data_leaves_its_test_unsealed(base_image
                                    "tests/test_version.py::test_parse_or_none[2.1-2.1]",
                                    "tests/test_version.py::test_parse_or_none[x.1-None]"]
     assert grading["sealed_graded"] == 2       # the two rows of test_parse_major (a class seal is no protection)
+    assert grading["seal_rules"] == SEAL_RULES
     if "test_parse_or_none" not in {c["func"] for c in grading["copies"] if c.get("kind") == "value"}:
         assert "tests/test_version.py::test_parse_or_none[x.1-None]" in grading["unprotected"]
     assert verify(task, Solution.gold()).reward == 1.0

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import ast
 import builtins as _builtins
+import enum
 import json
 import re
 import secrets
@@ -56,6 +57,12 @@ IDENTITY = "is "                # expected "is None" / "is not True" ...: which 
 SEARCH = "re.search "           # an expected "source" that is a pattern the reported text must contain
 RAISED = "raised "              # ... the classes a raised exception must include one of
 SEAL_RAISED = '__import__("tf_guard").seal_raised'
+TF_RAISES = '__import__("tf_guard").raises'      # unittest's and callable forms' context
+# The rules a task's seals follow, recorded at generation (GradingPlan.seal_rules)
+# so that a task keeps the rules its final check verified the gold under:
+# 1 pytest's `with raises(E, match=P)` only, 2 (2026-12-05) unittest's forms,
+# the callable ones, and a class sealed where its pattern is not.
+SEAL_RULES = 2
 MAX_PATTERN = 512               # a longer match= pattern stays unsealed
 MAX_SEARCHED = 16 * 1024        # characters of exception text a sealed pattern is searched in
 MAX_SEARCHES = 100              # reports of one match token per test run; more fail it
@@ -427,15 +434,25 @@ _BUILTIN_ERRORS = frozenset(n for n, v in vars(_builtins).items()
 MAX_MRO = 16                    # classes of a raised exception a report may name
 
 
+class RaisesForm(enum.Enum):
+    """How a test asks for an exception, which decides how it is planted."""
+    PYTEST_WITH = "with pytest.raises(E, match=P)"       # pytest's own context, given Exception
+    UNITTEST_WITH = "with self.assertRaises[Regex](E[, P])"  # tf_guard.raises (unittest's str for P)
+    CALLABLE = "assertRaises[Regex](E[, P], f, *args)"  # a `with tf_guard.raises(...)` around f(*args)
+
+
 @dataclass
 class RaisesSite:
-    """A `with pytest.raises(E, match=...) [as name]:` whose expectations the
-    host can keep: the exception's class (`classes`: dotted names, any of
-    which the raised one must be or derive from) and the match= pattern."""
+    """A test's expectation of an exception whose parts the host can keep:
+    the exception's class (`classes`: dotted names, any of which the raised
+    one must be or derive from) and the pattern its text must contain."""
     call: ast.Call
     var: str | None
     classes: tuple[str, ...] | None          # None: E stays as written
-    match: ast.keyword | None                # None: no sealable match=
+    pattern: str | None                      # None: no sealable pattern
+    form: RaisesForm = RaisesForm.PYTEST_WITH
+    target: tuple[ast.AST, ...] = ()          # CALLABLE: f, then its arguments and keywords
+    kept: ast.expr | None = None              # a pattern the host cannot keep: searched as written
 
 
 def module_names(tree: ast.AST) -> dict[str, str]:
@@ -489,27 +506,67 @@ def _exception_names(e: ast.expr, names: Mapping[str, str]) -> tuple[str, ...] |
     return (".".join([head, *rest]),)
 
 
-def _raises_site(st: ast.stmt, names: Mapping[str, str]) -> RaisesSite | None:
-    """A `with pytest.raises(...)` statement with something to seal."""
-    if not isinstance(st, ast.With) or len(st.items) != 1:
+# Callees that ask for an exception, unittest's and numpy.testing's (built on
+# unittest): name -> whether a pattern follows the class.
+_UNITTEST_RAISES = {"assertRaises": False, "assertRaisesRegex": True, "assertRaisesRegexp": True,
+                    "assert_raises": False, "assert_raises_regex": True}
+
+
+def _pattern_of(e: ast.expr | None) -> str | None | bool:
+    """A written pattern the host may search (None: no pattern; False: one it cannot keep)."""
+    if e is None:
         return None
-    item = st.items[0]
-    call = item.context_expr
-    if not (isinstance(call, ast.Call) and _callee(call) == "raises") or \
-            any(isinstance(a, ast.Starred) for a in call.args) or len(call.args) != 1 or \
-            any(k.arg not in ("match",) for k in call.keywords):
+    if isinstance(e, ast.Constant) and isinstance(e.value, str) and plain_pattern(e.value):
+        return e.value
+    return False
+
+
+def _raises_site(st: ast.stmt, names: Mapping[str, str], rules: int = SEAL_RULES) -> RaisesSite | None:
+    """A `with pytest.raises(...)`, `with self.assertRaises[Regex](...)` or a
+    statement `assertRaises[Regex](E, [P,] f, *args)` / `pytest.raises(E, f,
+    *args)` with something to seal."""
+    if isinstance(st, ast.Expr) and isinstance(st.value, ast.Call) and rules >= 2:
+        call, var = st.value, None
+        regex = _UNITTEST_RAISES.get(_callee(call))
+        if regex is None and _callee(call) != "raises":
+            return None
+        lead = 2 if regex else 1                              # E[, P] before the callable
+        if len(call.args) <= lead or any(isinstance(a, ast.Starred) for a in call.args[:lead + 1]):
+            return None
+        form, pattern = RaisesForm.CALLABLE, _pattern_of(call.args[1] if regex else None)
+        target = (call.args[lead], *call.args[lead + 1:], *call.keywords)
+    elif isinstance(st, ast.With) and len(st.items) == 1 and isinstance(st.items[0].context_expr, ast.Call):
+        call, target = st.items[0].context_expr, ()
+        v = st.items[0].optional_vars
+        if v is not None and not isinstance(v, ast.Name):
+            return None
+        var = v.id if v is not None else None
+        if any(isinstance(a, ast.Starred) for a in call.args):
+            return None
+        if _callee(call) == "raises":
+            if len(call.args) != 1 or any(k.arg != "match" for k in call.keywords):
+                return None
+            form = RaisesForm.PYTEST_WITH
+            pattern = _pattern_of(next((k.value for k in call.keywords if k.arg == "match"), None))
+        elif (regex := _UNITTEST_RAISES.get(_callee(call))) is not None and rules >= 2:
+            if len(call.args) != (2 if regex else 1) or call.keywords:
+                return None
+            form, pattern = RaisesForm.UNITTEST_WITH, _pattern_of(call.args[1] if regex else None)
+        else:
+            return None
+    else:
         return None
-    var = item.optional_vars
-    if var is not None and not isinstance(var, ast.Name):
+    kept = None
+    if pattern is False and rules < 2:
         return None
-    kw = next((k for k in call.keywords if k.arg == "match"), None)
-    if kw is not None and not (isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str)
-                               and plain_pattern(kw.value.value)):
-        return None                           # a pattern the host cannot search: the call stays as written
+    if pattern is False:                      # a pattern the host cannot search: searched in the sandbox
+        kept = call.args[1] if form is not RaisesForm.PYTEST_WITH else \
+            next(k.value for k in call.keywords if k.arg == "match")
+        pattern = None
     classes = _exception_names(call.args[0], names)
-    if classes is None and kw is None:
+    if classes is None and pattern is None:
         return None
-    return RaisesSite(call, var.id if var is not None else None, classes, kw)
+    return RaisesSite(call, var, classes, pattern, form, target, kept)            # type: ignore[arg-type]
 
 
 def raised_matches(encoded: str | None, expected_src: str) -> bool:
@@ -683,7 +740,8 @@ def _statements(fn: ast.AST):
 
 def seal_function(fn: ast.FunctionDef | ast.AsyncFunctionDef, ed: _Edits, plan: SealPlan,
                   heads: list[str], callables: frozenset[str] = frozenset(),
-                  known: AbstractSet[str] = frozenset(), names_of: Mapping[str, str] | None = None) -> None:
+                  known: AbstractSet[str] = frozenset(), names_of: Mapping[str, str] | None = None,
+                  rules: int = SEAL_RULES) -> None:
     """Seal one planted test function: its equalities with a literal (or a
     pure transform of one, `TEXT.strip()`), and the names such an
     equality compares with (a parametrize column, a local assigned a literal,
@@ -770,7 +828,7 @@ def seal_function(fn: ast.FunctionDef | ast.AsyncFunctionDef, ed: _Edits, plan: 
     sites = [(st, got) for st, got in sites
              if (got[1].name is not None and got[1].name in sealed) or kept.get(id(st)) is not None]
     raising = [(st, rm) for st in _statements(fn)
-               if id(st) not in guarded and (rm := _raises_site(st, names_of)) is not None
+               if id(st) not in guarded and (rm := _raises_site(st, names_of, rules)) is not None
                and ed.indent_of(st) is not None]
     valued = {id(st) for st, _ in sites}
     # Directions only where every run reaches them: a bounded number of
@@ -789,28 +847,36 @@ def seal_function(fn: ast.FunctionDef | ast.AsyncFunctionDef, ed: _Edits, plan: 
         if isinstance(st, ast.Expr):
             text = f"{ed.text_of(st.value.func)[:-len(st.value.func.attr)]}assertTrue({text})"  # type: ignore
         ed.replace(node, text)
-    for i, (with_st, site) in enumerate(raising):
+    for i, (raise_st, site) in enumerate(raising):
         bound = site.var or f"_tf_raised_{i}"
-        given = [ed.text_of(site.call.args[0])]
+        given = ed.text_of(site.call.args[0])
         after: list[str] = []
         if site.classes is not None:
             ctok = _token()
             plan.expected[ctok] = RAISED + repr(list(site.classes))
-            given = ["Exception"]
+            given = "Exception"
             after.append(f"assert {SEAL_RAISED}({bound}, {ctok!r})")
-            if id(with_st) in reached_ids:
+            if id(raise_st) in reached_ids:
                 tokens.add(ctok)
-        if site.match is not None:
+        if site.pattern is not None:
             mtok = _token()
-            plan.expected[mtok] = SEARCH + repr(site.match.value.value)          # type: ignore[attr-defined]
+            plan.expected[mtok] = SEARCH + repr(site.pattern)
             after.append(f"assert {SEAL_MATCH}({bound}, {mtok!r})")
-            if id(with_st) in reached_ids:
+            if id(raise_st) in reached_ids:
                 tokens.add(mtok)
-        end = with_st.items[0].optional_vars or site.call                     # a withitem has no position
+        indent = ed.indent_of(raise_st)
+        tail = "".join(f"\n{indent}{a}" for a in after)
+        if site.kept is not None:
+            given += (", match=" if site.form is RaisesForm.PYTEST_WITH else ", ") + ed.text_of(site.kept)
+        if site.form is RaisesForm.CALLABLE:
+            f, *rest = (ed.text_of(n) for n in site.target)
+            ed.replace(raise_st, f"with {TF_RAISES}({given}) as {bound}:\n{indent}    {f}({', '.join(rest)}){tail}")
+            continue
+        head = ed.text_of(site.call.func) if site.form is RaisesForm.PYTEST_WITH else TF_RAISES
+        end = raise_st.items[0].optional_vars or site.call
         ed.cuts.append((site.call.lineno, site.call.col_offset, end.end_lineno, end.end_col_offset,  # type: ignore
-                        f"{ed.text_of(site.call.func)}({', '.join(given)}) as {bound}"))
-        indent = ed.indent_of(with_st)
-        ed.append(with_st, "".join(f"\n{indent}{a}" for a in after))
+                        f"{head}({given}) as {bound}"))
+        ed.append(raise_st, tail)
 
     def tokenize(cell: ast.expr, chain: tuple = ()) -> str | None:
         lit = literal_cell(cell, callables)
@@ -885,13 +951,14 @@ def targets(fail_to_pass: list[str], renamed: Mapping[tuple, str] | None = None,
 
 
 def seal_source(code: str, targets: Mapping[tuple[tuple[str, ...], str], str],
-                find: Callable, suffixes: Mapping[str, AbstractSet[str]] | None = None) -> tuple[str, SealPlan]:
+                find: Callable, suffixes: Mapping[str, AbstractSet[str]] | None = None,
+                rules: int = SEAL_RULES) -> tuple[str, SealPlan]:
     """`code` with the sites of `targets` ((classes, function) -> node-id
     head) sealed, and what the host keeps. `find(tree, TestRef)` is the
     definition a test runs (copies.find_def: inherited methods too).
     `suffixes`: head -> the id suffixes (`[...]`) its rows have in the task,
     where pytest's id of a cell depends on its version (id_part).
-    Unparseable code is left alone."""
+    `rules`: the task's SEAL_RULES. Unparseable code is left alone."""
     plan = SealPlan()
     suffixes = suffixes or {}
     try:
@@ -908,7 +975,7 @@ def seal_source(code: str, targets: Mapping[tuple[tuple[str, ...], str], str],
     callables = module_callables(tree, names_of)
     for fn, heads in by_def.values():
         known = set().union(*(suffixes.get(h, ()) for h in heads))
-        seal_function(fn, ed, plan, heads, callables, known, names_of)
+        seal_function(fn, ed, plan, heads, callables, known, names_of, rules)
     if not ed.cuts:
         return code, plan
     return ed.apply(), plan

@@ -44,7 +44,7 @@ from taskforge.grade.defences import Defences
 from taskforge.grade.findings import Finding, Policy, Severity, Source, clean, exemptions, finding
 from taskforge.grade.findings import FindingKind as K
 from taskforge.grade.result import VerifyResult
-from taskforge.grade.seals import id_suffixes, seal_source, targets
+from taskforge.grade.seals import SEAL_RULES, id_suffixes, seal_source, targets
 from taskforge.grade.testrun import PytestRunner, RunResult, monitor_env, runner_mount, supervisor_standby
 from taskforge.models import Outcome, TestResult
 from taskforge.package.store import Task, load_task
@@ -358,11 +358,12 @@ def _prepare(task: Task, solution: Solution, tree: Path, defences: Defences,
     plan = cp.plant(tree, rec.FAIL_TO_PASS, chosen,
                      rename=defences.rename and rec.grading.rename, rng=random.SystemRandom())
     if defences.seals and rec.grading.sealed:
-        seal_tree(tree, rec.FAIL_TO_PASS, plan, skip=set(rec.grading.unsealed))
+        seal_tree(tree, rec.FAIL_TO_PASS, plan, skip=set(rec.grading.unsealed), rules=rec.grading.seal_rules)
     return found, plan
 
 
-def seal_tree(tree: Path, fail_to_pass: list[str], plan: cp.Plan, skip: AbstractSet[str] = frozenset()) -> None:
+def seal_tree(tree: Path, fail_to_pass: list[str], plan: cp.Plan, skip: AbstractSet[str] = frozenset(),
+              rules: int = SEAL_RULES) -> None:
     """Seal the planted hidden tests in `tree` (edited in place): every graded
     original, under the name it runs as, and every planted copy; what the host
     keeps goes into `plan.seals`. The test functions of the ids in `skip`, and
@@ -387,7 +388,7 @@ def seal_tree(tree: Path, fail_to_pass: list[str], plan: cp.Plan, skip: Abstract
             code = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             continue
-        sealed, got = seal_source(code, funcs, cp.find_def, suffixes)
+        sealed, got = seal_source(code, funcs, cp.find_def, suffixes, rules)
         if sealed != code:
             path.write_text(sealed, encoding="utf-8")
             plan.seals.merge(got)

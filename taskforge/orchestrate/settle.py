@@ -21,6 +21,7 @@ from taskforge.analysis.pyparse import parse as parse_python
 from taskforge.errors import TaskforgeError, UserError
 from taskforge.grade.calibrate import Calibration, GradeCheckError, calibrate, final_check, verify_timeout
 from taskforge.grade.copies import test_ref
+from taskforge.grade.seals import SEAL_RULES
 from taskforge.grade.verify import sealed_ids
 from taskforge.leaks.audit import LeakError, leak_checker
 from taskforge.models import (
@@ -370,7 +371,8 @@ def _record_builder(tid, src, image, v: Verdict, ctx: Context, cov: CoverageMap,
         coverage=symbol_coverage(cov, cand.symbols, {p: ctx.index.modules[m].code for m, p in
                                                      {(s.module, s.path) for s in cand.symbols}
                                                      if m in ctx.index.modules}, set(f2p)),
-        plant_seed=secrets.token_hex(16), sealed=True, sealed_graded=len(cal.sealed & set(f2p)))
+        plant_seed=secrets.token_hex(16), sealed=True, sealed_graded=len(cal.sealed & set(f2p)),
+        seal_rules=SEAL_RULES)
     p2p = sorted(ctx.passing - v.hidden - v.vanished)
     own = {s.qualname for s in cand.symbols}
     exports = sorted(f"{m}.{n}" for (m, n) in v.exported      # re-exports of removed names

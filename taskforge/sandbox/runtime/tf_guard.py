@@ -231,15 +231,45 @@ def seal_raised(excinfo, token):
     return seal(names, token)
 
 
+class raises:
+    """The context a sealed unittest-style expectation is planted as
+    (`with self.assertRaises(E)`, `assertRaisesRegex(E, P, f, x)`,
+    `pytest.raises(E, f, x)`: grade/seals.py): it catches what the test
+    expects (Exception when the class is sealed) and keeps it, as `.value`
+    (pytest's name) and `.exception` (unittest's); nothing raised fails, and
+    so does a text without `pattern` (one the host could not keep)."""
+
+    def __init__(self, expected=Exception, pattern=None):
+        self.expected, self.pattern = expected, pattern
+        self.value = self.exception = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, value, tb):
+        if kind is None:
+            raise AssertionError(f"DID NOT RAISE {self.expected!r}")
+        if not issubclass(kind, self.expected):
+            return False
+        self.value = self.exception = BaseException.with_traceback(value, None)
+        if self.pattern is not None and not __import__("re").search(self.pattern, str(value)):
+            raise AssertionError(f"{self.pattern!r} does not match {str(value)!r}")
+        return True
+
+
 def seal_match(excinfo, token):
-    """A sealed `pytest.raises(..., match=PATTERN)`: the pattern is on the
-    host; this reports the text pytest would search it in (the exception's
-    str and notes, as ExceptionInfo.match makes it)."""
+    """A sealed `pytest.raises(..., match=PATTERN)` (or unittest's
+    assertRaisesRegex): the pattern is on the host; this reports the text the
+    test would search it in (the exception's str and notes, as
+    ExceptionInfo.match makes it; unittest's: its str)."""
     try:
-        # as pytest.raises(match=) makes it: RaisesExc's (pytest >= 8.4: str and
-        # notes, a group's own message), ExceptionInfo.match's before, else str
+        # unittest's assertRaisesRegex searches str(exception); pytest.raises(match=)
+        # the text RaisesExc makes (pytest >= 8.4: str and notes, a group's own
+        # message), ExceptionInfo.match's before, else str
         make = getattr(sys.modules.get("_pytest._code.code"), "stringify_exception", None)
-        if make is not None and hasattr(sys.modules.get("_pytest.raises"), "RaisesExc"):
+        if type(excinfo) is raises:
+            text = str(excinfo.value)
+        elif make is not None and hasattr(sys.modules.get("_pytest.raises"), "RaisesExc"):
             text = make(excinfo.value, include_subexception_msg=False)
         else:
             make = getattr(excinfo, "_stringify_exception", None)
