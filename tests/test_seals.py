@@ -498,8 +498,8 @@ def _run_sealed(tmp_path: Path, impl: str, rows: list | None = None,
 
 
 def _pytest_sealed(tmp_path: Path, code: str, targets: dict, sealing: bool,
-                   rows: list | None) -> tuple[dict[str, str], set[str]]:
-    sealed, plan = seal_source(code, targets if sealing else {}, find_def)
+                   rows: list | None, suffixes: dict | None = None) -> tuple[dict[str, str], set[str]]:
+    sealed, plan = seal_source(code, targets if sealing else {}, find_def, suffixes)
     (tmp_path / "test_x.py").write_text(sealed)
     r, w = os.pipe()
     env = {**os.environ, "TF_RESULT_FD": str(w), "PYTHONPATH": f"{RUNTIME}{os.pathsep}{tmp_path}"}
@@ -589,6 +589,46 @@ def test_a_right_answer_passes_its_seals(tmp_path):
                         "test_x.py::test_checked_when_reached": "passed", "test_x.py::test_raises": "passed",
                         "test_x.py::test_points": "passed"}
     assert not failed
+
+
+# Equal ids pytest numbers apart ("nan-NaN0", "nan-NaN1": humanize's
+# test_apnumber); sealed, the rows differ in their tokens and would lose the
+# number, so the final check left such tests unsealed.
+NUMBERED = '''
+import math
+import pytest
+from pkg import to_roman
+
+@pytest.mark.parametrize("n, want", [(4, "IV"), ("4", "IV"), [9, "IX"], pytest.param(math.nan, "?"),
+                                     (float("nan"), "?"), (1, "I")])
+def test_dup(n, want):
+    assert to_roman(n) == want
+'''
+SPELLED = '''
+def to_roman(n):
+    return {"4": "IV", 4: "IV", 9: "IX", 1: "I"}.get(n, "?")
+'''
+
+
+def test_rows_pytest_numbered_apart_keep_their_ids_sealed(tmp_path):
+    (tmp_path / "pkg.py").write_text(SPELLED)
+    (tmp_path / "test_x.py").write_text(NUMBERED)
+    listed = subprocess.run([sys.executable, "-m", "pytest", "-q", "--collect-only", "-p", "no:cacheprovider",
+                             "test_x.py"], cwd=tmp_path, capture_output=True, text=True).stdout
+    ids = [x for x in listed.splitlines() if x.startswith("test_x.py::")]
+    assert "test_x.py::test_dup[4-IV0]" in ids and "test_x.py::test_dup[nan-?1]" in ids, ids
+    from taskforge.grade.seals import id_suffixes
+    targets = {((), "test_dup"): "test_x.py::test_dup"}
+    out, plan = seal_source(NUMBERED, targets, find_def, id_suffixes(ids))
+    assert sorted(old for old, _ in plan.rows["test_x.py::test_dup"].values()) == \
+        ["[4-IV0]", "[4-IV1]", "[nan-?0]", "[nan-?1]"]
+    assert '"IV"' not in out and '"?"' not in out, out
+    outcomes, failed = _pytest_sealed(tmp_path, NUMBERED, targets, True, None, id_suffixes(ids))
+    assert sorted(outcomes) == sorted(ids) and set(outcomes.values()) == {"passed"} and not failed, outcomes
+    wrong = SPELLED.replace('"4": "IV"', '"4": "VI"')
+    (tmp_path / "pkg.py").write_text(wrong)
+    outcomes, failed = _pytest_sealed(tmp_path, NUMBERED, targets, True, None, id_suffixes(ids))
+    assert failed == {"test_x.py::test_dup[4-IV1]"}, (outcomes, failed)
 
 
 def test_a_task_keeps_the_seal_rules_its_gold_was_checked_under():

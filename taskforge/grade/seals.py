@@ -910,16 +910,24 @@ def seal_function(fn: ast.FunctionDef | ast.AsyncFunctionDef, ed: _Edits, plan: 
     for h in heads:
         plan.required.setdefault(h, set()).update(tokens)
     by_row: dict[int, tuple[ast.Constant, set[str]]] = {}      # a row with its own id -> its tokens
+    # rows whose ids pytest numbered apart: (table, row) -> (row node, old suffix, tokens)
+    numbered: dict[tuple[int, int], tuple[ast.expr, str, set[str]]] = {}
     for n in sealed & set(columns):
         c, col = columns[n]
         _, rows = tables[id(c)]
         as_str = any(k.arg == "ids" and isinstance(k.value, ast.Name) and k.value.id == "str"
                      for k in c.keywords)
+        apart = _numbered_rows(c, tables[id(c)], callables, known)
         for i, (cells, rid) in enumerate(rows):
             cell = cells[col]
             lit = literal_cell(cell, callables)
             part = id_part(lit, n, i, as_str, known) if lit is not None else ""
             tok = tokenize(cell, chain_of(n))
+            if i in apart:
+                entry = numbered.setdefault((id(c), i), (c.args[1].elts[i], apart[i], set()))  # type: ignore
+                if tok is not None:
+                    entry[2].add(tok)
+                continue
             if tok is None:
                 continue
             if rid is None:
@@ -932,6 +940,81 @@ def seal_function(fn: ast.FunctionDef | ast.AsyncFunctionDef, ed: _Edits, plan: 
         ed.replace(rid, repr(new))
         for h in heads:
             plan.rows.setdefault(h, {})[f"[{new}]"] = [f"[{_escaped(str(rid.value))}]", set(toks)]
+    for (cid, _), (node, old, toks) in numbered.items():
+        new = "p" + secrets.token_hex(6)
+        param = ed.text_of(next(c for c, _ in columns.values() if id(c) == cid).func)
+        param = param[:-len("mark.parametrize")] + "param"
+        end, stop = int(node.end_lineno or 0), int(node.end_col_offset or 0)
+        if isinstance(node, ast.Call):                    # pytest.param(a, b): its id before the last ")"
+            ed.cuts.append((end, stop - 1, end, stop - 1, f", id={new!r}"))
+        else:                                             # (a, b) / [a, b]: its brackets become the call's
+            ed.cuts.append((node.lineno, node.col_offset, node.lineno, node.col_offset + 1, f"{param}("))
+            ed.cuts.append((end, stop - 1, end, stop, f", id={new!r})"))
+        for h in heads:
+            plan.rows.setdefault(h, {})[f"[{new}]"] = [old, set(toks)]
+
+
+def pytest_unique(ids: list[str]) -> list[str]:
+    """The ids pytest (>= 8) gives a table's rows whose ids repeat: each
+    repeated one numbered in order, "_" before the number after a digit."""
+    counts = Counter(ids)
+    if all(v == 1 for v in counts.values()):
+        return list(ids)
+    out, nexts = list(ids), Counter[str]()
+    for i, x in enumerate(ids):
+        if counts[x] > 1:
+            sep = "_" if x and x[-1].isdigit() else ""
+            new = f"{x}{sep}{nexts[x]}"
+            while new in set(out):
+                nexts[x] += 1
+                new = f"{x}{sep}{nexts[x]}"
+            out[i] = new
+            nexts[x] += 1
+    return out
+
+
+def _float_constant(e: ast.expr) -> str | None:
+    """pytest's id part of `math.nan`, `-math.inf`, `float("nan")` and the like."""
+    sign = ""
+    if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub):
+        sign, e = "-", e.operand
+    if dotted_parts(e) in (["math", "inf"], ["math", "nan"]):
+        return sign + dotted_parts(e)[-1]                                 # type: ignore[index]
+    if isinstance(e, ast.Call) and getattr(e.func, "id", None) == "float" and len(e.args) == 1 and \
+            isinstance(e.args[0], ast.Constant) and isinstance(e.args[0].value, str) and not e.keywords:
+        try:
+            return str(-float(e.args[0].value) if sign else float(e.args[0].value))
+        except ValueError:
+            return None
+    return None
+
+
+def _numbered_rows(call: ast.Call, table: tuple[list[str], list], callables: frozenset[str],
+                   known: AbstractSet[str]) -> dict[int, str]:
+    """Rows of a table whose ids pytest numbered apart (equal values twice):
+    row -> the id suffix it has in the task. Sealed, such rows differ in their
+    tokens and lose the number, so they are given ids of their own (mapped
+    back like a row's own id). Only where every row is a bracketed tuple or a
+    pytest.param without an id, of one `pytest.mark.parametrize` table
+    without ids=, and the numbered ids are the task's (`known`)."""
+    names, rows = table
+    text = call.args[1]
+    if not known or any(k.arg == "ids" for k in call.keywords) or \
+            not (isinstance(call.func, ast.Attribute) and dotted_parts(call.func) is not None
+                 and dotted_parts(call.func)[-2:] == ["mark", "parametrize"]):     # type: ignore[index]
+        return {}
+    parts = []
+    for i, (cells, rid) in enumerate(rows):
+        node = text.elts[i]                                                   # type: ignore[attr-defined]
+        if rid is not None or not (isinstance(node, (ast.Tuple, ast.List, ast.Call)) and len(names) > 1) or \
+                (isinstance(node, ast.Tuple) and node.col_offset == node.elts[0].col_offset):
+            return {}                                    # a tuple without brackets: nothing to call
+        lits = [literal_cell(x, callables) for x in cells]
+        parts.append("-".join(id_part(lit, names[j], i, False, known) if lit is not None else
+                              _float_constant(cells[j]) or f"{names[j]}{i}" for j, lit in enumerate(lits)))
+    made = pytest_unique(parts)
+    apart = {i: f"[{m}]" for i, (m, p) in enumerate(zip(made, parts)) if m != p}
+    return apart if apart and set(apart.values()) <= known else {}
 
 
 def targets(fail_to_pass: list[str], renamed: Mapping[tuple, str] | None = None,
