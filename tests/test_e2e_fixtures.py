@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from taskforge.grade.verify import Solution, verify_many
+from taskforge.grade.verify import Solution, verify, verify_many
 from taskforge.leaks.audit import audit
 from taskforge.models import GenerateReport
 from taskforge.package.store import load_task
@@ -95,6 +95,26 @@ def test_generate_yields_valid_tasks(generated, name):
         # The statement names the interface, never the body.
         assert rec.feature.symbols[0].qualname.rsplit(".", 1)[-1] in rec.problem_statement
         assert "```python" in rec.problem_statement
+
+
+def test_the_final_checks_empty_run_sees_what_the_full_one_sees_of_the_hidden_tests(generated):
+    """The final check grades the empty solution on the hidden tests' files
+    only (calibrate.final_check): their failures are those of a whole-suite
+    run, and the rest of the suite does not run."""
+    out, report = generated("textkit")
+    task = out / report.tasks[0]
+    full = verify(task, Solution.empty())
+    part = verify(task, Solution.empty(), hidden_only=True)
+    assert full.error is None and part.error is None
+    assert part.f2p_failures == full.f2p_failures and part.f2p_failures
+    files = {t.split("::")[0] for t in full.f2p_failures}
+    whole = {t.nodeid: t.outcome for t in full.tests}
+    for t in part.tests:
+        if t.nodeid.split("::")[0] in files:
+            assert t.outcome == whole[t.nodeid], (t.nodeid, t.outcome, whole[t.nodeid])
+        else:
+            assert t.outcome == "missing" and whole[t.nodeid] == "passed", t.nodeid   # not run here
+    assert any(t.nodeid.split("::")[0] not in files for t in part.tests)
 
 
 @pytest.mark.parametrize("name", FIXTURE_NAMES)

@@ -189,19 +189,20 @@ def test_raised_class_sealing_keeps_what_the_test_named():
     """, ["test_a"])
     assert out.count(SEAL_RAISED) == 3 and "ParseError)" not in out, out
     assert sorted(plan.expected.values()) == [
-        "bool True", "raised ['.Mine']", "raised ['mylib.errors.Oops', 'mylib.Boom', '.sibling.Local']",
-        "raised ['mylib.errors.ParseError']"]
+        "bool True", "raised ['E.Oops', 'mylib.Boom', 'Local']", "raised ['Mine']", "raised ['ParseError']"]
+    # every class seal of the file resolves the same names: which one a site
+    # (or a copy of it) expects is not in the file
+    assert out.count("globals(), ('E.Oops', 'Local', 'Mine', 'ParseError', 'mylib.Boom'))") == 3, out
 
 
 @pytest.mark.parametrize("reported, want, ok", [
-    (["mylib.errors.ParseError", "builtins.ValueError", "builtins.Exception"], ["mylib.errors.ParseError"], True),
-    (["mylib.errors.ParseError", "builtins.Exception"], ["mylib.ParseError"], True),       # re-exported
-    (["mylib.errors.Sub", "mylib.errors.ParseError"], ["mylib.ParseError"], True),         # a subclass
-    (["other.ParseError", "builtins.Exception"], ["mylib.ParseError"], False),             # another package's
-    (["builtins.TypeError", "builtins.Exception"], ["builtins.ValueError"], False),
-    (["pkg.sibling.Local"], [".sibling.Local"], True),                                       # relative import
-    (["x"] * 17 + ["builtins.ValueError"], ["builtins.ValueError"], False),                 # too many to be a class's
-    ("builtins.ValueError", ["builtins.ValueError"], False),
+    (["ParseError", "ValueError"], ["ParseError"], True),
+    (["ValueError"], ["ParseError"], False),
+    (["E.Oops"], ["ParseError", "E.Oops"], True),                   # a tuple: any of them
+    ([], ["ValueError"], False),
+    (["x"] * 65, ["x"], False),                                     # more than a module names
+    ("ValueError", ["ValueError"], False),                          # not a list
+    ([1], ["ValueError"], False),
 ])
 def test_a_raised_class_on_the_host(reported, want, ok):
     from taskforge.grade.seals import RAISED
@@ -215,7 +216,8 @@ def test_a_raised_class_on_the_host(reported, want, ok):
     ("no x.", r"^no (x|y)\.$", True),
     ("no z.", r"^no (x|y)\.$", False),
     (123, "123", False),                                   # not text
-    ("a" * (16 * 1024 + 1) + " out of range", "out of range", False),   # past the searched bound
+    ("a" * 20_000 + " out of range", "out of range", True),            # a message with a large repr in it
+    ("a" * (200 * 1024 + 1) + " out of range", "out of range", False),  # past what a report carries
     ("aab", "a.*b", False),                                # a repeat: never searched on the host
     ("a" * 30, "(a|aa){1,25}b", False),                    # bounded, yet nested: exponential backtracking
 ])
@@ -498,7 +500,8 @@ def _run_sealed(tmp_path: Path, impl: str, rows: list | None = None,
 
 
 def _pytest_sealed(tmp_path: Path, code: str, targets: dict, sealing: bool,
-                   rows: list | None, suffixes: dict | None = None) -> tuple[dict[str, str], set[str]]:
+                   rows: list | None, suffixes: dict | None = None,
+                   monitor: list | None = None) -> tuple[dict[str, str], set[str]]:
     sealed, plan = seal_source(code, targets if sealing else {}, find_def, suffixes)
     (tmp_path / "test_x.py").write_text(sealed)
     r, w = os.pipe()
@@ -511,6 +514,8 @@ def _pytest_sealed(tmp_path: Path, code: str, targets: dict, sealing: bool,
         text = fh.read()
     proc.wait(timeout=120)
     parsed = parse_events(text)
+    if monitor is not None:
+        monitor += parsed.monitor
     p = Plan(seals=plan)
     if rows is not None:
         rows += rows_unreported(parsed.outcomes, plan)
@@ -629,6 +634,96 @@ def test_rows_pytest_numbered_apart_keep_their_ids_sealed(tmp_path):
     (tmp_path / "pkg.py").write_text(wrong)
     outcomes, failed = _pytest_sealed(tmp_path, NUMBERED, targets, True, None, id_suffixes(ids))
     assert failed == {"test_x.py::test_dup[4-IV1]"}, (outcomes, failed)
+
+
+# Red team of 2026-12-05 (5): a class seal compared names (the last one and
+# the top-level package), so an unrelated class of that name passed and an
+# honest alias (`Public = _Impl`) failed. It now reports which of the file's
+# exception names, resolved as the test resolves them, are in the real MRO.
+CLASS_FORMS = '''
+import unittest
+import pytest
+import pkg
+from pkg import OutOfRange, to_roman
+
+def test_raises():
+    with pytest.raises(OutOfRange):
+        to_roman(0)
+
+def test_raises_module_attribute():
+    pytest.raises(pkg.OutOfRange, lambda: to_roman(0))
+
+class TestUnit(unittest.TestCase):
+    def test_class(self):
+        self.assertRaises(OutOfRange, to_roman, 0)
+
+    def test_other(self):
+        self.assertRaises(KeyError, to_roman, -1)
+'''
+ALIASED = '''
+class _RangeError(ValueError):
+    pass
+
+OutOfRange = _RangeError
+
+def to_roman(n):
+    if n == 0:
+        raise OutOfRange("0 is out of range")
+    if n < 0:
+        raise KeyError(n)
+    return "I"
+'''
+SAME_NAME = ALIASED.replace('raise OutOfRange("0 is out of range")', 'raise _Other.OutOfRange("0")') + '''
+
+class _Other:
+    class OutOfRange(Exception):
+        pass
+'''
+# Raises the class the test expects, rebinding the test module's name to it
+# while the test runs: the unsealed test would resolve it the same way.
+PATCHED_RAISES = ALIASED.replace('def to_roman(n):', '''import sys
+
+class _Lenient:
+    def __init__(self, *a, **k):
+        pass
+    def __enter__(self):
+        return self
+    def __exit__(self, *exc):
+        self.value = self.exception = KeyError("?")
+        return True
+
+sys.modules["py" + "test"].raises = _Lenient
+
+def to_roman(n):
+    return "I"
+
+def _unused(n):''')
+
+
+def test_a_class_seal_resolves_names_as_the_test_does(tmp_path):
+    outcomes, failed = _run_sealed(tmp_path / "alias", ALIASED, code=CLASS_FORMS)
+    assert set(outcomes.values()) == {"passed"} and len(outcomes) == 4 and not failed, (outcomes, failed)
+    outcomes, failed = _run_sealed(tmp_path / "plain", SAME_NAME, sealing=False, code=CLASS_FORMS)
+    assert {k for k, v in outcomes.items() if v != "passed"} == {
+        "test_x.py::test_raises", "test_x.py::test_raises_module_attribute", "test_x.py::TestUnit::test_class"}
+    outcomes, failed = _run_sealed(tmp_path / "sealed", SAME_NAME, code=CLASS_FORMS)
+    assert failed | {k for k, v in outcomes.items() if v != "passed"} == {
+        "test_x.py::test_raises", "test_x.py::test_raises_module_attribute", "test_x.py::TestUnit::test_class"}
+
+
+def test_replacing_what_the_planted_tests_expect_exceptions_with_is_flagged(tmp_path):
+    """pytest.raises is a module attribute: set with no audit event. The
+    planted tests use it (and unittest's contexts), and tf_guard checks their
+    identities at every report."""
+    (tmp_path / "pkg.py").write_text(PATCHED_RAISES)
+    code = textwrap.dedent(CLASS_FORMS)
+    tree = ast.parse(code)
+    targets = {((), f.name): f"test_x.py::{f.name}" for f in tree.body if isinstance(f, ast.FunctionDef)}
+    monitor: list = []
+    outcomes, failed = _pytest_sealed(tmp_path, code, targets, True, None, monitor=monitor)
+    assert outcomes["test_x.py::test_raises"] == "passed", "pytest alone: the replaced raises let it through"
+    assert "test_x.py::test_raises" in failed, "the class seal: KeyError is not OutOfRange"
+    assert any(m.kind == "runner-patched" and m.site == "pytest.raises" for m in monitor), monitor
 
 
 def test_a_task_keeps_the_seal_rules_its_gold_was_checked_under():

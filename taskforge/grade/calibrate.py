@@ -261,8 +261,11 @@ def final_check(task_dir: Path) -> None:
                       and f.severity is not Severity.INFO and f.site})
     if allowed:
         set_grading(task_dir, allowed=[list(a) for a in allowed])
-    empty = verify(task_dir, Solution.empty(), backend=GENERATION_BACKEND)
+    # Only the hidden tests' files: whether they fail is all this asks (the
+    # rest of the suite was green on the stripped tree, and the gold's verify
+    # above ran it under the grader).
+    empty = verify(task_dir, Solution.empty(), backend=GENERATION_BACKEND, hidden_only=True)
     if empty.error:
         raise GradeCheckError(f"verify --empty did not run: {empty.error}")
-    if empty.reward != 0.0:
+    if not empty.f2p_failures:
         raise GradeCheckError("verify --empty scores 1: the hidden tests do not need the feature")

@@ -57,14 +57,16 @@ IDENTITY = "is "                # expected "is None" / "is not True" ...: which 
 SEARCH = "re.search "           # an expected "source" that is a pattern the reported text must contain
 RAISED = "raised "              # ... the classes a raised exception must include one of
 SEAL_RAISED = '__import__("tf_guard").seal_raised'
-TF_RAISES = '__import__("tf_guard").raises'      # unittest's and callable forms' context
 # The rules a task's seals follow, recorded at generation (GradingPlan.seal_rules)
 # so that a task keeps the rules its final check verified the gold under:
 # 1 pytest's `with raises(E, match=P)` only, 2 (2026-12-05) unittest's forms,
 # the callable ones, and a class sealed where its pattern is not.
 SEAL_RULES = 2
 MAX_PATTERN = 512               # a longer match= pattern stays unsealed
-MAX_SEARCHED = 16 * 1024        # characters of exception text a sealed pattern is searched in
+# Characters of exception text a sealed pattern is searched in: what one report
+# carries (tf_guard.MAX_SEAL); the pattern has no repeat, so a search is linear
+# (a message embedding a large repr is honest: red team of 2026-12-05, 5).
+MAX_SEARCHED = 200 * 1024
 MAX_SEARCHES = 100              # reports of one match token per test run; more fail it
 MAX_VALUE = 200 * 1024         # characters of one encoded value (tf_guard.MAX_SEAL)
 MAX_LITERAL = 16 * 1024        # a longer literal stays unsealed: an equal value may not fit MAX_VALUE
@@ -431,14 +433,14 @@ def _callee(call: ast.Call) -> str:
 # one of these, or of a class the module imports, is sealed by name.
 _BUILTIN_ERRORS = frozenset(n for n, v in vars(_builtins).items()
                             if isinstance(v, type) and issubclass(v, Exception))
-MAX_MRO = 16                    # classes of a raised exception a report may name
+MAX_NAMED = 64                  # exception names a module's class seals resolve (more: unsealed)
 
 
 class RaisesForm(enum.Enum):
     """How a test asks for an exception, which decides how it is planted."""
     PYTEST_WITH = "with pytest.raises(E, match=P)"       # pytest's own context, given Exception
-    UNITTEST_WITH = "with self.assertRaises[Regex](E[, P])"  # tf_guard.raises (unittest's str for P)
-    CALLABLE = "assertRaises[Regex](E[, P], f, *args)"  # a `with tf_guard.raises(...)` around f(*args)
+    UNITTEST_WITH = "with self.assertRaises[Regex](E[, P])"  # unittest's own context, given Exception
+    CALLABLE = "assertRaises[Regex](E[, P], f, *args)"  # the same callee's context around f(*args)
 
 
 @dataclass
@@ -448,7 +450,7 @@ class RaisesSite:
     one must be or derive from) and the pattern its text must contain."""
     call: ast.Call
     var: str | None
-    classes: tuple[str, ...] | None          # None: E stays as written
+    classes: tuple[str, ...] | None          # None: E stays as written; else E's class(es) as the test writes them
     pattern: str | None                      # None: no sealable pattern
     form: RaisesForm = RaisesForm.PYTEST_WITH
     target: tuple[ast.AST, ...] = ()          # CALLABLE: f, then its arguments and keywords
@@ -484,6 +486,14 @@ def module_names(tree: ast.AST) -> dict[str, str]:
         for b in bound:
             out[b] = ""
     return out
+
+
+def _exception_texts(e: ast.expr, names: Mapping[str, str]) -> tuple[str, ...] | None:
+    """The class(es) `raises` is given as the test writes them (`ParseError`,
+    `E.Oops`), each resolvable from the module's namespace, or None."""
+    if _exception_names(e, names) is None:
+        return None
+    return tuple(ast.unparse(x) for x in (e.elts if isinstance(e, ast.Tuple) else [e]))
 
 
 def _exception_names(e: ast.expr, names: Mapping[str, str]) -> tuple[str, ...] | None:
@@ -563,30 +573,25 @@ def _raises_site(st: ast.stmt, names: Mapping[str, str], rules: int = SEAL_RULES
         kept = call.args[1] if form is not RaisesForm.PYTEST_WITH else \
             next(k.value for k in call.keywords if k.arg == "match")
         pattern = None
-    classes = _exception_names(call.args[0], names)
+    classes = _exception_texts(call.args[0], names)
     if classes is None and pattern is None:
         return None
     return RaisesSite(call, var, classes, pattern, form, target, kept)            # type: ignore[arg-type]
 
 
 def raised_matches(encoded: str | None, expected_src: str) -> bool:
-    """Whether the reported classes of a raised exception include one the
-    test named: the same last name, in the same top-level package (a test may
-    import a class from where its package re-exports it: `pkg.ParseError` for
-    `pkg.errors.ParseError`), any package for a relative import."""
+    """Whether the raised exception is an instance of a class the test named:
+    the sandbox reports which of the module's exception names (as written,
+    resolved in the test module's namespace) are in its class's real MRO, as
+    pytest.raises and assertRaises would find; the host wants one of the site's."""
     got = _reported(encoded, 64 * 1024 - 1)
     try:
         want = literal_eval(expected_src[len(RAISED):])
     except (ValueError, SyntaxError):
         return False
-    if not (isinstance(got, list) and 0 < len(got) <= MAX_MRO and all(isinstance(g, str) for g in got)):
+    if not (isinstance(got, list) and len(got) <= MAX_NAMED and all(isinstance(g, str) for g in got)):
         return False
-    for w in want:
-        for g in got:
-            if g.rsplit(".", 1)[-1] == w.rsplit(".", 1)[-1] and (
-                    w.startswith(".") or g.split(".", 1)[0] == w.split(".", 1)[0]):
-                return True
-    return False
+    return any(w in got for w in want)
 
 
 _SINGLETONS = {None: "None", True: "True", False: "False"}
@@ -741,7 +746,7 @@ def _statements(fn: ast.AST):
 def seal_function(fn: ast.FunctionDef | ast.AsyncFunctionDef, ed: _Edits, plan: SealPlan,
                   heads: list[str], callables: frozenset[str] = frozenset(),
                   known: AbstractSet[str] = frozenset(), names_of: Mapping[str, str] | None = None,
-                  rules: int = SEAL_RULES) -> None:
+                  rules: int = SEAL_RULES, named: tuple[str, ...] = ()) -> None:
     """Seal one planted test function: its equalities with a literal (or a
     pure transform of one, `TEXT.strip()`), and the names such an
     equality compares with (a parametrize column, a local assigned a literal,
@@ -847,6 +852,8 @@ def seal_function(fn: ast.FunctionDef | ast.AsyncFunctionDef, ed: _Edits, plan: 
         if isinstance(st, ast.Expr):
             text = f"{ed.text_of(st.value.func)[:-len(st.value.func.attr)]}assertTrue({text})"  # type: ignore
         ed.replace(node, text)
+    if len(named) > MAX_NAMED:
+        raising = [(st, rm) for st, rm in raising if rm.classes is None]
     for i, (raise_st, site) in enumerate(raising):
         bound = site.var or f"_tf_raised_{i}"
         given = ed.text_of(site.call.args[0])
@@ -855,7 +862,7 @@ def seal_function(fn: ast.FunctionDef | ast.AsyncFunctionDef, ed: _Edits, plan: 
             ctok = _token()
             plan.expected[ctok] = RAISED + repr(list(site.classes))
             given = "Exception"
-            after.append(f"assert {SEAL_RAISED}({bound}, {ctok!r})")
+            after.append(f"assert {SEAL_RAISED}({bound}, {ctok!r}, globals(), {tuple(named)!r})")
             if id(raise_st) in reached_ids:
                 tokens.add(ctok)
         if site.pattern is not None:
@@ -866,16 +873,27 @@ def seal_function(fn: ast.FunctionDef | ast.AsyncFunctionDef, ed: _Edits, plan: 
                 tokens.add(mtok)
         indent = ed.indent_of(raise_st)
         tail = "".join(f"\n{indent}{a}" for a in after)
-        if site.kept is not None:
-            given += (", match=" if site.form is RaisesForm.PYTEST_WITH else ", ") + ed.text_of(site.kept)
+        func = ed.text_of(site.call.func)
+        if site.form is RaisesForm.PYTEST_WITH:
+            if site.kept is not None:
+                given += ", match=" + ed.text_of(site.kept)
+        elif _UNITTEST_RAISES.get(_callee(site.call)):  # a Regex callee: its pattern, or "" (matches all)
+            given += ", " + (ed.text_of(site.kept) if site.kept is not None else '""')
         if site.form is RaisesForm.CALLABLE:
-            f, *rest = (ed.text_of(n) for n in site.target)
-            ed.replace(raise_st, f"with {TF_RAISES}({given}) as {bound}:\n{indent}    {f}({', '.join(rest)}){tail}")
+            # the callee and its arguments evaluated first, as the call would:
+            # an exception there is not the one the test expects
+            f, *rest = site.target
+            pos = "".join(f"{ed.text_of(a)}, " for a in rest if not isinstance(a, ast.keyword))
+            kws = ", ".join(f"{k.arg!r}: ({ed.text_of(k.value)})" if k.arg else f"**({ed.text_of(k.value)})"
+                            for k in rest if isinstance(k, ast.keyword))
+            call = f"_tf_call_{i}"
+            ed.replace(raise_st, f"{call} = (({ed.text_of(f)}), ({pos}), {{{kws}}})\n"
+                                 f"{indent}with {func}({given}) as {bound}:\n"
+                                 f"{indent}    {call}[0](*{call}[1], **{call}[2]){tail}")
             continue
-        head = ed.text_of(site.call.func) if site.form is RaisesForm.PYTEST_WITH else TF_RAISES
         end = raise_st.items[0].optional_vars or site.call
         ed.cuts.append((site.call.lineno, site.call.col_offset, end.end_lineno, end.end_col_offset,  # type: ignore
-                        f"{head}({given}) as {bound}"))
+                        f"{func}({given}) as {bound}"))
         ed.append(raise_st, tail)
 
     def tokenize(cell: ast.expr, chain: tuple = ()) -> str | None:
@@ -1056,12 +1074,27 @@ def seal_source(code: str, targets: Mapping[tuple[tuple[str, ...], str], str],
             by_def.setdefault(id(found), (found, []))[1].append(head)
     names_of = module_names(tree)
     callables = module_callables(tree, names_of)
+    named = exception_names_of(tree, names_of, rules)
     for fn, heads in by_def.values():
         known = set().union(*(suffixes.get(h, ()) for h in heads))
-        seal_function(fn, ed, plan, heads, callables, known, names_of, rules)
+        seal_function(fn, ed, plan, heads, callables, known, names_of, rules, named)
     if not ed.cuts:
         return code, plan
     return ed.apply(), plan
+
+
+def exception_names_of(tree: ast.AST, names: Mapping[str, str], rules: int = SEAL_RULES) -> tuple[str, ...]:
+    """Every exception class the module's raises sites name, as written: the
+    names each class seal resolves, the same at every site of the file, so
+    that they tell nothing of which one a site (or a copy) expects."""
+    found: set[str] = set()
+    for fn in ast.walk(tree):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for st in _statements(fn):
+                site = _raises_site(st, names, rules)
+                if site is not None:
+                    found.update(site.classes or ())
+    return tuple(sorted(found))
 
 
 def id_suffixes(ids: Iterable[str]) -> dict[str, set[str]]:
@@ -1176,7 +1209,7 @@ def plain_pattern(pattern: str) -> bool:
 def searched(encoded: str | None, pattern: str) -> bool:
     """Whether the reported exception text contains what match= asks, as
     pytest's ExceptionInfo.match searches it."""
-    got = _reported(encoded, 6 * MAX_SEARCHED + 64)                # JSON escapes a character in up to 6
+    got = _reported(encoded, MAX_VALUE)
     return isinstance(got, str) and len(got) <= MAX_SEARCHED and plain_pattern(pattern) \
         and re.search(pattern, got) is not None
 

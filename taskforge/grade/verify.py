@@ -436,11 +436,15 @@ def planted_set(rec) -> list[cp.TestCopy]:
 def verify(task_dir: str | Path, solution: Solution, timeout: float | None = None,
            limits: Limits | None = None, defences: Defences | None = None,
            pool: WarmPool | None = None, backend: str | None = None,
-           record: Callable[[GradingCase], None] | None = None) -> VerifyResult:
+           record: Callable[[GradingCase], None] | None = None,
+           hidden_only: bool = False) -> VerifyResult:
     """Grade `solution`; infrastructure failures come back with `error` set, reward None.
     With a `pool`, the sandbox is a warm one started ahead (never used before).
     `backend`: the sandbox backend (default $TASKFORGE_SANDBOX, else docker).
-    `record`: called with the graded run as data (grade/cases.py), to replay."""
+    `record`: called with the graded run as data (grade/cases.py), to replay.
+    `hidden_only`: run the files of the hidden tests, not the suite (the final
+    check's empty solution: what it asks is whether they fail; the rest count
+    as missing, so read `f2p_failures`, not the reward)."""
     task = load_task(task_dir)
     rec = task.record
     d = defences or Defences()
@@ -471,7 +475,8 @@ def verify(task_dir: str | Path, solution: Solution, timeout: float | None = Non
                 return _finish(result, t0, 0.0, found)
             share_with_sandbox(tree)
             run, error = _run_hidden(rec, d, spec, tree, timeout, lease,
-                                     backend or (pool.backend if pool else None), record is not None)
+                                     backend or (pool.backend if pool else None), record is not None,
+                                     hidden_only)
             if run is not None and d.bounds:
                 found += left_behind(tree, d.policy)
         finally:
@@ -509,8 +514,8 @@ def left_behind(tree: Path, policy: Policy) -> list[Finding]:
 
 
 def _run_hidden(rec, d: Defences, spec: SandboxSpec, tree: Path, timeout: float,
-                lease: Lease | None, backend: str | None, keep_raw: bool = False
-                ) -> tuple[RunResult | None, str | None]:
+                lease: Lease | None, backend: str | None, keep_raw: bool = False,
+                hidden_only: bool = False) -> tuple[RunResult | None, str | None]:
     """The graded run: in the leased sandbox if there is one, else (and on an
     infrastructure failure) in a fresh one with `tree` mounted."""
     cold = spec.model_copy(update={"mounts": [Mount(host=str(tree), container="/workspace"),
@@ -521,9 +526,9 @@ def _run_hidden(rec, d: Defences, spec: SandboxSpec, tree: Path, timeout: float,
             if lease is not None and attempt == 0:
                 # Destroyed by the pool, off this path (the supervisor has already
                 # killed everything the tests started).
-                return _pytest(lease.sandbox, rec, d, timeout, keep_raw), None
+                return _pytest(lease.sandbox, rec, d, timeout, keep_raw, hidden_only), None
             with open_sandbox(cold, backend) as sb:
-                return _pytest(sb, rec, d, timeout, keep_raw), None
+                return _pytest(sb, rec, d, timeout, keep_raw, hidden_only), None
         except InfraError as exc:
             if lease is not None:
                 lease.sandbox.close()        # nothing of it may still touch `tree`
@@ -534,7 +539,8 @@ def _run_hidden(rec, d: Defences, spec: SandboxSpec, tree: Path, timeout: float,
     return None, last_error
 
 
-def _pytest(sb, rec, d: Defences, timeout: float, keep_raw: bool = False) -> RunResult:
+def _pytest(sb, rec, d: Defences, timeout: float, keep_raw: bool = False,
+            hidden_only: bool = False) -> RunResult:
     # The monitor knows test code by the files the task ships (never by name).
     shipped = [f for f in rec.protected_files if f.endswith(".py")]
     env = {**rec.test_env, **monitor_env(shipped, rec.hidden_test_files)}
@@ -542,6 +548,8 @@ def _pytest(sb, rec, d: Defences, timeout: float, keep_raw: bool = False) -> Run
     # forger needs in a graded run (events.py refuses it in strict mode).
     options = without_reruns(rec.test_options)
     extra = ["-p", "no:rerunfailures"] if d.isolation else []
+    if hidden_only:
+        extra += sorted({t.split("::")[0] for t in rec.FAIL_TO_PASS})
     return PytestRunner(sb, None, options, rec.test_paths, env,
                         naive=not d.isolation, bound_workspace=d.bounds
                         ).run(["--continue-on-collection-errors", *extra], timeout=timeout, keep_raw=keep_raw)

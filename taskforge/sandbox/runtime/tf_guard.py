@@ -61,7 +61,18 @@ def _critical():
         "unittest.TestCase.__call__": unittest.TestCase.__call__,
         "sys.exit": sys.exit,
         "os._exit": os._exit,
+        # what the planted hidden tests call to expect an exception and to
+        # report (grade/seals.py): a module attribute is set with no audit event
+        "pytest.raises": sys.modules["pytest"].raises if "pytest" in sys.modules else None,
+        "unittest.TestCase.assertRaises": unittest.TestCase.assertRaises,
+        "unittest.TestCase.assertRaisesRegex": unittest.TestCase.assertRaisesRegex,
+        "unittest._AssertRaisesContext.__exit__": unittest.case._AssertRaisesContext.__exit__,
+        "tf_guard": sys.modules.get("tf_guard"),
     }
+    guard = sys.modules.get("tf_guard")
+    for name in ("seal", "seal_truth", "seal_is", "seal_raised", "seal_match", "_raised", "_emit", "_plain",
+                 "_dumps"):
+        items[f"tf_guard.{name}"] = getattr(guard, name, None)
     try:
         import _pytest.unittest
 
@@ -206,55 +217,39 @@ def seal_is(value, token):
 
 
 _TYPE_MRO = type.__dict__["__mro__"].__get__
-_TYPE_QUALNAME = type.__dict__["__qualname__"].__get__
-_TYPE_MODULE = type.__dict__["__module__"].__get__
 
 
-def seal_raised(excinfo, token):
-    """A sealed `pytest.raises(E)`: the class the test expects is on the host
-    (the planted call catches Exception); this reports the raised exception's
-    classes, most derived first."""
+def _raised(excinfo):
+    """The exception a planted raises context caught: pytest's ExceptionInfo
+    holds it as `.value`, unittest's context (numpy.testing's too) as `.exception`."""
+    import unittest.case
+    if isinstance(excinfo, unittest.case._AssertRaisesContext):
+        return excinfo.exception
+    return excinfo.value
+
+
+def seal_raised(excinfo, token, namespace=None, names=()):
+    """A sealed `pytest.raises(E)` / `assertRaises(E)`: which E the test
+    expects is on the host (the planted context catches Exception); this
+    reports which of the module's exception `names` (as the test writes them,
+    resolved in its `namespace` as the test would resolve E) are classes in the
+    raised exception's real MRO (a metaclass can fake `__mro__`, not this)."""
     try:
-        names = []
-        # the real MRO and names (a metaclass can fake `__mro__`, a class its
-        # `__qualname__`): a name counts only if it leads back to the class
-        for c in _TYPE_MRO(type(excinfo.value)):
-            module, qualname = _TYPE_MODULE(c), _TYPE_QUALNAME(c)
-            target = sys.modules.get(module) if type(module) is str else None
-            for part in qualname.split("."):
-                target = getattr(target, part, None) if target is not None else None
-            if target is c:
-                names.append(f"{module}.{qualname}")
-        names = names[:16]                               # most derived first (seals.MAX_MRO)
+        mro = _TYPE_MRO(type(_raised(excinfo)))
+        hits = []
+        for text in list(names)[:64]:                     # seals.MAX_NAMED
+            first, *rest = text.split(".")
+            try:                                          # another site's class may not exist here
+                obj = namespace[first] if first in namespace else getattr(__import__("builtins"), first)
+                for part in rest:
+                    obj = getattr(obj, part)
+            except Exception:
+                continue
+            if any(c is obj for c in mro):
+                hits.append(text)
     except Exception:
-        names = None
-    return seal(names, token)
-
-
-class raises:
-    """The context a sealed unittest-style expectation is planted as
-    (`with self.assertRaises(E)`, `assertRaisesRegex(E, P, f, x)`,
-    `pytest.raises(E, f, x)`: grade/seals.py): it catches what the test
-    expects (Exception when the class is sealed) and keeps it, as `.value`
-    (pytest's name) and `.exception` (unittest's); nothing raised fails, and
-    so does a text without `pattern` (one the host could not keep)."""
-
-    def __init__(self, expected=Exception, pattern=None):
-        self.expected, self.pattern = expected, pattern
-        self.value = self.exception = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, kind, value, tb):
-        if kind is None:
-            raise AssertionError(f"DID NOT RAISE {self.expected!r}")
-        if not issubclass(kind, self.expected):
-            return False
-        self.value = self.exception = BaseException.with_traceback(value, None)
-        if self.pattern is not None and not __import__("re").search(self.pattern, str(value)):
-            raise AssertionError(f"{self.pattern!r} does not match {str(value)!r}")
-        return True
+        hits = None
+    return seal(hits, token)
 
 
 def seal_match(excinfo, token):
@@ -267,8 +262,9 @@ def seal_match(excinfo, token):
         # the text RaisesExc makes (pytest >= 8.4: str and notes, a group's own
         # message), ExceptionInfo.match's before, else str
         make = getattr(sys.modules.get("_pytest._code.code"), "stringify_exception", None)
-        if type(excinfo) is raises:
-            text = str(excinfo.value)
+        import unittest.case
+        if isinstance(excinfo, unittest.case._AssertRaisesContext):
+            text = str(excinfo.exception)
         elif make is not None and hasattr(sys.modules.get("_pytest.raises"), "RaisesExc"):
             text = make(excinfo.value, include_subexception_msg=False)
         else:
