@@ -5,6 +5,8 @@ everything and a probe of pytest's items learn nothing and fail."""
 from __future__ import annotations
 
 import ast
+import dataclasses
+import datetime
 import importlib.util
 import json
 import os
@@ -24,6 +26,7 @@ from taskforge.grade.copies import Plan, find_def
 from taskforge.grade.events import parse_events
 from taskforge.grade.seals import (
     SEAL_CALL,
+    SEAL_EQ,
     SEAL_MATCH,
     SEAL_RULES,
     SEARCH,
@@ -125,7 +128,8 @@ REQ, OPT = "required", "optional"     # a seal every completed run reports, or o
 ])
 def test_which_equalities_are_sealed(body, sealed):
     out, plan = seal(f"def test_a():\n    {body}\n", ["test_a"])
-    assert (SEAL_CALL in out or SEAL_MATCH in out) is (sealed is not None), out
+    token = out.replace(SEAL_EQ, "")               # seal_eq keeps no expectation of its own
+    assert (SEAL_CALL in token or SEAL_MATCH in token) is (sealed is not None), out
     assert bool(plan.expected) is (sealed is not None)
     assert bool(plan.required.get(f"{F}::test_a")) is (sealed == REQ), plan
     if sealed:
@@ -162,7 +166,7 @@ def test_a():
 def test_transformed_expectations_keep_the_value_the_test_compares_with(code, want):
     out, plan = seal_source(code, {((), "test_a"): f"{F}::test_a"}, find_def)
     if want is None:
-        assert SEAL_CALL not in out, out
+        assert SEAL_CALL not in out.replace(SEAL_EQ, ""), out
         return
     assert SEAL_CALL in out and want in plan.expected.values(), plan.expected
     ast.parse(out)
@@ -273,7 +277,7 @@ def test_unittest_assert_equal_and_methods_of_classes():
                 self.assertEqual(f(2), g(2))
     ''', ["TestT::test_a"])
     assert f'self.assertTrue({SEAL_CALL}((f(2)), ' in out and '"II"' not in out
-    assert "self.assertEqual(f(2), g(2))" in out
+    assert f"self.assertTrue({SEAL_EQ}((f(2)), (g(2))))" in out     # computed: compared in the sandbox
     assert set(plan.required) == {f"{F}::TestT::test_a"}
 
 
@@ -724,6 +728,104 @@ def test_replacing_what_the_planted_tests_expect_exceptions_with_is_flagged(tmp_
     assert outcomes["test_x.py::test_raises"] == "passed", "pytest alone: the replaced raises let it through"
     assert "test_x.py::test_raises" in failed, "the class seal: KeyError is not OutOfRange"
     assert any(m.kind == "runner-patched" and m.site == "pytest.raises" for m in monitor), monitor
+
+
+# Red team of 2026-12-05 (6): an equality with a computed expectation is not
+# sealed, and the test's copies changed other sites; a datetime subclass equal
+# to every date passed it.
+COMPUTED = '''
+import datetime
+import unittest
+from pkg import deadline
+
+def test_deadline():
+    assert deadline("2030-01-02") == datetime.datetime(2030, 1, 2)
+
+class TestUnit(unittest.TestCase):
+    def test_deadline(self):
+        self.assertEqual(datetime.datetime(2031, 5, 6), deadline("2031-05-06"))
+'''
+DEADLINE = '''
+import datetime
+
+def deadline(text):
+    return datetime.datetime.strptime(text, "%Y-%m-%d")
+'''
+EQUAL_TO_EVERY_DATE = '''
+import datetime
+
+class _Far(datetime.datetime):
+    def __eq__(self, other):
+        return isinstance(other, datetime.date)
+    __hash__ = datetime.datetime.__hash__
+
+def deadline(text):
+    return _Far(9999, 12, 31)
+'''
+
+
+class _Sibling(datetime.datetime):
+    pass
+
+
+class _EveryDate(datetime.datetime):
+    def __eq__(self, other):
+        return isinstance(other, datetime.date)
+    __hash__ = datetime.datetime.__hash__
+
+
+@dataclasses.dataclass(frozen=True)
+class _Cents:
+    n: int
+
+
+class _EveryCents(_Cents):
+    def __eq__(self, other):
+        return isinstance(other, _Cents)
+    __hash__ = _Cents.__hash__
+
+
+@pytest.mark.parametrize("left, right, equal", [
+    (datetime.datetime(2030, 1, 2), datetime.datetime(2030, 1, 2), True),
+    (1, 1.0, True),                                        # unrelated classes: their own ==
+    (True, 1, True),                                       # bool derives from int: int's == agrees
+    ({"a": 1}, OrderedDict(a=1), True),                    # dict's == for an OrderedDict
+    (1, 2, False),
+    (_Sibling(2030, 1, 2), _EveryDate(9999, 12, 31), False),  # a mocked datetime against one equal to all
+    (_Sibling(2030, 1, 2), datetime.datetime(2030, 1, 2), True),
+    (_Cents(5), _EveryCents(7), False),                     # a dataclass: NotImplemented for another class
+    (_Cents(5), _Cents(5), True),
+])
+def test_an_equality_with_a_computed_expectation(left, right, equal):
+    g = _guard()
+    assert bool(g.seal_eq(left, right)) is equal and bool(g.seal_eq(right, left)) is equal
+
+
+def test_an_object_of_a_subclass_equal_to_everything_fails_a_computed_equality(tmp_path):
+    outcomes, failed = _run_sealed(tmp_path / "plain", EQUAL_TO_EVERY_DATE, sealing=False, code=COMPUTED)
+    assert set(outcomes.values()) == {"passed"} and len(outcomes) == 2, outcomes
+    outcomes, failed = _run_sealed(tmp_path / "sealed", EQUAL_TO_EVERY_DATE, code=COMPUTED)
+    assert set(outcomes.values()) == {"failed"} and len(outcomes) == 2, outcomes
+    outcomes, failed = _run_sealed(tmp_path / "honest", DEADLINE, code=COMPUTED)
+    assert set(outcomes.values()) == {"passed"} and len(outcomes) == 2 and not failed, outcomes
+
+
+def test_replacing_unittests_assertions_is_flagged(tmp_path):
+    """A class attribute set raises no audit event by default (red team of
+    2026-12-05, 6: `TestCase.assertEqual` made a no-op went unflagged)."""
+    (tmp_path / "pkg.py").write_text(DEADLINE + '''
+import unittest
+setattr(unittest.TestCase, "assert" + "Equal", lambda self, a, b, msg=None: None)
+''')
+    code = textwrap.dedent(COMPUTED)
+    monitor: list = []
+    _pytest_sealed(tmp_path, code, {}, False, None, monitor=monitor)
+    assert any(m.kind == "runner-patched" and m.site == "unittest.TestCase.assertEqual" for m in monitor), monitor
+    # also when a conftest imports the package, before pytest_configure
+    (tmp_path / "conftest.py").write_text("import pkg\n")
+    monitor.clear()
+    _pytest_sealed(tmp_path, code, {}, False, None, monitor=monitor)
+    assert any(m.kind == "runner-patched" and m.site == "unittest.TestCase.assertEqual" for m in monitor), monitor
 
 
 def test_a_task_keeps_the_seal_rules_its_gold_was_checked_under():

@@ -47,6 +47,11 @@ SEAL_CALL = '__import__("tf_guard").seal'
 SEAL_MATCH = '__import__("tf_guard").seal_match'
 SEAL_TRUTH = '__import__("tf_guard").seal_truth'
 SEAL_IS = '__import__("tf_guard").seal_is'
+# An equality with a computed expectation (`== Money("0")`) stays in the
+# sandbox, judged by the expected side's class too where the actual one
+# derives from it (tf_guard.seal_eq): an object of a subclass equal to
+# everything (red team of 2026-12-05, 6) fails it.
+SEAL_EQ = '__import__("tf_guard").seal_eq'
 # Polarity seals: what an `assert X` / `assert not X` / `X is None` / `X is not
 # None` asks is on the host, so an original and its negated copy read alike.
 # They hide which way a test points, not a value: a solution that makes every
@@ -659,6 +664,20 @@ def _compare_site(st: ast.stmt, params: set[str], callables: frozenset[str] = fr
     return None
 
 
+def _equality(st: ast.stmt) -> tuple[ast.expr, ast.expr, ast.AST, bool] | None:
+    """(left, right, node to replace, whether it is unittest's call) of a
+    plain equality statement: `assert A == B`, `self.assertEqual(A, B)`."""
+    if isinstance(st, ast.Assert) and isinstance(st.test, ast.Compare) and len(st.test.ops) == 1 \
+            and isinstance(st.test.ops[0], ast.Eq):
+        return st.test.left, st.test.comparators[0], st.test, False
+    if isinstance(st, ast.Expr) and isinstance(st.value, ast.Call) \
+            and isinstance(st.value.func, ast.Attribute) and st.value.func.attr in ("assertEqual", "assertEquals") \
+            and not any(isinstance(a, ast.Starred) for a in st.value.args) \
+            and len(st.value.args) == 2 and not st.value.keywords:
+        return st.value.args[0], st.value.args[1], st.value, True
+    return None
+
+
 def _row(node: ast.expr, width: int) -> tuple[list[ast.expr], ast.Constant | None] | None:
     """A table row's cells and its explicit id (pytest.param(..., id=...)), or
     None when the row is not written out plainly."""
@@ -841,8 +860,16 @@ def seal_function(fn: ast.FunctionDef | ast.AsyncFunctionDef, ed: _Edits, plan: 
     # times), and nothing a silenced seal could skip.
     pointing = [(st, ps) for st in body
                 if id(st) not in guarded and id(st) not in valued and (ps := _polarity_site(st)) is not None]
-    if not sites and not raising and not pointing:
+    pointed = {id(st) for st, _ in pointing}
+    strict = [(st, eq) for st in _statements(fn)
+              if id(st) not in valued and id(st) not in pointed and (eq := _equality(st)) is not None]
+    if not sites and not raising and not pointing and not strict:
         return
+    for st, (left, right, node, unit) in strict:
+        text = f"{SEAL_EQ}(({ed.text_of(left)}), ({ed.text_of(right)}))"
+        if unit:
+            text = f"{ed.text_of(st.value.func)[:-len(st.value.func.attr)]}assertTrue({text})"
+        ed.replace(node, text)
     tokens: set[str] = set()
     for st, (subject, call, keep, node) in pointing:
         ptok = _token()

@@ -39,6 +39,16 @@ def _flag(kind: str, detail: str, site: str) -> None:
     _emit({"$report_type": "Monitor", "kind": kind, "site": site[:200], "detail": detail[:200]})
 
 
+# unittest's assertion methods (what a test's self.assertX calls): replacing
+# one is a class attribute set, which no audit event reports by default.
+_UNITTEST_ASSERTS = ("assertEqual", "assertNotEqual", "assertTrue", "assertFalse", "assertIs", "assertIsNot",
+                     "assertIsNone", "assertIsNotNone", "assertIn", "assertNotIn", "assertIsInstance",
+                     "assertAlmostEqual", "assertCountEqual", "assertDictEqual", "assertListEqual",
+                     "assertSequenceEqual", "assertTupleEqual", "assertSetEqual", "assertMultiLineEqual",
+                     "assertRegex", "assertGreater", "assertLess", "fail", "_baseAssertEqual",
+                     "_getAssertEqualityFunc")
+
+
 def _critical():
     """Identities of the functions that decide and report outcomes."""
     import unittest
@@ -67,11 +77,12 @@ def _critical():
         "unittest.TestCase.assertRaises": unittest.TestCase.assertRaises,
         "unittest.TestCase.assertRaisesRegex": unittest.TestCase.assertRaisesRegex,
         "unittest._AssertRaisesContext.__exit__": unittest.case._AssertRaisesContext.__exit__,
+        **{f"unittest.TestCase.{m}": getattr(unittest.TestCase, m, None) for m in _UNITTEST_ASSERTS},
         "tf_guard": sys.modules.get("tf_guard"),
     }
     guard = sys.modules.get("tf_guard")
-    for name in ("seal", "seal_truth", "seal_is", "seal_raised", "seal_match", "_raised", "_emit", "_plain",
-                 "_dumps"):
+    for name in ("seal", "seal_eq", "seal_truth", "seal_is", "seal_raised", "seal_match", "_raised", "_emit",
+                 "_plain", "_dumps"):
         items[f"tf_guard.{name}"] = getattr(guard, name, None)
     try:
         import _pytest.unittest
@@ -183,6 +194,7 @@ def _plain(v, depth=0):
 
 
 _TOKEN = __import__("re").compile(r"t[0-9a-f]{16}")
+_TYPE_MRO = type.__dict__["__mro__"].__get__
 
 
 def seal(value, token):
@@ -204,6 +216,31 @@ def seal(value, token):
     return True
 
 
+def seal_eq(left, right):
+    """A hidden test's `left == right` where the expected side is computed
+    (`== Money("0")`): as the test would, and where the two classes share a
+    base other than object, that base's own equality must agree: a class's
+    `__eq__` decides `==` alone when it derives from the other (its reflected
+    method goes first), and an object of a subclass equal to everything passed
+    a test whose copies changed other sites (red team of 2026-12-05: a
+    `datetime` against a mocked one, a dataclass `Money`, which answers
+    NotImplemented for another class and so leaves the decision to it)."""
+    r = left == right
+    if not r:
+        return r
+    tl, tr = type(left), type(right)
+    if tl is tr:
+        return r
+    theirs = _TYPE_MRO(tr)
+    base = next((c for c in _TYPE_MRO(tl) if any(c is m for m in theirs)), object)
+    if base is object:
+        return r
+    one, two = base.__eq__(left, right), base.__eq__(right, left)
+    if one is NotImplemented and two is NotImplemented:
+        return False
+    return r if all(x is NotImplemented or x for x in (one, two)) else False
+
+
 def seal_truth(value, token):
     """A sealed `assert X` or `assert not X`: which one the test asks is on the
     host; this reports X's truth (computed once, as the assert would)."""
@@ -214,9 +251,6 @@ def seal_is(value, token):
     """A sealed `X is [not] None/True/False`: this reports which singleton X is."""
     return seal("None" if value is None else "True" if value is True else "False" if value is False else "other",
                 token)
-
-
-_TYPE_MRO = type.__dict__["__mro__"].__get__
 
 
 def _raised(excinfo):
@@ -276,7 +310,8 @@ def seal_match(excinfo, token):
 
 
 def pytest_configure(config):
-    _BASELINE.update(_critical())
+    if not _BASELINE:                  # taken at import (below) unless that failed
+        _BASELINE.update(_critical())
 
 
 def pytest_sessionstart(session):
@@ -313,3 +348,12 @@ def pytest_sessionfinish(session, exitstatus):
     _check_plugins(session.config)
     _check_integrity()
     _emit({"$report_type": "SessionFinish", "exitstatus": int(exitstatus)})
+
+
+# The baseline is taken as this plugin loads, before pytest reads any
+# conftest.py: a package a conftest imports must not patch what is checked
+# before it is recorded.
+try:
+    _BASELINE.update(_critical())
+except Exception:
+    pass
