@@ -191,6 +191,13 @@ ACTS: dict[str, tuple[str, set[str]]] = {
                            set()),     # the module holds a _test_entry now: its code is the monitor's
     # A probe: the package calls a collected test with an object that records
     # what the test compares it with (held-out corpus of 2026-12-04).
+    # red team of 2026-12-05 (7): a probe walked to the running TestCase and
+    # called its sibling test methods
+    "calls_a_test_method": ("import sys\ndef act(arg):\n"
+                            "    t = sys.modules['test_acts'].TestSiblings('test_called_by_a_method')\n"
+                            "    t.test_called_by_a_method()\n"
+                            "    sys.modules['test_acts'].TestPlain.test_plain_called(None)\n",
+                            {"graded-test-read"}),
     "calls_a_test": ("import sys\ndef act(arg):\n"
                      "    sys.modules['test_acts'].test_called_by_its_neighbour()\n",
                      {"graded-test-read"}),
@@ -673,7 +680,11 @@ def monitored(tmp_path_factory):
         else:
             body += [f"    r_{name}.act(lambda a, b: a)", ""]
     body += ["def test_called_by_its_neighbour():", "    assert sys is not None", "",
-             "def test_calls_its_neighbour():", "    test_called_by_its_neighbour()", ""]
+             "def test_calls_its_neighbour():", "    test_called_by_its_neighbour()", "",
+             "import unittest", "class TestSiblings(unittest.TestCase):",
+             "    def test_called_by_a_method(self):", "        assert sys is not None",
+             "    def test_calls_a_method(self):", "        self.test_called_by_a_method()", "",
+             "class TestPlain:", "    def test_plain_called(self):", "        assert sys is not None", ""]
     body += ["def test_gc_in_a_test(walked):", "    assert gc.get_objects() and walked",
              "    sys.settrace(None)", "    assert helper.here().f_code.co_name == 'test_gc_in_a_test'",
              "    assert sys._getframe(0).f_back is not None", ""]
@@ -703,7 +714,7 @@ def _at(mons, site_file: str) -> set[str]:
 @pytest.mark.parametrize("name", sorted(ACTS))
 def test_which_acts_are_charged_to_the_package(name, monitored):
     mons, log = monitored
-    assert f"{len(ACTS) + 3} passed" in log, log[-3000:]
+    assert f"{len(ACTS) + 6} passed" in log, log[-3000:]
     want = ACTS[name][1]
     mine = _at(mons, f"pkg/r_{name}.py")
     for w in want:

@@ -279,33 +279,42 @@ def _test_entry(*args, _audit=sys.audit, _key=0, **kwargs):
 
 def _guard_tests(items, _audit=sys.audit, _function=type(_test_entry), _module=type(sys),
                  _getattr=getattr, _type=type, _vars=vars, _id=id, _str=str, _len=len,
-                 _entry=_test_entry):
-    """Put a _test_entry in place of each module-level test function in its
-    module's namespace, the function itself handed to the monitor only. Its
-    parametrize marks stay with pytest's items: the module no longer shows
-    the tables, the copies' included. Builtins are its own (the package may
-    have patched them during collection), and the module's dict is written
-    directly (a module of another class could ignore setattr). Its defaults
-    are a tuple, not a dict the package could change in place (a fake
-    `_audit` would be handed the functions), and setting them is charged."""
+                 _entry=_test_entry, _set_on_class=type.__setattr__, _isinstance=isinstance):
+    """Put a _test_entry in place of each collected test function in its
+    module's namespace, or its class's (a method: pytest calls the function it
+    collected, so only others get the entry; a probe walked to the running
+    TestCase and called its siblings, red team of 2026-12-05, 7), the function
+    itself handed to the monitor only. Its parametrize marks stay with pytest's
+    items: the module no longer shows the tables, the copies' included.
+    Builtins are its own (the package may have patched them during
+    collection), the module's dict is written directly (a module of another
+    class could ignore setattr), and a class's through type's own setattr.
+    Its defaults are a tuple, not a dict the package could change in place (a
+    fake `_audit` would be handed the functions), and setting them is charged."""
     pairs, seen = [], set()
     for item in items:
         fn = _getattr(item, "obj", None)
+        fn = _getattr(fn, "__func__", fn) if _type(fn) is not _function else fn
         module = _getattr(item, "module", None)
+        cls = _getattr(item, "cls", None)
         name = _getattr(item, "originalname", None) or _getattr(fn, "__name__", None)
-        if (_getattr(item, "cls", None) is not None or _type(fn) is not _function
-                or _type(module) is not _module or _id(fn) in seen or _type(name) is not _str
-                or _vars(module).get(name) is not fn):
+        holder = module if cls is None else cls
+        if (_type(fn) is not _function or _type(module) is not _module or _id(fn) in seen
+                or _type(name) is not _str or (cls is not None and not _isinstance(cls, type))
+                or _vars(holder).get(name) is not fn):
             continue
         seen.add(_id(fn))
         key = _len(pairs) + 1
         entry = _function(_entry.__code__, _entry.__globals__, name)
         entry.__kwdefaults__ = {"_audit": _audit, "_key": key}
         entry.__qualname__, entry.__module__ = fn.__qualname__, fn.__module__
-        pairs.append((key, fn, module, name, entry))
+        pairs.append((key, fn, holder, name, entry))
     _audit("taskforge.tests", [(key, fn) for key, fn, _, _, _ in pairs])
-    for _, _, module, name, entry in pairs:
-        _vars(module)[name] = entry
+    for _, _, holder, name, entry in pairs:
+        if _type(holder) is _module:
+            _vars(holder)[name] = entry
+        else:
+            _set_on_class(holder, name, entry)
 
 
 def _collected(session, _guard=None, _list=list):
