@@ -451,8 +451,8 @@ class RaisesForm(enum.Enum):
 @dataclass
 class RaisesSite:
     """A test's expectation of an exception whose parts the host can keep:
-    the exception's class (`classes`: dotted names, any of which the raised
-    one must be or derive from) and the pattern its text must contain."""
+    the exception's class (`classes`, as the test writes them: the raised one
+    must be or derive from one of them) and the pattern its text must contain."""
     call: ast.Call
     var: str | None
     classes: tuple[str, ...] | None          # None: E stays as written; else E's class(es) as the test writes them
@@ -495,30 +495,18 @@ def module_names(tree: ast.AST) -> dict[str, str]:
 
 def _exception_texts(e: ast.expr, names: Mapping[str, str]) -> tuple[str, ...] | None:
     """The class(es) `raises` is given as the test writes them (`ParseError`,
-    `E.Oops`), each resolvable from the module's namespace, or None."""
-    if _exception_names(e, names) is None:
-        return None
-    return tuple(ast.unparse(x) for x in (e.elts if isinstance(e, ast.Tuple) else [e]))
-
-
-def _exception_names(e: ast.expr, names: Mapping[str, str]) -> tuple[str, ...] | None:
-    """Dotted names of the class(es) `raises` is given, or None when they
-    cannot be told from the source."""
+    `E.Oops`; a tuple's flattened), each one the module's namespace gives: an
+    import or a class of its own, or a builtin Exception. None otherwise."""
     if isinstance(e, ast.Tuple):
-        parts = [_exception_names(x, names) for x in e.elts]
+        parts = [_exception_texts(x, names) for x in e.elts]
         return None if not e.elts or any(p is None for p in parts) else tuple(x for p in parts for x in p)  # type: ignore
     path = dotted_parts(e)
     if path is None:
         return None
-    first, *rest = path
-    head = names.get(first)
-    if head is None:
-        if rest or first not in _BUILTIN_ERRORS:
-            return None
-        return (f"builtins.{first}",)
-    if not head:
+    head = names.get(path[0])
+    if head is None and not (len(path) == 1 and path[0] in _BUILTIN_ERRORS) or head == "":
         return None
-    return (".".join([head, *rest]),)
+    return (".".join(path),)
 
 
 # Callees that ask for an exception, unittest's and numpy.testing's (built on
@@ -764,8 +752,8 @@ def _statements(fn: ast.AST):
 
 def seal_function(fn: ast.FunctionDef | ast.AsyncFunctionDef, ed: _Edits, plan: SealPlan,
                   heads: list[str], callables: frozenset[str] = frozenset(),
-                  known: AbstractSet[str] = frozenset(), names_of: Mapping[str, str] | None = None,
-                  rules: int = SEAL_RULES, named: tuple[str, ...] = ()) -> None:
+                  known: AbstractSet[str] = frozenset(), raise_sites: Mapping[int, RaisesSite] | None = None,
+                  named: tuple[str, ...] = ()) -> None:
     """Seal one planted test function: its equalities with a literal (or a
     pure transform of one, `TEXT.strip()`), and the names such an
     equality compares with (a parametrize column, a local assigned a literal,
@@ -782,7 +770,7 @@ def seal_function(fn: ast.FunctionDef | ast.AsyncFunctionDef, ed: _Edits, plan: 
     it had to number apart) shows at generation, where the gold must pass
     sealed (calibrate.final_check), and leaves the test unsealed."""
     body = list(reached(_always_run(fn)))
-    names_of = names_of or {}
+    raise_sites = raise_sites or {}
     reached_ids = {id(st) for st in body}
     guarded = _guarded(fn)
     calls = [c for c in map(_parametrize, fn.decorator_list) if c is not None]
@@ -852,7 +840,7 @@ def seal_function(fn: ast.FunctionDef | ast.AsyncFunctionDef, ed: _Edits, plan: 
     sites = [(st, got) for st, got in sites
              if (got[1].name is not None and got[1].name in sealed) or kept.get(id(st)) is not None]
     raising = [(st, rm) for st in _statements(fn)
-               if id(st) not in guarded and (rm := _raises_site(st, names_of, rules)) is not None
+               if id(st) not in guarded and (rm := raise_sites.get(id(st))) is not None
                and ed.indent_of(st) is not None]
     valued = {id(st) for st, _ in sites}
     # Directions only where every run reaches them: a bounded number of
@@ -956,7 +944,7 @@ def seal_function(fn: ast.FunctionDef | ast.AsyncFunctionDef, ed: _Edits, plan: 
         plan.required.setdefault(h, set()).update(tokens)
     by_row: dict[int, tuple[ast.Constant, set[str]]] = {}      # a row with its own id -> its tokens
     # rows whose ids pytest numbered apart: (table, row) -> (row node, old suffix, tokens)
-    numbered: dict[tuple[int, int], tuple[ast.expr, str, set[str]]] = {}
+    numbered: dict[tuple[int, int], tuple[ast.Call, ast.expr, str, set[str]]] = {}
     for n in sealed & set(columns):
         c, col = columns[n]
         _, rows = tables[id(c)]
@@ -969,9 +957,9 @@ def seal_function(fn: ast.FunctionDef | ast.AsyncFunctionDef, ed: _Edits, plan: 
             part = id_part(lit, n, i, as_str, known) if lit is not None else ""
             tok = tokenize(cell, chain_of(n))
             if i in apart:
-                entry = numbered.setdefault((id(c), i), (c.args[1].elts[i], apart[i], set()))  # type: ignore
+                entry = numbered.setdefault((id(c), i), (c, c.args[1].elts[i], apart[i], set()))  # type: ignore
                 if tok is not None:
-                    entry[2].add(tok)
+                    entry[3].add(tok)
                 continue
             if tok is None:
                 continue
@@ -985,10 +973,9 @@ def seal_function(fn: ast.FunctionDef | ast.AsyncFunctionDef, ed: _Edits, plan: 
         ed.replace(rid, repr(new))
         for h in heads:
             plan.rows.setdefault(h, {})[f"[{new}]"] = [f"[{_escaped(str(rid.value))}]", set(toks)]
-    for (cid, _), (node, old, toks) in numbered.items():
+    for table, node, old, toks in numbered.values():
         new = "p" + secrets.token_hex(6)
-        param = ed.text_of(next(c for c, _ in columns.values() if id(c) == cid).func)
-        param = param[:-len("mark.parametrize")] + "param"
+        param = ed.text_of(table.func)[:-len("mark.parametrize")] + "param"
         end, stop = int(node.end_lineno or 0), int(node.end_col_offset or 0)
         if isinstance(node, ast.Call):                    # pytest.param(a, b): its id before the last ")"
             ed.cuts.append((end, stop - 1, end, stop - 1, f", id={new!r}"))
@@ -1023,8 +1010,9 @@ def _float_constant(e: ast.expr) -> str | None:
     sign = ""
     if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub):
         sign, e = "-", e.operand
-    if dotted_parts(e) in (["math", "inf"], ["math", "nan"]):
-        return sign + dotted_parts(e)[-1]                                 # type: ignore[index]
+    path = dotted_parts(e)
+    if path in (["math", "inf"], ["math", "nan"]):
+        return sign + path[-1]
     if isinstance(e, ast.Call) and getattr(e.func, "id", None) == "float" and len(e.args) == 1 and \
             isinstance(e.args[0], ast.Constant) and isinstance(e.args[0].value, str) and not e.keywords:
         try:
@@ -1044,9 +1032,8 @@ def _numbered_rows(call: ast.Call, table: tuple[list[str], list], callables: fro
     without ids=, and the numbered ids are the task's (`known`)."""
     names, rows = table
     text = call.args[1]
-    if not known or any(k.arg == "ids" for k in call.keywords) or \
-            not (isinstance(call.func, ast.Attribute) and dotted_parts(call.func) is not None
-                 and dotted_parts(call.func)[-2:] == ["mark", "parametrize"]):     # type: ignore[index]
+    path = dotted_parts(call.func)
+    if not known or any(k.arg == "ids" for k in call.keywords) or not path or path[-2:] != ["mark", "parametrize"]:
         return {}
     parts = []
     for i, (cells, rid) in enumerate(rows):
@@ -1101,27 +1088,18 @@ def seal_source(code: str, targets: Mapping[tuple[tuple[str, ...], str], str],
             by_def.setdefault(id(found), (found, []))[1].append(head)
     names_of = module_names(tree)
     callables = module_callables(tree, names_of)
-    named = exception_names_of(tree, names_of, rules)
+    raise_sites = {id(st): site for fn in ast.walk(tree) if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+                   for st in _statements(fn) if (site := _raises_site(st, names_of, rules)) is not None}
+    # every exception class the module's raises sites name, as written: what
+    # each class seal resolves, the same at every site of the file, so that
+    # it tells nothing of which one a site (or a copy) expects
+    named = tuple(sorted({c for site in raise_sites.values() for c in site.classes or ()}))
     for fn, heads in by_def.values():
         known = set().union(*(suffixes.get(h, ()) for h in heads))
-        seal_function(fn, ed, plan, heads, callables, known, names_of, rules, named)
+        seal_function(fn, ed, plan, heads, callables, known, raise_sites, named)
     if not ed.cuts:
         return code, plan
     return ed.apply(), plan
-
-
-def exception_names_of(tree: ast.AST, names: Mapping[str, str], rules: int = SEAL_RULES) -> tuple[str, ...]:
-    """Every exception class the module's raises sites name, as written: the
-    names each class seal resolves, the same at every site of the file, so
-    that they tell nothing of which one a site (or a copy) expects."""
-    found: set[str] = set()
-    for fn in ast.walk(tree):
-        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            for st in _statements(fn):
-                site = _raises_site(st, names, rules)
-                if site is not None:
-                    found.update(site.classes or ())
-    return tuple(sorted(found))
 
 
 def id_suffixes(ids: Iterable[str]) -> dict[str, set[str]]:
