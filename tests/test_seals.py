@@ -14,6 +14,7 @@ import re
 import subprocess
 import sys
 import textwrap
+import unittest.mock
 from collections import OrderedDict, UserList, UserString, deque, namedtuple
 from decimal import Decimal
 from enum import IntEnum
@@ -277,7 +278,7 @@ def test_unittest_assert_equal_and_methods_of_classes():
                 self.assertEqual(f(2), g(2))
     ''', ["TestT::test_a"])
     assert f'self.assertTrue({SEAL_CALL}((f(2)), ' in out and '"II"' not in out
-    assert f"self.assertTrue({SEAL_EQ}((f(2)), (g(2))))" in out     # computed: compared in the sandbox
+    assert f"self.assertTrue({SEAL_EQ}((f(2)), (g(2)), 3))" in out     # computed: compared in the sandbox
     assert set(plan.required) == {f"{F}::TestT::test_a"}
 
 
@@ -440,7 +441,8 @@ def test_seal_records_belong_to_the_test_that_ran():
 # ------------------------------------------------------------- a real pytest run
 
 def _run_sealed(tmp_path: Path, impl: str, rows: list | None = None,
-                sealing: bool = True, code: str | None = None) -> tuple[dict[str, str], set[str]]:
+                sealing: bool = True, code: str | None = None,
+                rules: int = SEAL_RULES) -> tuple[dict[str, str], set[str]]:
     """A sealed test file (`sealing` False: as written; `code`: another file,
     every test in it graded) run by pytest with the real tf_guard plugin; the
     outcomes pytest reported and those that fail their seals."""
@@ -453,7 +455,7 @@ def _run_sealed(tmp_path: Path, impl: str, rows: list | None = None,
                    "test_x.py::" + "::".join([*([n.name] if isinstance(n, ast.ClassDef) else []), f.name])
                    for n in tree.body for f in ([n] if isinstance(n, ast.FunctionDef) else getattr(n, "body", []))
                    if isinstance(f, ast.FunctionDef) and f.name.startswith("test")}
-        return _pytest_sealed(tmp_path, code, targets, sealing, rows)
+        return _pytest_sealed(tmp_path, code, targets, sealing, rows, rules=rules)
     code = textwrap.dedent('''
         import pytest
         from pkg import to_roman
@@ -505,8 +507,8 @@ def _run_sealed(tmp_path: Path, impl: str, rows: list | None = None,
 
 def _pytest_sealed(tmp_path: Path, code: str, targets: dict, sealing: bool,
                    rows: list | None, suffixes: dict | None = None,
-                   monitor: list | None = None) -> tuple[dict[str, str], set[str]]:
-    sealed, plan = seal_source(code, targets if sealing else {}, find_def, suffixes)
+                   monitor: list | None = None, rules: int = SEAL_RULES) -> tuple[dict[str, str], set[str]]:
+    sealed, plan = seal_source(code, targets if sealing else {}, find_def, suffixes, rules)
     (tmp_path / "test_x.py").write_text(sealed)
     r, w = os.pipe()
     env = {**os.environ, "TF_RESULT_FD": str(w), "PYTHONPATH": f"{RUNTIME}{os.pathsep}{tmp_path}"}
@@ -808,6 +810,90 @@ def test_an_object_of_a_subclass_equal_to_everything_fails_a_computed_equality(t
     assert set(outcomes.values()) == {"failed"} and len(outcomes) == 2, outcomes
     outcomes, failed = _run_sealed(tmp_path / "honest", DEADLINE, code=COMPUTED)
     assert set(outcomes.values()) == {"passed"} and len(outcomes) == 2 and not failed, outcomes
+
+
+class _Anything:
+    """Equal to everything, of no class the test knows."""
+    def __eq__(self, other):
+        return True
+    __hash__ = object.__hash__
+
+
+@pytest.mark.parametrize("left, right, equal", [
+    (_Anything(), datetime.datetime(2030, 1, 2), False),   # nothing shared but object: unequal
+    ([_Anything()], [datetime.datetime(2030, 1, 2)], False),   # ... inside a list
+    ({"due": _Anything()}, {"due": _Cents(3)}, False),      # ... a dict's value
+    ((1, _Anything()), (1, _Cents(3)), False),
+    (True, 1, True),                                       # plain data: judged by value
+    (Decimal("1.5"), 1.5, True),
+    (Fraction(1, 2), 0.5, True),
+    ([1, 2], [1, 2.0], True),
+    ({1, 2}, frozenset({1, 2}), True),
+    ([_Cents(1), "x"], [_Cents(1), "x"], True),             # one class decides for both, as in the test
+    (unittest.mock.ANY, 3, False),
+])
+def test_a_computed_equality_judged_leaf_by_leaf(left, right, equal):
+    """Rules 3: what a test's `==` lets one side decide alone (an unrelated
+    class's `__eq__` answering for both, inside a container too) is judged
+    by value where both sides are plain data and is unequal where the classes
+    share nothing; rules 2 (tasks written before) let the object decide."""
+    g = _guard()
+    assert bool(g.seal_eq(left, right, 3)) is equal and bool(g.seal_eq(right, left, 3)) is equal
+    assert g.seal_eq(left, right) and g.seal_eq(right, left)
+
+
+@pytest.mark.parametrize("actual, want, equal", [
+    (0.1 + 0.2, pytest.approx(0.3), True),
+    ([0.1 + 0.2, 1], pytest.approx([0.3, 1]), True),
+    ({"a": 1.0000001}, pytest.approx({"a": 1}), True),
+    (0.5, pytest.approx(0.3), False),
+    (_Anything(), pytest.approx(0.3), False),                # the actual must be plain data
+    (pytest.approx(0, abs=float("inf")), 0.3, False),       # an approx as the actual: any tolerance it likes
+    (0.3, pytest.approx([_Anything()]), False),              # the expectation must be plain data too
+])
+def test_an_approx_expectation_is_trusted_on_the_tests_side_only(actual, want, equal):
+    assert bool(_guard().seal_eq(actual, want, 3)) is equal
+
+
+ANYTHING = '''
+class _Anything:
+    def __eq__(self, other):
+        return True
+    __hash__ = object.__hash__
+
+def deadline(text):
+    return _Anything()
+
+def rate(text):
+    return [_Anything()]
+'''
+DEADLINE_AND_RATE = DEADLINE + '''
+def rate(text):
+    return [float(text) / 100]
+'''
+COMPUTED_AND_APPROX = COMPUTED + '''
+import pytest
+from pkg import rate
+
+def test_rate():
+    assert rate("12.5") == [pytest.approx(0.125)]
+
+def test_rate_reversed():
+    assert pytest.approx([0.125]) == rate("12.5")
+'''
+
+
+def test_an_object_of_an_unrelated_class_equal_to_everything_fails_a_computed_equality(tmp_path):
+    """Red team of 2026-12-05 (7): an object of its own class equal to
+    everything scored 1 at computed equalities no copy changed, on both
+    backends. Under the rules before (2) it passes every such test; under 3
+    none, and the honest twin passes all."""
+    outcomes, failed = _run_sealed(tmp_path / "old", ANYTHING, code=COMPUTED_AND_APPROX, rules=2)
+    assert set(outcomes.values()) == {"passed"} and len(outcomes) == 4 and not failed, outcomes
+    outcomes, failed = _run_sealed(tmp_path / "sealed", ANYTHING, code=COMPUTED_AND_APPROX)
+    assert set(outcomes.values()) == {"failed"} and len(outcomes) == 4, outcomes
+    outcomes, failed = _run_sealed(tmp_path / "honest", DEADLINE_AND_RATE, code=COMPUTED_AND_APPROX)
+    assert set(outcomes.values()) == {"passed"} and len(outcomes) == 4 and not failed, outcomes
 
 
 def test_replacing_unittests_assertions_is_flagged(tmp_path):

@@ -65,8 +65,10 @@ SEAL_RAISED = '__import__("tf_guard").seal_raised'
 # The rules a task's seals follow, recorded at generation (GradingPlan.seal_rules)
 # so that a task keeps the rules its final check verified the gold under:
 # 1 pytest's `with raises(E, match=P)` only, 2 (2026-12-05) unittest's forms,
-# the callable ones, and a class sealed where its pattern is not.
-SEAL_RULES = 2
+# the callable ones, and a class sealed where its pattern is not, 3 (2026-12-05)
+# a computed equality judged leaf by leaf: plain data by its value, classes
+# that share no base but object unequal (tf_guard.seal_eq).
+SEAL_RULES = 3
 MAX_PATTERN = 512               # a longer match= pattern stays unsealed
 # Characters of exception text a sealed pattern is searched in: what one report
 # carries (tf_guard.MAX_SEAL); the pattern has no repeat, so a search is linear
@@ -652,6 +654,11 @@ def _compare_site(st: ast.stmt, params: set[str], callables: frozenset[str] = fr
     return None
 
 
+def _approx_call(e: ast.expr) -> bool:
+    """`approx(...)` / `pytest.approx(...)` as the test writes it."""
+    return isinstance(e, ast.Call) and _callee(e) == "approx"
+
+
 def _equality(st: ast.stmt) -> tuple[ast.expr, ast.expr, ast.AST, bool] | None:
     """(left, right, node to replace, whether it is unittest's call) of a
     plain equality statement: `assert A == B`, `self.assertEqual(A, B)`."""
@@ -753,7 +760,7 @@ def _statements(fn: ast.AST):
 def seal_function(fn: ast.FunctionDef | ast.AsyncFunctionDef, ed: _Edits, plan: SealPlan,
                   heads: list[str], callables: frozenset[str] = frozenset(),
                   known: AbstractSet[str] = frozenset(), raise_sites: Mapping[int, RaisesSite] | None = None,
-                  named: tuple[str, ...] = ()) -> None:
+                  named: tuple[str, ...] = (), rules: int = SEAL_RULES) -> None:
     """Seal one planted test function: its equalities with a literal (or a
     pure transform of one, `TEXT.strip()`), and the names such an
     equality compares with (a parametrize column, a local assigned a literal,
@@ -854,7 +861,10 @@ def seal_function(fn: ast.FunctionDef | ast.AsyncFunctionDef, ed: _Edits, plan: 
     if not sites and not raising and not pointing and not strict:
         return
     for st, (left, right, node, unit) in strict:
-        text = f"{SEAL_EQ}(({ed.text_of(left)}), ({ed.text_of(right)}))"
+        if rules >= 3 and _approx_call(left) and not _approx_call(right):
+            left, right = right, left   # tf_guard.seal_eq trusts an approx on the right only
+        strictness = ", 3" if rules >= 3 else ""
+        text = f"{SEAL_EQ}(({ed.text_of(left)}), ({ed.text_of(right)}){strictness})"
         if unit:
             text = f"{ed.text_of(st.value.func)[:-len(st.value.func.attr)]}assertTrue({text})"
         ed.replace(node, text)
@@ -1096,7 +1106,7 @@ def seal_source(code: str, targets: Mapping[tuple[tuple[str, ...], str], str],
     named = tuple(sorted({c for site in raise_sites.values() for c in site.classes or ()}))
     for fn, heads in by_def.values():
         known = set().union(*(suffixes.get(h, ()) for h in heads))
-        seal_function(fn, ed, plan, heads, callables, known, raise_sites, named)
+        seal_function(fn, ed, plan, heads, callables, known, raise_sites, named, rules)
     if not ed.cuts:
         return code, plan
     return ed.apply(), plan

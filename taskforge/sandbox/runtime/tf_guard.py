@@ -81,7 +81,8 @@ def _critical():
         "tf_guard": sys.modules.get("tf_guard"),
     }
     guard = sys.modules.get("tf_guard")
-    for name in ("seal", "seal_eq", "seal_truth", "seal_is", "seal_raised", "seal_match", "_raised", "_emit",
+    for name in ("seal", "seal_eq", "_agree", "_as_plain", "_rebuilt", "_pytest_approx", "_shared_base_agrees",
+                 "seal_truth", "seal_is", "seal_raised", "seal_match", "_raised", "_emit",
                  "_plain", "_dumps"):
         items[f"tf_guard.{name}"] = getattr(guard, name, None)
     try:
@@ -216,18 +217,32 @@ def seal(value, token):
     return True
 
 
-def seal_eq(left, right):
+def seal_eq(left, right, rules=2):
     """A hidden test's `left == right` where the expected side is computed
-    (`== Money("0")`): as the test would, and where the two classes share a
-    base other than object, that base's own equality must agree: a class's
-    `__eq__` decides `==` alone when it derives from the other (its reflected
-    method goes first), and an object of a subclass equal to everything passed
-    a test whose copies changed other sites (red team of 2026-12-05: a
-    `datetime` against a mocked one, a dataclass `Money`, which answers
-    NotImplemented for another class and so leaves the decision to it)."""
+    (`== Money("0")`), as the test would, then (rules 3) judged leaf by leaf
+    where the test's own `==` would let one object decide for both: plain
+    data by its value (as the host judges a literal), lists, tuples and dicts
+    item by item, a `pytest.approx` the test wrote (planted on the right)
+    against plain data only, and two other objects through what their classes
+    share. An object equal to everything passed where the expectation was
+    computed and no copy changed the site (red teams of 2026-12-05: a
+    `datetime` subclass, a dataclass `Money` one, then an unrelated class)."""
     r = left == right
     if not r:
         return r
+    if rules >= 3:
+        try:
+            return _agree(left, right, 0)
+        except Exception:               # what the walk itself meets (a broken __len__): not equal
+            return False
+    return _shared_base_agrees(left, right, r)
+
+
+def _shared_base_agrees(left, right, r):
+    """Rules 2: where the two classes share a base other than object, that
+    base's own `__eq__` must agree (a class's `__eq__` decides `==` alone when
+    it derives from the other); a base answering NotImplemented both ways
+    counts as unequal."""
     tl, tr = type(left), type(right)
     if tl is tr:
         return r
@@ -239,6 +254,72 @@ def seal_eq(left, right):
     if one is NotImplemented and two is NotImplemented:
         return False
     return r if all(x is NotImplemented or x for x in (one, two)) else False
+
+
+def _rebuilt(p):
+    """The builtin value _plain's data stands for (seals.decode in the sandbox)."""
+    if p is None or p is True or p is False:
+        return p
+    ((k, v),) = dict.items(p)
+    if k == "i":
+        return int(v)
+    if k == "f":
+        return float.fromhex(v)
+    if k == "c":
+        return complex(float.fromhex(v[0]), float.fromhex(v[1]))
+    if k == "s":
+        return v
+    if k == "b":
+        return bytes.fromhex(v)
+    if k == "l":
+        return [_rebuilt(x) for x in v]
+    if k == "t":
+        return tuple(_rebuilt(x) for x in v)
+    if k == "S":
+        return frozenset(_rebuilt(x) for x in v)
+    return {_rebuilt(t["t"][0]): _rebuilt(t["t"][1]) for t in v}
+
+
+def _as_plain(v):
+    try:
+        return True, _rebuilt(_plain(v))
+    except Exception:
+        return False, None
+
+
+def _pytest_approx(v):
+    """Whether v is an object of one of pytest's own approx classes (not a
+    subclass; `_pytest.approx` since pytest 9, `_pytest.python_api` before)."""
+    t = type(v)
+    name = t.__module__
+    mod = sys.modules.get(name) if name in ("_pytest.approx", "_pytest.python_api") else None
+    return mod is not None and t.__name__.startswith("Approx") and getattr(mod, t.__name__, None) is t
+
+
+def _agree(a, b, depth):
+    if depth > 100:
+        return False
+    if _pytest_approx(b) and not _pytest_approx(a):
+        got_ok, got = _as_plain(a)
+        return bool(_as_plain(b.expected)[0] and got_ok and b == got)
+    if _pytest_approx(a):               # the actual side: an approx with any tolerance is equal to anything
+        return False
+    pa, va = _as_plain(a)
+    pb, vb = _as_plain(b)
+    if pa and pb:
+        return bool(va == vb)
+    ta, tb = type(a), type(b)
+    if ta is tb and ta in (list, tuple):
+        return len(a) == len(b) and all(_agree(x, y, depth + 1) for x, y in zip(a, b))
+    if ta is tb and ta is dict:
+        return len(a) == len(b) and all(dict.__contains__(b, k) and _agree(v, dict.__getitem__(b, k), depth + 1)
+                                        for k, v in dict.items(a))
+    if ta is tb:
+        return bool(a == b)             # one class decides for both, as it does in the test
+    theirs = _TYPE_MRO(tb)
+    if not any(c is m for c in _TYPE_MRO(ta) if c is not object for m in theirs):
+        return False                    # nothing shared: whichever answered, it judged an unknown
+    return bool(_shared_base_agrees(a, b, True))
 
 
 def seal_truth(value, token):
