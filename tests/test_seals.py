@@ -819,8 +819,22 @@ class _Anything:
     __hash__ = object.__hash__
 
 
+class _PosingAsInt(type):
+    """A metaclass making its classes hash and compare equal to `int`."""
+    def __eq__(cls, other):
+        return other is int or type.__eq__(cls, other)
+    __hash__ = lambda cls: hash(int)  # noqa: E731
+
+
+class _IntLike(metaclass=_PosingAsInt):
+    def __eq__(self, other):
+        return True
+    __hash__ = object.__hash__
+
+
 @pytest.mark.parametrize("left, right, equal", [
     (_Anything(), datetime.datetime(2030, 1, 2), False),   # nothing shared but object: unequal
+    ([_IntLike()], [3], False),                            # builtin data is told by identity, not a type's ==
     ([_Anything()], [datetime.datetime(2030, 1, 2)], False),   # ... inside a list
     ({"due": _Anything()}, {"due": _Cents(3)}, False),      # ... a dict's value
     ((1, _Anything()), (1, _Cents(3)), False),

@@ -81,8 +81,8 @@ def _critical():
         "tf_guard": sys.modules.get("tf_guard"),
     }
     guard = sys.modules.get("tf_guard")
-    for name in ("seal", "seal_eq", "_agree", "_as_plain", "_rebuilt", "_pytest_approx", "_shared_base_agrees",
-                 "seal_truth", "seal_is", "seal_raised", "seal_match", "_raised", "_emit",
+    for name in ("seal", "seal_eq", "_agree", "_builtin_only", "_as_plain", "_rebuilt", "_pytest_approx",
+                 "_shared_base_agrees", "seal_truth", "seal_is", "seal_raised", "seal_match", "_raised", "_emit",
                  "_plain", "_dumps"):
         items[f"tf_guard.{name}"] = getattr(guard, name, None)
     try:
@@ -296,9 +296,34 @@ def _pytest_approx(v):
     return mod is not None and t.__name__.startswith("Approx") and getattr(mod, t.__name__, None) is t
 
 
+# Builtin types whose `==` no object can answer for, by identity (a metaclass
+# can make a class hash and compare equal to `int`).
+_SCALAR_IDS = frozenset(map(id, (int, float, str, bytes, bool, type(None), complex)))
+
+
+def _builtin_only(v, depth=0):
+    """Whether v is builtin data all the way down (exact types, no subclass),
+    so that the test's `==` already judged it by value; the common case,
+    checked at C speed where a container holds scalars only."""
+    t = type(v)
+    if id(t) in _SCALAR_IDS:
+        return True
+    if depth > 50:
+        return False
+    if t is list or t is tuple or t is set or t is frozenset:
+        items = v
+    elif t is dict:
+        items = [*dict.keys(v), *dict.values(v)]
+    else:
+        return False
+    return set(map(id, map(type, items))) <= _SCALAR_IDS or all(_builtin_only(x, depth + 1) for x in items)
+
+
 def _agree(a, b, depth):
     if depth > 100:
         return False
+    if _builtin_only(a) and _builtin_only(b):
+        return True                     # the caller's `a == b` was builtin's own
     if _pytest_approx(b) and not _pytest_approx(a):
         got_ok, got = _as_plain(a)
         return bool(_as_plain(b.expected)[0] and got_ok and b == got)
