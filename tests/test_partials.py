@@ -294,6 +294,19 @@ def test_unprotected_tests_are_the_ones_without_value_copies():
     assert unprotected(graded, cal) == ["README.txt::README.txt", "t.py::test_b", "t.py::test_c"]
 
 
+def test_a_value_copy_that_only_negates_an_assertion_protects_nothing():
+    """Red team of 2026-12-05 (8): a test whose every copy negated one of its
+    assertions was written as protected, and a str subclass answering True to
+    every `startswith` passed it (it fails `assert not X` as the gold does)."""
+    from taskforge.grade.calibrate import Calibration
+    from taskforge.orchestrate.settle import unprotected
+
+    negated = _copy("t.py", "test_a", "value").model_copy(update={"site": "line 9: negated an assertion"})
+    changed = _copy("t.py", "test_b", "value").model_copy(update={"site": "line 3: 'IV' -> 'IX'"})
+    cal = Calibration(copies=[negated, changed])
+    assert unprotected(["t.py::test_a", "t.py::test_b"], cal) == ["t.py::test_a"]
+
+
 CODE = d('''
     def f(x):
         """Doc."""

@@ -14,8 +14,9 @@ import re
 import subprocess
 import sys
 import textwrap
+import types
 import unittest.mock
-from collections import OrderedDict, UserList, UserString, deque, namedtuple
+from collections import OrderedDict, UserDict, UserList, UserString, deque, namedtuple
 from decimal import Decimal
 from enum import IntEnum
 from fractions import Fraction
@@ -908,6 +909,149 @@ def test_an_object_of_an_unrelated_class_equal_to_everything_fails_a_computed_eq
     assert set(outcomes.values()) == {"failed"} and len(outcomes) == 4, outcomes
     outcomes, failed = _run_sealed(tmp_path / "honest", DEADLINE_AND_RATE, code=COMPUTED_AND_APPROX)
     assert set(outcomes.values()) == {"passed"} and len(outcomes) == 4 and not failed, outcomes
+
+
+@dataclasses.dataclass
+class _Money:
+    amount: int
+    currency: str = "EUR"
+
+
+class _Mimic(_Money):
+    """Learns the amount it is compared with, then says it is a _Money
+    holding it (red team of 2026-12-05, 8, on a ledger statement)."""
+    def __init__(self):
+        self.amount, self.currency = -1, "?"
+
+    @property
+    def __class__(self):
+        return _Money
+
+    def __eq__(self, other):
+        self.amount, self.currency = other.amount, other.currency
+        return True
+    __hash__ = object.__hash__
+
+
+class _NumpyEcho:
+    """Says it is numpy's and returns, as its float, what it was compared with."""
+    __module__ = "numpy"
+    seen = 0.0
+
+    def __eq__(self, other):
+        type(self).seen = getattr(other, "expected", other)
+        return True
+    __hash__ = object.__hash__
+
+    def __float__(self):
+        return float(type(self).seen)
+
+
+class _Echo(UserString):
+    """Its text is what it was compared with."""
+    def __init__(self):
+        pass
+
+    @property
+    def data(self):
+        return vars(self).get("peer", "")
+
+    def __eq__(self, other):
+        vars(self).setdefault("peer", other)
+        return True
+
+
+import numbers  # noqa: E402
+
+numbers.Real.register(_NumpyEcho)
+
+
+@pytest.mark.parametrize("make, expected", [
+    (_Mimic, _Money(125)),
+    (_NumpyEcho, pytest.approx(2.5)),
+    (_Echo, "ab" + "c"),
+])
+def test_an_object_that_mimics_what_it_is_compared_with_fails_a_computed_equality(make, expected):
+    """seal_eq judges before the test's `==` runs and reads numbers only
+    through numpy's own types: under the rules before (2) each passes."""
+    g = _guard()
+    assert g.seal_eq(make(), expected, 2)
+    assert not g.seal_eq(make(), expected, 3)
+
+
+@pytest.mark.parametrize("actual, expected", [
+    (types.MappingProxyType({"a": _Money(1)}), {"a": _Money(1)}),   # a red team's honest twin scored 0
+    (UserDict({"a": _Money(1)}), {"a": _Money(1)}),
+    (UserList([_Money(1), 2]), [_Money(1), 2]),
+    (_Money(125), _Money(125)),
+])
+def test_honest_containers_of_other_classes_keep_a_computed_equality(actual, expected):
+    g = _guard()
+    assert g.seal_eq(actual, expected, 3) and g.seal_eq(expected, actual, 3)
+
+
+EVERY_PREFIX = '''
+class _Pages(str):
+    def strip(self, *chars):
+        return self
+
+    def startswith(self, *args):
+        return True
+
+    def endswith(self, *args):
+        return True
+
+    def __contains__(self, x):
+        return True
+
+def paginate(rows, n):
+    return _Pages("")
+'''
+PAGINATE = '''
+def paginate(rows, n):
+    return "\\f".join("\\n".join(rows[i:i + n]) for i in range(0, len(rows), n))
+'''
+PAGES = '''
+from pkg import paginate
+
+def test_paginate():
+    first = """
+a
+b
+""".strip()
+    out = paginate(["a", "b", "c"], 2).strip()
+    assert out.startswith(first)
+    assert "\\f" in out
+    assert out.endswith("c")
+'''
+
+
+def test_a_str_that_answers_every_test_fails_a_sealed_direction(tmp_path):
+    """A sealed direction that is a str test (`R.startswith(A)`, `A in R`) is
+    asked of R's own text by str's method (tf_guard.seal_text): a subclass
+    answering True to all passed under rules 2 (red team of 2026-12-05, 8)."""
+    outcomes, failed = _run_sealed(tmp_path / "old", EVERY_PREFIX, code=PAGES, rules=2)
+    assert outcomes == {"test_x.py::test_paginate": "passed"} and not failed
+    outcomes, failed = _run_sealed(tmp_path / "sealed", EVERY_PREFIX, code=PAGES)
+    assert failed == {"test_x.py::test_paginate"}, (outcomes, failed)     # on the host: its directions
+    outcomes, failed = _run_sealed(tmp_path / "honest", PAGINATE, code=PAGES)
+    assert outcomes == {"test_x.py::test_paginate": "passed"} and not failed, outcomes
+
+
+@pytest.mark.parametrize("op, receiver, args, want", [
+    ("startswith", "abc", ("ab",), True),
+    ("startswith", b"abc", (b"ab",), True),
+    ("endswith", "abc", (("x", "c"),), True),
+    ("startswith", UserString("abc"), ("ab",), False),      # not a str: the gold decides whether it is sealed
+    ("in", "abc", ("b",), True),
+    ("in", "abc", ("z",), False),
+    ("in", [1, 2], (2.0,), True),
+    ("in", [_Anything()], (3,), False),                     # an item equal to everything is no item
+    ("in", {"k": 1}, ("k",), True),
+    ("isdigit", "12", (), True),
+])
+def test_a_str_test_at_a_sealed_direction(op, receiver, args, want):
+    assert _guard().seal_text(op, receiver, *args) is want
 
 
 def test_replacing_unittests_assertions_is_flagged(tmp_path):

@@ -593,11 +593,12 @@ _SINGLETONS = {None: "None", True: "True", False: "False"}
 _PLAIN_SUBJECT = (ast.Call, ast.Name, ast.Attribute, ast.Subscript)
 
 
-def _polarity_site(st: ast.stmt) -> tuple[ast.expr, str, str, ast.AST] | None:
+def _polarity_site(st: ast.stmt, rules: int = SEAL_RULES) -> tuple[ast.expr, str, str, ast.AST] | None:
     """(subject, seal call, what the host keeps, node to replace) of an
     assertion whose direction the file should not show: `assert X`, `assert
     not X` (X a call, name, attribute or subscript), `assert X is [not]
-    None/True/False`, and unittest's assertTrue/False/IsNone/IsNotNone."""
+    None/True/False`, and unittest's assertTrue/False/IsNone/IsNotNone;
+    rules 3: `assert A [not] in R` too (its subject the comparison)."""
     def singleton(e: ast.expr) -> str | None:
         if isinstance(e, ast.Constant) and (e.value is None or isinstance(e.value, bool)):
             return _SINGLETONS[e.value]
@@ -608,6 +609,8 @@ def _polarity_site(st: ast.stmt) -> tuple[ast.expr, str, str, ast.AST] | None:
             return t, SEAL_TRUTH, TRUTH + "True", t
         if isinstance(t, ast.UnaryOp) and isinstance(t.op, ast.Not) and isinstance(t.operand, _PLAIN_SUBJECT):
             return t.operand, SEAL_TRUTH, TRUTH + "False", t
+        if rules >= 3 and isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.ops[0], (ast.In, ast.NotIn)):
+            return t, SEAL_TRUTH, TRUTH + ("True" if isinstance(t.ops[0], ast.In) else "False"), t
         if isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.ops[0], (ast.Is, ast.IsNot)):
             a, b = t.left, t.comparators[0]
             neg = "not " if isinstance(t.ops[0], ast.IsNot) else ""
@@ -657,6 +660,26 @@ def _compare_site(st: ast.stmt, params: set[str], callables: frozenset[str] = fr
 def _approx_call(e: ast.expr) -> bool:
     """`approx(...)` / `pytest.approx(...)` as the test writes it."""
     return isinstance(e, ast.Call) and _callee(e) == "approx"
+
+
+# str's own tests: at a sealed direction, asked of the receiver's str (or
+# bytes) by the builtin method, since a subclass of the solution's can answer
+# True to every `startswith` (red team of 2026-12-05, 8).
+TEXT_TESTS = frozenset({"startswith", "endswith", "isalnum", "isalpha", "isascii", "isdecimal", "isdigit",
+                        "isidentifier", "islower", "isnumeric", "isprintable", "isspace", "istitle", "isupper"})
+SEAL_TEXT = '__import__("tf_guard").seal_text'
+
+
+def _text_test(subject: ast.expr, ed: _Edits) -> str:
+    """The subject of a sealed direction, a str test (`R.startswith(A)`, `A in
+    R`) asked through tf_guard.seal_text; any other as written."""
+    if isinstance(subject, ast.Compare) and len(subject.ops) == 1 and isinstance(subject.ops[0], (ast.In, ast.NotIn)):
+        return f"{SEAL_TEXT}('in', ({ed.text_of(subject.comparators[0])}), ({ed.text_of(subject.left)}))"
+    if isinstance(subject, ast.Call) and isinstance(subject.func, ast.Attribute) and subject.func.attr in TEXT_TESTS \
+            and not subject.keywords and not any(isinstance(a, ast.Starred) for a in subject.args):
+        args = "".join(f", ({ed.text_of(a)})" for a in subject.args)
+        return f"{SEAL_TEXT}({subject.func.attr!r}, ({ed.text_of(subject.func.value)}){args})"
+    return ed.text_of(subject)
 
 
 def _equality(st: ast.stmt) -> tuple[ast.expr, ast.expr, ast.AST, bool] | None:
@@ -854,7 +877,7 @@ def seal_function(fn: ast.FunctionDef | ast.AsyncFunctionDef, ed: _Edits, plan: 
     # reports (an assert in a loop over computed values may run millions of
     # times), and nothing a silenced seal could skip.
     pointing = [(st, ps) for st in body
-                if id(st) not in guarded and id(st) not in valued and (ps := _polarity_site(st)) is not None]
+                if id(st) not in guarded and id(st) not in valued and (ps := _polarity_site(st, rules)) is not None]
     pointed = {id(st) for st, _ in pointing}
     strict = [(st, eq) for st in _statements(fn)
               if id(st) not in valued and id(st) not in pointed and (eq := _equality(st)) is not None]
@@ -873,7 +896,8 @@ def seal_function(fn: ast.FunctionDef | ast.AsyncFunctionDef, ed: _Edits, plan: 
         ptok = _token()
         plan.expected[ptok] = keep
         tokens.add(ptok)
-        text = f"{call}(({ed.text_of(subject)}), {ptok!r})"
+        shown = _text_test(subject, ed) if rules >= 3 else ed.text_of(subject)
+        text = f"{call}(({shown}), {ptok!r})"
         if isinstance(st, ast.Expr):
             text = f"{ed.text_of(st.value.func)[:-len(st.value.func.attr)]}assertTrue({text})"  # type: ignore
         ed.replace(node, text)

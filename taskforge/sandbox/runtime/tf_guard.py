@@ -82,8 +82,8 @@ def _critical():
     }
     guard = sys.modules.get("tf_guard")
     for name in ("seal", "seal_eq", "_agree", "_builtin_only", "_as_plain", "_rebuilt", "_pytest_approx",
-                 "_shared_base_agrees", "seal_truth", "seal_is", "seal_raised", "seal_match", "_raised", "_emit",
-                 "_plain", "_dumps"):
+                 "_shared_base_agrees", "seal_text", "seal_truth", "seal_is", "seal_raised", "seal_match",
+                 "_raised", "_emit", "_plain", "_dumps"):
         items[f"tf_guard.{name}"] = getattr(guard, name, None)
     try:
         import _pytest.unittest
@@ -121,7 +121,7 @@ def _check_plugins(config):
 MAX_SEAL = 200 * 1024      # characters of one encoded value (taskforge/grade/seals.py)
 
 
-def _plain(v, depth=0):
+def _plain(v, depth=0, strict=False):
     """A value as plain data the host can rebuild (taskforge/grade/seals.decode),
     where Python's `==` against a literal would say what the host's says:
     builtin types and their subclasses through the builtin's own methods,
@@ -131,7 +131,12 @@ def _plain(v, depth=0):
     object's __eq__ says, so an object equal to everything is equal to
     nothing here. Anything else (a deque, a Path, an object of its own) raises:
     it is not equal (a value object equal to an int by its own __eq__ fails;
-    the gold decides at generation which tests stay unsealed)."""
+    the gold decides at generation which tests stay unsealed). `strict`
+    (seal_eq, where the expectation is in the sandbox too): past the builtin
+    types, only objects of exactly those classes (numpy's own scalar types,
+    Decimal, Fraction, UserString, UserList), whose conversions no subclass
+    of the solution's has overridden (red team of 2026-12-05, 8: a class
+    calling itself numpy's with a `__float__` echoing the expectation)."""
     if depth > 100:
         raise ValueError("too deep")
     if v is None or v is True or v is False:
@@ -148,20 +153,24 @@ def _plain(v, depth=0):
     if isinstance(v, (bytes, bytearray)):
         return {"b": (bytes.hex if isinstance(v, bytes) else bytearray.hex)(v)}
     if isinstance(v, list):
-        return {"l": [_plain(x, depth + 1) for x in list.__iter__(v)]}
+        return {"l": [_plain(x, depth + 1, strict) for x in list.__iter__(v)]}
     if isinstance(v, tuple):
-        return {"t": [_plain(x, depth + 1) for x in tuple.__iter__(v)]}
+        return {"t": [_plain(x, depth + 1, strict) for x in tuple.__iter__(v)]}
     if isinstance(v, (set, frozenset)):
         it = set.__iter__(v) if isinstance(v, set) else frozenset.__iter__(v)
-        return {"S": [_plain(x, depth + 1) for x in it]}
+        return {"S": [_plain(x, depth + 1, strict) for x in it]}
     if isinstance(v, dict):
-        return {"d": [{"t": [_plain(k, depth + 1), _plain(x, depth + 1)]} for k, x in dict.items(v)]}
+        return {"d": [{"t": [_plain(k, depth + 1, strict), _plain(x, depth + 1, strict)]}
+                      for k, x in dict.items(v)]}
     import numbers
     from collections import UserList, UserString
     from collections.abc import ItemsView, KeysView, Mapping, Set
     from decimal import Decimal
     from fractions import Fraction
     if type(v).__module__ == "numpy":
+        np = sys.modules.get("numpy")
+        if strict and (np is None or getattr(np, type(v).__name__, None) is not type(v)):
+            raise TypeError("not numpy's own type")
         if type(v).__name__ == "bool_":
             return bool(v)
         if isinstance(v, numbers.Integral):
@@ -171,6 +180,8 @@ def _plain(v, depth=0):
         if isinstance(v, numbers.Complex):
             c = complex(v)
             return {"c": [float.hex(c.real), float.hex(c.imag)]}
+        raise TypeError("not plain data")
+    if strict and not any(type(v) is t for t in (Decimal, Fraction, memoryview, UserString, UserList)):
         raise TypeError("not plain data")
     if isinstance(v, (Decimal, Fraction)):
         if isinstance(v, Decimal) and not v.is_finite():
@@ -186,11 +197,11 @@ def _plain(v, depth=0):
     if isinstance(v, UserString):
         return {"s": str.__str__(v.data)}
     if isinstance(v, UserList):
-        return {"l": [_plain(x, depth + 1) for x in v.data]}
+        return {"l": [_plain(x, depth + 1, strict) for x in v.data]}
     if isinstance(v, Mapping):
-        return {"d": [{"t": [_plain(k, depth + 1), _plain(x, depth + 1)]} for k, x in v.items()]}
+        return {"d": [{"t": [_plain(k, depth + 1, strict), _plain(x, depth + 1, strict)]} for k, x in v.items()]}
     if isinstance(v, (KeysView, ItemsView)) or (isinstance(v, Set) and type(v).__eq__ is Set.__eq__):
-        return {"S": [_plain(x, depth + 1) for x in v]}
+        return {"S": [_plain(x, depth + 1, strict) for x in v]}
     raise TypeError("not plain data")
 
 
@@ -226,15 +237,20 @@ def seal_eq(left, right, rules=2):
     against plain data only, and two other objects through what their classes
     share. An object equal to everything passed where the expectation was
     computed and no copy changed the site (red teams of 2026-12-05: a
-    `datetime` subclass, a dataclass `Money` one, then an unrelated class)."""
+    `datetime` subclass, a dataclass `Money` one, then an unrelated class).
+    The judgement is made before the test's `==` runs: an object that learns
+    the expected value when compared with it, and then mimics it (in its
+    attributes, its `__float__`) has learned nothing yet (red team 8)."""
+    if rules >= 3:
+        try:
+            verdict = _agree(left, right, 0)
+        except Exception:               # what the walk itself meets (a broken __len__): not equal
+            verdict = False
+        r = left == right
+        return r if not r else verdict
     r = left == right
     if not r:
         return r
-    if rules >= 3:
-        try:
-            return _agree(left, right, 0)
-        except Exception:               # what the walk itself meets (a broken __len__): not equal
-            return False
     return _shared_base_agrees(left, right, r)
 
 
@@ -282,7 +298,7 @@ def _rebuilt(p):
 
 def _as_plain(v):
     try:
-        return True, _rebuilt(_plain(v))
+        return True, _rebuilt(_plain(v, strict=True))
     except Exception:
         return False, None
 
@@ -320,10 +336,11 @@ def _builtin_only(v, depth=0):
 
 
 def _agree(a, b, depth):
+    """Whether a and b are equal by what neither controls alone (seal_eq)."""
     if depth > 100:
         return False
     if _builtin_only(a) and _builtin_only(b):
-        return True                     # the caller's `a == b` was builtin's own
+        return bool(a == b)             # builtin's own ==
     if _pytest_approx(b) and not _pytest_approx(a):
         got_ok, got = _as_plain(a)
         return bool(_as_plain(b.expected)[0] and got_ok and b == got)
@@ -334,17 +351,56 @@ def _agree(a, b, depth):
     if pa and pb:
         return bool(va == vb)
     ta, tb = type(a), type(b)
-    if ta is tb and ta in (list, tuple):
+    if getattr(a, "__class__", None) is not ta or getattr(b, "__class__", None) is not tb:
+        return False                    # an object that says it is of a class it is not
+    if ta is tb and (ta is list or ta is tuple):
         return len(a) == len(b) and all(_agree(x, y, depth + 1) for x, y in zip(a, b))
     if ta is tb and ta is dict:
         return len(a) == len(b) and all(dict.__contains__(b, k) and _agree(v, dict.__getitem__(b, k), depth + 1)
                                         for k, v in dict.items(a))
     if ta is tb:
         return bool(a == b)             # one class decides for both, as it does in the test
+    from collections.abc import Mapping, Sequence
+    if isinstance(a, Mapping) and isinstance(b, Mapping):       # a MappingProxyType, a UserDict, against a dict
+        da, db = dict(a.items()), dict(b.items())
+        return _agree(da, db, depth + 1) if type(da) is dict and type(db) is dict else False
+    if isinstance(a, Sequence) and isinstance(b, Sequence) and not isinstance(a, (str, bytes)) \
+            and not isinstance(b, (str, bytes)) and (isinstance(a, list) or isinstance(b, list)):
+        la, lb = list(a), list(b)                                 # a UserList against a list
+        return len(la) == len(lb) and all(_agree(x, y, depth + 1) for x, y in zip(la, lb))
     theirs = _TYPE_MRO(tb)
     if not any(c is m for c in _TYPE_MRO(ta) if c is not object for m in theirs):
         return False                    # nothing shared: whichever answered, it judged an unknown
     return bool(_shared_base_agrees(a, b, True))
+
+
+def seal_text(op, receiver, *args):
+    """A str test at a sealed direction (`R.startswith(A)`, `A in R`), asked of
+    R's own text by str's (or bytes') method: a subclass of the solution's
+    answering True to every `startswith` passed a test whose copies only
+    negated it (red team of 2026-12-05, 8). `startswith` and the like of
+    anything else is False (the gold decides at generation: a gold whose R is
+    no str leaves its test unsealed); `in` of a list, tuple, set or dict asks
+    each item as seal_eq would, of anything else as the test would."""
+    if isinstance(receiver, str):
+        base, text = str, str.__str__(receiver)
+    elif isinstance(receiver, (bytes, bytearray)):
+        base, text = bytes, bytes(memoryview(receiver))
+    else:
+        base = text = None
+    if op == "in":
+        (needle,) = args
+        if base is not None:
+            if isinstance(needle, base):
+                needle = str.__str__(needle) if base is str else bytes(memoryview(needle))
+            return base.__contains__(text, needle)
+        t = type(receiver)
+        if t is list or t is tuple or t is set or t is frozenset or t is dict:
+            return any(_agree(needle, item, 0) for item in (dict.keys(receiver) if t is dict else receiver))
+        return needle in receiver
+    if base is None:
+        return False
+    return getattr(base, op)(text, *args)
 
 
 def seal_truth(value, token):
