@@ -139,7 +139,8 @@ def deep_at_import(task: Path, dest: Path, levels: int = 3000) -> Path:
 WRITES_AT_IMPORT = '''\
 import os as _os
 _dir = _os.path.join(_os.path.dirname(_os.path.abspath(__file__)), "litter")
-_os.makedirs(_dir, exist_ok=True)
+_os.makedirs(_dir, mode={mode}, exist_ok=True)
+_os.chmod(_dir, {mode})
 _block = b"x" * (1 << 20)
 for _i in range({files}):
     open(_os.path.join(_dir, str(_i)), "wb").close()
@@ -149,11 +150,14 @@ for _i in range({chunks}):
 '''
 
 
-def writes_at_import(task: Path, dest: Path, mib: int = 0, files: int = 0, per_file_mib: int = 256) -> Path:
+def writes_at_import(task: Path, dest: Path, mib: int = 0, files: int = 0, per_file_mib: int = 256,
+                     mode: int = 0o755) -> Path:
     """The gold, whose package writes `files` empty files and `mib` MiB (in files
-    of `per_file_mib`) into the workspace when imported: the host's disk pays."""
+    of `per_file_mib`) into the workspace when imported: the host's disk pays.
+    `mode`: the directory's (0o700: one the sandbox's root cannot read unaided)."""
     gold_tree(task, dest)
-    append(dest / PKG / "__init__.py", WRITES_AT_IMPORT.format(files=files, chunks=mib, per_file=per_file_mib))
+    append(dest / PKG / "__init__.py", WRITES_AT_IMPORT.format(files=files, chunks=mib, per_file=per_file_mib,
+                                                               mode=oct(mode)))
     return dest
 
 

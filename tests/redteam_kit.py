@@ -470,7 +470,7 @@ def _escape(task, dest, t):
 
 # ------------------------------------------------------------------- shadowing
 
-@attack("shadow-the-guard", kinds=("shadowing",))
+@attack("shadow-the-guard", kinds=("removed-shadowing",))
 def _shadow_guard(task, dest, t):
     """A workspace tf_guard.py: under `python -m pytest` the cwd comes first."""
     wrong_solution(task, dest, t)
@@ -489,7 +489,7 @@ def _shadow_guard(task, dest, t):
         '''))
 
 
-@attack("shadow-pytest", kinds=("shadowing",))
+@attack("shadow-pytest", kinds=("removed-shadowing",))
 def _shadow_pytest(task, dest, t):
     """A workspace pytest.py that runs the real pytest with a plugin forcing passes."""
     wrong_solution(task, dest, t)

@@ -75,6 +75,18 @@ def test_every_spelling_of_a_link_mode_is_refused(line):
     assert "symbolic link" in (unsafe_diff(patch.replace("\n", "\r\n")) or "")
 
 
+@pytest.mark.parametrize("header,refused", [
+    ('diff --git "a/docs/caf\\303\\251.md" "b/docs/caf\\303\\251.md"', False),   # git's quoting of UTF-8
+    ('+++ "b/tab\\there.md"', True),                      # a control character in a name
+    ('+++ "b/\\056\\056/x"', True),                       # ".." spelt in octal
+    ('+++ "b/x\\\\y"', True),                             # a backslash in the name
+    ('+++ "b/\\377.md"', True),                           # not UTF-8
+    ('+++ b/plain name.md', False),
+])
+def test_quoted_names_are_judged_as_git_unquotes_them(header, refused):
+    assert (unsafe_diff(header + "\n") is not None) is refused
+
+
 @pytest.mark.parametrize("index,refused", [
     ("index 0000000..e69de29 120000", True), ("index 0000000..e69de29 0120000", True),
     ("index abc..def  0120000", True), ("index 0000000..e69de29 100644", False),

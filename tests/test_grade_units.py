@@ -273,10 +273,13 @@ def test_shadowing_and_sourceless_bytecode(tmp_path):
     (tree / "__pycache__").mkdir()
     (tree / "__pycache__" / "pkg.cpython-311.pyc").write_bytes(b"cache")
     (tree / "__pycache__" / "secret.cpython-311.pyc").write_bytes(b"sourceless")
+    (tree / "timeit.py").write_text("print('scratch')")    # an agent's leftover: honest
     notes = static.shadowing(tree, ws)
-    assert (K.SHADOWING, "json.py would shadow the module json") in notes
-    assert any(k is K.SHADOWING and "pytest" in d for k, d in notes)
+    assert (K.REMOVED_SHADOWING, "json.py would shadow the module json: removed") in notes
+    assert any(k is K.REMOVED_SHADOWING and "pytest" in d for k, d in notes)
     assert (K.NEW_TOP_LEVEL_MODULE, "helper.py") in notes
+    assert not (tree / "json.py").exists() and not (tree / "pytest").exists() and not (tree / "timeit.py").exists()
+    assert (tree / "helper.py").exists() and (tree / "pkg.py").exists()
     bc = static.remove_bytecode(tree, ws)
     assert bc == [(K.BYTECODE_FILE, "__pycache__/secret.cpython-311.pyc has no source")]
     assert not (tree / "__pycache__").exists()

@@ -163,6 +163,9 @@ TREE_ATTACKS = {
     "one-2gib-file-at-import": (lambda t, d: hostkit.writes_at_import(t, d, mib=2048, per_file_mib=4096),
                                 {"over-limit"}),
     "300000-files-at-import": (lambda t, d: hostkit.writes_at_import(t, d, files=300_000), {"over-limit"}),
+    # Red team of 2026-12-05 (9): a directory the tests made 0700 was skipped by
+    # the supervisor's walk (root with SETUID/SETGID only): 3 GiB went uncounted.
+    "1500mib-in-a-0700-dir": (lambda t, d: hostkit.writes_at_import(t, d, mib=1500, mode=0o700), {"over-limit"}),
 }
 
 

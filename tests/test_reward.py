@@ -44,6 +44,17 @@ def test_extract_diff():
     assert rewards.extract_diff("") == ""
 
 
+def test_a_new_file_with_a_name_git_quotes_keeps_the_golds_one(tasks, tmp_path):
+    """`git diff` quotes a name with bytes past ASCII (core.quotepath): an honest
+    `docs/café notes.md` beside the gold scored 0 as "quoted or escaped" (red
+    team of 2026-12-05, 9)."""
+    out, ids = tasks
+    note = ('diff --git "a/docs/caf\\303\\251 notes.md" "b/docs/caf\\303\\251 notes.md"\n'
+            'new file mode 100644\n--- /dev/null\n+++ "b/docs/caf\\303\\251 notes.md"\n@@ -0,0 +1 @@\n+notes\n')
+    r = rewards.score((out / ids[0] / "gold.patch").read_text() + note, ids[0], tasks=out)
+    assert r.reward == 1.0, r
+
+
 def test_unsafe_diffs_score_zero_and_touch_nothing(tasks, tmp_path):
     out, ids = tasks
     marker = Path("/tmp") / f"tf-escape-{os.getpid()}"

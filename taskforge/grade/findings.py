@@ -20,6 +20,7 @@ class FindingKind(str, Enum):
     RESTORED_FILE = "restored-file"
     REMOVED_UNSHIPPED = "removed-unshipped"
     REMOVED_STARTUP_HOOK = "removed-startup-hook"
+    REMOVED_SHADOWING = "removed-shadowing"      # a new top-level module of a reserved name, deleted
     NEW_TOP_LEVEL_MODULE = "new-top-level-module"
     # Integrity: the run cannot be trusted, or a must-fail test passed.
     PATCH_REJECTED = "patch-rejected"
@@ -90,7 +91,7 @@ class Severity(str, Enum):
 
 K = FindingKind
 INFO_KINDS = {K.RESTORED_FILE, K.REMOVED_UNSHIPPED, K.REMOVED_STARTUP_HOOK, K.NEW_TOP_LEVEL_MODULE,
-              K.REMOVED_SYMLINK}
+              K.REMOVED_SYMLINK, K.REMOVED_SHADOWING}
 INTEGRITY_KINDS = {K.PATCH_REJECTED, K.MALFORMED_EVENT, K.DUPLICATE_EVENT, K.AFTER_SESSION,
                    K.RESULTS_OVERFLOW, K.OUTPUT_OVERFLOW, K.EARLY_EXIT, K.EXIT_CODE,
                    K.MISSING_RESULTS, K.TIMEOUT, K.COPY_PASSED, K.SHADOWING, K.UNPROCESSABLE,

@@ -77,7 +77,11 @@ def remove_bytecode(tree: Path, workspace: Path) -> list[tuple[K, str]]:
 
 
 def shadowing(tree: Path, workspace: Path) -> list[tuple[K, str]]:
-    """New top-level modules: refused when they take a reserved name."""
+    """New top-level modules: removed when they take a reserved name (a stdlib,
+    runner or tool module's), which no honest package needs and which could
+    replace what the grader imports; an agent's scratch `profile.py` or
+    `timeit.py` left at the root scored 0 while this refused the solution
+    (red team of 2026-12-05, 9)."""
     notes = []
     for root in IMPORT_ROOTS:
         base = tree / root if root else tree
@@ -85,7 +89,7 @@ def shadowing(tree: Path, workspace: Path) -> list[tuple[K, str]]:
             continue
         for p in sorted(base.iterdir()):
             rel = p.relative_to(tree).as_posix()
-            if (workspace / rel).exists():
+            if (workspace / rel).exists() or p.is_symlink():
                 continue
             if p.is_file() and p.suffix == ".py":
                 name = p.stem
@@ -94,7 +98,8 @@ def shadowing(tree: Path, workspace: Path) -> list[tuple[K, str]]:
             else:
                 continue
             if name in RESERVED:
-                notes.append((K.SHADOWING, f"{rel} would shadow the module {name}"))
+                shutil.rmtree(p) if p.is_dir() else p.unlink()
+                notes.append((K.REMOVED_SHADOWING, f"{rel} would shadow the module {name}: removed"))
             else:
                 notes.append((K.NEW_TOP_LEVEL_MODULE, rel))
     return notes

@@ -6,7 +6,7 @@ the code under test runs inside the pytest process. So:
     config is restored from the task's own copy, unshipped ones removed, start-up
     hooks, sourceless bytecode and shadowing top-level modules refused;
   - a fresh, hardened sandbox per call (no network, read-only root, no
-    capabilities but the supervisor's SETUID/SETGID, non-root tests, limits, a
+    capabilities but the supervisor's SETUID/SETGID/DAC_READ_SEARCH, non-root tests, limits, a
     time limit from the task's measured run time), destroyed after;
   - the supervisor runs as another uid: the tests hold no handle to what the
     host reads and cannot outlive the run; their reports are parsed against a

@@ -77,7 +77,8 @@ class SandboxSpec(BaseModel):
     network: Literal["none", "host"] = "none"
     hardened: bool = True          # read-only root, no capabilities, non-root user
     user: str = f"{SANDBOX_UID}:{SANDBOX_UID}"   # who the code under test runs as
-    # The supervisor runs as root with only SETUID/SETGID to drop the tests to
+    # The supervisor runs as root with only SETUID/SETGID (and DAC_READ_SEARCH, to
+    # measure the workspace whatever modes the tests set) to drop the tests to
     # `user`; the backend grants exactly that (see taskforge/sandbox/runtime/tfrun.py).
     supervisor: bool = True
     limits: Limits = Field(default_factory=Limits)

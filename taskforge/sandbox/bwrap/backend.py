@@ -213,6 +213,8 @@ class BwrapSandbox(Sandbox):
         if uid == 0:
             if spec.supervisor or not spec.hardened:
                 cmd += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+            if spec.supervisor:          # the workspace walk reads 0700 directories too (docker backend)
+                cmd += ["--cap-add", "CAP_DAC_READ_SEARCH"]
             inner = []
         else:
             # setpriv needs SETUID/SETGID for the switch; the switch itself clears them.

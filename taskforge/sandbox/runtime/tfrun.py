@@ -5,9 +5,10 @@ writes, reap everything it started, and print one JSON line for the host.
 
 Why a separate uid: the code under test runs inside the pytest process and can
 do anything that process can. Started as root (the sandbox grants only SETUID
-and SETGID), this supervisor drops the pytest child to uid U. The child then
-holds no handle to this process's stdout (the stream the host reads), cannot
-open /proc/<pid>/fd of a process of another uid, and cannot outlive the run:
+and SETGID, and DAC_READ_SEARCH for the workspace walk), this supervisor drops
+the pytest child to uid U. The child then holds no handle to this process's
+stdout (the stream the host reads), cannot open /proc/<pid>/fd of a process of
+another uid, and cannot outlive the run:
 when it exits or time runs out, a reaper process running as U sends SIGKILL to every
 process of that uid (double forks and setsid included).
 
