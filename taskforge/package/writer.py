@@ -141,35 +141,28 @@ def links_in(diff: str) -> str | None:
 
 
 _QUOTED = re.compile(r'"((?:[^"\\]|\\.)*)"')
-_ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
-_OCTAL = re.compile(r"[0-3][0-7]{2}")
+_HIGH_OCTAL = re.compile(r"[23][0-7]{2}")        # a byte past ASCII, as git writes it
 
 
 def unquoted_path(q: str) -> str | None:
     """A path git quoted C-style (what `git diff` writes for a name with bytes
     past ASCII under the default core.quotepath: `"docs/caf\\303\\251.md"`), as
-    text; None when it decodes to anything but a UTF-8 name free of control
-    characters, quotes and backslashes (a newline in a name, say)."""
+    text; None for any other escape (git writes none for a printable ASCII
+    character, so `\\155` for "m" is a disguise) or bytes that are no UTF-8."""
     out, i = bytearray(), 0
     while i < len(q):
         if q[i] != "\\":
             out += q[i].encode("utf-8")
             i += 1
-        elif q[i + 1:i + 2] in _ESCAPES:
-            out.append(_ESCAPES[q[i + 1]])
-            i += 2
-        elif _OCTAL.fullmatch(q[i + 1:i + 4]):
+        elif _HIGH_OCTAL.fullmatch(q[i + 1:i + 4]):
             out.append(int(q[i + 1:i + 4], 8))
             i += 4
         else:
             return None
     try:
-        text = out.decode("utf-8")
+        return out.decode("utf-8")
     except UnicodeDecodeError:
         return None
-    if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in text) or "\\" in text or '"' in text:
-        return None
-    return text
 
 
 def unsafe_diff(diff: str) -> str | None:
