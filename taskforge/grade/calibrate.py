@@ -195,8 +195,7 @@ def visible_hidden_tests(task_dir: Path, f2p: list[str]) -> list[str]:
 
 def _uncopied(rec: dict) -> set[str]:
     """Graded ids of a task record whose test function has no value copy."""
-    copied = {(m["file"], tuple(m.get("cls", [])), m["func"]) for m in rec.get("grading", {}).get("copies", [])
-              if m.get("kind") == "value" and not cp.is_complement(cp.TestCopy.model_validate(m))}
+    copied = cp.protected_tests(cp.TestCopy.model_validate(m) for m in rec.get("grading", {}).get("copies", []))
     return {t for t in rec["FAIL_TO_PASS"]
             if (r := cp.test_ref(t)) is None or (r.file, r.cls, r.func) not in copied}
 

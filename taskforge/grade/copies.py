@@ -33,7 +33,7 @@ import secrets
 import textwrap
 import types
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from enum import Enum
@@ -1560,6 +1560,13 @@ def is_complement(copy: TestCopy) -> bool:
         return all(p.endswith("negated an assertion") or bool(_FLIP.match(p))
                    for p in copy.site.split(" | "))
     return copy.site.endswith("negated an assertion") or bool(_FLIP.match(copy.site))
+
+
+def protected_tests(copies: Iterable[TestCopy]) -> set[tuple[str, tuple[str, ...], str]]:
+    """(file, classes, function) of the tests a value copy protects: one that
+    only negates an assertion does not (an object making every such assertion
+    true fails it exactly as the gold does: red team of 2026-12-05, 8)."""
+    return {(m.file, tuple(m.cls), m.func) for m in copies if m.kind == "value" and not is_complement(m)}
 
 
 # ------------------------------------------------------------ planting, naming

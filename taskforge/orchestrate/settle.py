@@ -20,7 +20,7 @@ from taskforge.analysis.coverage_map import CoverageMap
 from taskforge.analysis.pyparse import parse as parse_python
 from taskforge.errors import TaskforgeError, UserError
 from taskforge.grade.calibrate import Calibration, GradeCheckError, calibrate, final_check, verify_timeout
-from taskforge.grade.copies import is_complement, test_ref
+from taskforge.grade.copies import protected_tests, test_ref
 from taskforge.grade.seals import SEAL_RULES
 from taskforge.grade.verify import sealed_ids
 from taskforge.leaks.audit import LeakError, leak_checker
@@ -278,10 +278,8 @@ def _workspace_files(texts: dict[str, str], *changes: dict[str, str | None]) -> 
 
 def unprotected(graded: list[str], cal: Calibration) -> list[str]:
     """Graded ids (doctests and other items too) whose test function has no value
-    copy: a forger who tells them apart needs no guess for them. A copy that
-    only negates an assertion is none: an object that makes every such
-    assertion true fails it exactly as the gold does (red team of 2026-12-05, 8)."""
-    covered = {(m.file, tuple(m.cls), m.func) for m in cal.copies if m.kind == "value" and not is_complement(m)}
+    copy (copies.protected_tests): a forger who tells them apart needs no guess for them."""
+    covered = protected_tests(cal.copies)
     out = []
     for nid in graded:
         ref = test_ref(nid)

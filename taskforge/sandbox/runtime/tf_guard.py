@@ -362,8 +362,7 @@ def _agree(a, b, depth):
         return bool(a == b)             # one class decides for both, as it does in the test
     from collections.abc import Mapping, Sequence
     if isinstance(a, Mapping) and isinstance(b, Mapping):       # a MappingProxyType, a UserDict, against a dict
-        da, db = dict(a.items()), dict(b.items())
-        return _agree(da, db, depth + 1) if type(da) is dict and type(db) is dict else False
+        return _agree(dict(a.items()), dict(b.items()), depth + 1)
     if isinstance(a, Sequence) and isinstance(b, Sequence) and not isinstance(a, (str, bytes)) \
             and not isinstance(b, (str, bytes)) and (isinstance(a, list) or isinstance(b, list)):
         la, lb = list(a), list(b)                                 # a UserList against a list
