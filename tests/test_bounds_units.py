@@ -87,6 +87,20 @@ def test_quoted_names_are_judged_as_git_unquotes_them(header, refused):
     assert (unsafe_diff(header + "\n") is not None) is refused
 
 
+@pytest.mark.parametrize("hunk,refused", [
+    ('@@ -1,2 +1 @@\n-- "a\\b" ../up\n a\n', False),     # deletes a line `-- "a\b" ../up`
+    ("@@ -1 +1,2 @@\n a\n++ ../../etc\n", False),          # adds a line `+ ../../etc`
+    ("@@ -0,0 +1 @@\n++++ ../x\n", False),
+    ("@@ -1 +1 @@\n-a\n+b\n--- a/../x\n+++ b/../x\n", True),   # past the hunk: headers
+    ("@@ -1 +1 @@\n-a\n+b\n\\ No newline at end of file\n+++ b/../x\n", True),
+])
+def test_a_hunk_line_is_content_never_a_header(hunk, refused):
+    """Red team 11: a deleted line that reads `-- "x"` is `--- "x"` in the diff,
+    which the header check took for a file name (an honest patch refused)."""
+    patch = f"diff --git a/f.sql b/f.sql\n--- a/f.sql\n+++ b/f.sql\n{hunk}"
+    assert (unsafe_diff(patch) is not None) is refused
+
+
 @pytest.mark.parametrize("index,refused", [
     ("index 0000000..e69de29 120000", True), ("index 0000000..e69de29 0120000", True),
     ("index abc..def  0120000", True), ("index 0000000..e69de29 100644", False),

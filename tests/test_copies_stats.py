@@ -20,6 +20,7 @@ from __future__ import annotations
 import ast
 import math
 import random
+import re
 import sys
 from pathlib import Path
 
@@ -712,3 +713,17 @@ def test_tests_that_share_a_value_keep_their_sets(tmp_path):
     expected values out."""
     shared, apart = _both_kept(tmp_path, 56, 56, 400), _both_kept(tmp_path, 56, 59, 400)
     assert apart > 100 and shared > 0.6 * apart, (shared, apart)
+
+
+@pytest.mark.parametrize("token", ['"1102.50"', '"12,000"', '"-3"', "'7.5%'", '"1e-05"', '"2050"'])
+def test_a_number_written_as_text_keeps_its_format_in_every_copy(token):
+    """Red team 11 told the original `Money("1102.50")` from its copy
+    `Money("1112.050")` by the number of decimals alone. A copy of a string that
+    spells a number keeps its length, its separators and every zero; only a
+    nonzero digit changes, into another nonzero digit."""
+    rng = random.Random(7)
+    shape = re.sub(r"[1-9]", "d", token)
+    for _ in range(300):
+        new = cp._new_token(token, ast.literal_eval(token), rng)
+        assert new is not None and new != token
+        assert re.sub(r"[1-9]", "d", new) == shape, new

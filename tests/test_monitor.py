@@ -475,6 +475,10 @@ ACTS: dict[str, tuple[str, set[str]]] = {
     "marshal_code": ("import marshal\ndef act(arg):\n"
                      "    return marshal.loads(marshal.dumps((1, compile('1', 'x', 'eval'))))\n",
                      {"bytecode"}),
+    "marshal_load_code": ("import marshal, tempfile\ndef act(arg):\n"
+                          "    with tempfile.TemporaryFile() as fh:\n"
+                          "        marshal.dump((1, compile('1', 'x', 'eval')), fh)\n        fh.seek(0)\n"
+                          "        return marshal.load(fh)\n", {"bytecode"}),
     "ctypes_direct": ("import ctypes\ndef act(arg):\n    return ctypes.string_at(id(arg), 8)\n",
                       {"ctypes"}),
     "spoof_new_test_name": ("def act(arg):\n    g = {}\n"
@@ -525,6 +529,11 @@ ACTS: dict[str, tuple[str, set[str]]] = {
     "marshal_data": ("import marshal\ndef act(arg):\n"
                      "    return marshal.loads(marshal.dumps({'a': [1, 2.0, 'x'], 'b': (b'y',)}))\n",
                      set()),
+    # Red team 11: a cache read back with marshal.load (whose event carries no data).
+    "marshal_load_data": ("import marshal, tempfile\ndef act(arg):\n"
+                          "    with tempfile.TemporaryFile() as fh:\n"
+                          "        marshal.dump({'a': [1, 2.0, 'x']}, fh)\n        marshal.dump(7, fh)\n"
+                          "        fh.seek(0)\n        return marshal.load(fh), marshal.load(fh)\n", set()),
     "proc_meminfo": ("def act(arg):\n    return open('/proc/meminfo').read()\n", set()),
     "proc_cpuinfo": ("def act(arg):\n    return open('/proc/cpuinfo').read()\n", set()),
     "proc_self_status": ("import os\ndef act(arg):\n"
@@ -755,6 +764,26 @@ def test_the_static_scan_reads_any_added_file_that_is_python(tmp_path):
     assert ("gc-walk", "pkg/test_support.txt") in got
     assert ("trace-hook", "pkg/invariant_test.py") in got       # a test-like name is scanned
     assert not any(site.startswith(("tests/", "pkg/notes", "pkg/blob", "pkg/cache")) for _, site in got), got
+
+
+def test_a_data_file_too_big_to_parse_is_no_finding_but_code_of_that_size_is(tmp_path):
+    """Red team 11: an honest 630 KB CSV table scored 0 as unscannable (a non-.py
+    file between the scan's 512 KiB bound and the 1 MiB it looks at). Data in
+    which no rule could find anything is skipped; Python of that size that
+    could hold a hit is still over the bound."""
+    ws, tree = tmp_path / "ws", tmp_path / "tree"
+    for d in (ws, tree):
+        (d / "pkg").mkdir(parents=True)
+        (d / "pkg" / "__init__.py").write_text("")
+    table = "".join(f"{i},{i * 0.37:.6f},alpha beta,run\n" for i in range(20_000))
+    assert 512 * 1024 < len(table) < 1 << 20
+    (tree / "pkg" / "rates.csv").write_text(table)
+    assert static.scan_solution(tree, ws) == []
+    code = "x = 1\n" * (len(table) // 6) + "import gc\ngc.get_objects()\n"
+    (tree / "pkg" / "rates.csv").write_text(code)
+    assert {f.kind for f in static.scan_solution(tree, ws)} == {FindingKind.UNSCANNABLE}
+    assert static.could_hit(b"(exit)(0)") and static.could_hit(b"open('/proc/1/environ')")
+    assert not static.could_hit(b"exit,quit,run\n1,2,3\n") and not static.could_hit(b"\x00\xff")
 
 
 

@@ -715,8 +715,9 @@ def _new_token(token: str, value, rng: random.Random) -> str | None:
             return None
         prefix, quote = m.groups()
         body = token[len(prefix) + len(quote): len(token) - len(quote)]
+        edit = _edit_number_text if _NUMBER_TEXT.fullmatch(body) else _edit_text
         for _ in range(30):
-            new_body = _edit_text(body, rng)
+            new_body = edit(body, rng)
             if new_body is None:
                 return None
             cand = prefix + quote + new_body + quote
@@ -727,6 +728,21 @@ def _new_token(token: str, value, rng: random.Random) -> str | None:
                 continue
         return None
     return None
+
+
+# A string that spells a number ("1102.50", "-3", "12,000", "7.5%"): its copies
+# keep its format (red team 11 told "1112.050" from "1102.50" by its decimals).
+_NUMBER_TEXT = re.compile(r"[+-]?\d[\d,_]*(\.\d+)?([eE][+-]?\d+)?%?")
+
+
+def _edit_number_text(body: str, rng: random.Random) -> str | None:
+    """One nonzero digit of a number written as text replaced by another nonzero
+    digit: the length, separators, decimals and zeros (its roundness) stay."""
+    places = [i for i, ch in enumerate(body) if ch in "123456789"]
+    if not places:
+        return None
+    i = rng.choice(places)
+    return body[:i] + rng.choice([d for d in "123456789" if d != body[i]]) + body[i + 1:]
 
 
 def _insert_letter(body: str, rng: random.Random) -> str:

@@ -165,13 +165,46 @@ def unquoted_path(q: str) -> str | None:
         return None
 
 
+_HUNK = re.compile(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
+
+
+def headers_of(diff: str) -> str:
+    """`diff` with the lines of its hunks left out, as git apply reads it: a hunk
+    holds as many old and new lines as its `@@` line counts, so a line it holds
+    that reads `--- x` (a deleted `-- x`) is content, never a file header (red
+    team 11: an honest patch deleting such a line would have been refused)."""
+    out: list[str] = []
+    old = new = 0
+    for line in diff.splitlines():
+        if old > 0 or new > 0:
+            if line.startswith("\\"):
+                continue                # "\ No newline at end of file"
+            tag = line[:1]
+            if tag in (" ", ""):
+                old, new = old - 1, new - 1
+            elif tag == "-":
+                old -= 1
+            elif tag == "+":
+                new -= 1
+            else:                       # a corrupt hunk: git refuses it; read on as headers
+                old = new = 0
+                out.append(line)
+            continue
+        m = _HUNK.match(line)
+        if m:
+            old = int(m.group(1) or 1) if m.group(1) != "0" else 0
+            new = int(m.group(2) or 1) if m.group(2) != "0" else 0
+        out.append(line)
+    return "\n".join(out)
+
+
 def unsafe_diff(diff: str) -> str | None:
     """Why a diff may not be applied on the host, or None. Every path must stay
     inside the workspace: no `..` component, no escaped names but git's own
     quoting of a UTF-8 name (judged as it unquotes: an honest `docs/café.md`
     scored 0 as "quoted", red team of 2026-12-05, 9), and no symbolic links,
     which could lead a later write out of the tree."""
-    for m in _HEADER.finditer(diff):
+    for m in _HEADER.finditer(headers_of(diff)):
         names = [unquoted_path(q) for q in _QUOTED.findall(m.group(1))]
         rest = _QUOTED.sub(" ", m.group(1))
         if None in names or "\\" in rest or '"' in rest:

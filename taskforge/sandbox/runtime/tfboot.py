@@ -72,8 +72,9 @@ patches the import machinery itself (a loader method or pytest's rewrite
 functions, set as class or module attributes, which are not audited) and
 restores it can get its code registered; source that reaches the package
 through a cache (linecache filled by pytest's own tracebacks) or a child
-process raises no open event; marshal.load (from a file) carries no data in
-its event and is charged as loading bytecode. An attacker who silences the
+process raises no open event. marshal.load (from a file) carries no data in
+its event: the package's marshal.load is a wrapper that shows the monitor what
+it loaded (code is charged, data is not). An attacker who silences the
 pipe before its first audited act goes unseen, and acts CPython does not audit
 (os.dup2, writes to inherited fds) are invisible, and so, on 3.12 and later,
 is a finaliser the collector runs at the hook's first or last step (it
@@ -246,6 +247,17 @@ def _os_open(path, flags, mode=0o777, *, dir_fd=None, _audit=sys.audit):
     box = []
     _audit("taskforge.open", box, path, flags, dir_fd)
     return box.pop()(path, flags, mode, dir_fd=dir_fd)
+
+
+def _marshal_load(*args, _audit=sys.audit, **kwargs):
+    """marshal.load as the package sees it: its audit event carries no data, so
+    the monitor is shown what was loaded (code is charged; a cache of data, red
+    team 11's honest solution, is not)."""
+    box = []
+    _audit("taskforge.marshal_load", box)
+    loaded = box.pop()(*args, **kwargs)
+    _audit("taskforge.marshal_loaded", box, loaded)
+    return loaded
 
 
 def _set_signal(signalnum, handler, *, _audit=sys.audit, _int=int):
@@ -515,7 +527,8 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
                                    "taskforge.builtin", "taskforge.built", "taskforge.open",
                                    "taskforge.set_signal", "taskforge.get_signal", "taskforge.unwrap",
                                    "taskforge.signal", "taskforge.reads", "taskforge.tests",
-                                   "taskforge.test_call", "taskforge.linecache", "os.rename"}
+                                   "taskforge.test_call", "taskforge.linecache", "taskforge.marshal_load",
+                                   "taskforge.marshal_loaded", "os.rename"}
 
     # The image's read-only directories: code there is installed code, never
     # the package's (nothing at run time can write a file there).
@@ -650,6 +663,7 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
     fork_exec_code, builtin_code = _fork_exec.__code__, _create_builtin.__code__
     open_code, in_signal_code, reads_code = _os_open.__code__, _in_signal.__code__, _reads_file.__code__
     set_signal_code, get_signal_code = _set_signal.__code__, _get_signal.__code__
+    marshal_load_code = _marshal_load.__code__
     tests_code, test_entry_code = _guard_tests.__code__, _test_entry.__code__
     collected_code, reported_code = _collected.__code__, _reported.__code__
     test_functions = {}   # key -> a collected test function (its module holds a _test_entry)
@@ -1089,9 +1103,10 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
             walk, skip = False, (ctypes_dir,)
         elif kind == "trace-hook" and getframe(2).f_code is trusted.get("thread_bootstrap"):
             return        # a new thread taking the hook threading.settrace set
-        elif kind == "bytecode" and event == "marshal.load" and \
-                getframe(2).f_code is trusted.get("compile_bytecode"):
-            return
+        elif kind == "bytecode" and event == "marshal.load" and (
+                getframe(2).f_code is trusted.get("compile_bytecode") or (
+                    getframe(2).f_code is marshal_load_code and getframe(2).f_locals.get("_audit") is audit)):
+            return        # the import system's; or the wrapper's, judged by what it loaded
         elif kind == "unwatched-code" and event == "subprocess.Popen" and stdlib_command(3) is not None:
             # Judged again, with the resolved program, when it starts (fork_exec).
             kind, detail = "process", "the standard library starts a program"
@@ -1231,7 +1246,8 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
                      "taskforge.set_signal": set_signal_code, "taskforge.get_signal": get_signal_code,
                      "taskforge.signal": in_signal_code, "taskforge.reads": reads_code,
                      "taskforge.tests": tests_code, "taskforge.test_call": test_entry_code,
-                     "taskforge.linecache": reported_code}
+                     "taskforge.linecache": reported_code, "taskforge.marshal_load": marshal_load_code,
+                     "taskforge.marshal_loaded": marshal_load_code}
 
     def wrapper_site(failed):
         """The package site responsible for a wrapper's call (on_wrapper's
@@ -1313,6 +1329,15 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
                     wake.release()
                 except RuntimeError:
                     pass              # awake already: it takes this one too
+            return
+        if event == "taskforge.marshal_load":
+            box.append(originals["marshal_load"])
+            return
+        if event == "taskforge.marshal_loaded":
+            if len(args) > 1 and holds_code_object(args[1]):
+                site = wrapper_site(around)
+                if site is not None:
+                    report("bytecode", site, "marshal.load of code")
             return
         if event == "taskforge.open":
             # os.open with dir_fd: the open event names the path alone.
@@ -1397,6 +1422,10 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
             obj = loads(data)
         except Exception:  # noqa: BLE001 - what marshal refuses loads nothing
             return False
+        return holds_code_object(obj)
+
+    def holds_code_object(obj):
+        """What marshal loaded is (or contains) a code object."""
         stack, budget = [obj], 1_000_000
         while stack and budget:
             budget -= 1
@@ -1470,6 +1499,7 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
     originals["fork_exec"] = _posixsubprocess.fork_exec
     originals["create_builtin"] = _imp.create_builtin
     originals["open"] = posix.open
+    originals["marshal_load"] = marshal.load
     originals["signal"], originals["getsignal"] = _signal.signal, _signal.getsignal
     import time
 
@@ -1498,7 +1528,8 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
             ((_imp,), "create_builtin", builtin_code, None),
             ((posix, os), "open", open_code, (0o777,)),
             ((_signal,), "signal", set_signal_code, None),
-            ((_signal,), "getsignal", get_signal_code, None)):
+            ((_signal,), "getsignal", get_signal_code, None),
+            ((marshal,), "load", marshal_load_code, None)):
         wrapper = function_type(code, _started_by.__globals__, name, defaults, None)
         wrapper.__kwdefaults__ = {"_audit": audit, **({"dir_fd": None} if name == "open" else {}),
                                   **({"_int": int} if code in (set_signal_code, get_signal_code) else {})}
