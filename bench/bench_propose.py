@@ -2,7 +2,7 @@
 limits: candidates, their tiers, and why the others were dropped (issue 25 item
 3: yield per repository; issue 24 item 5: larger vertical slices).
 
-    PYTHONPATH=. python bench/bench_propose.py REPO [REPO ...] [--defs 16 40 64] [--out DIR]
+    PYTHONPATH=. python bench/bench_propose.py REPO [REPO ...] [--defs 16 40 64] [--shares 0.4 0.6] [--out DIR]
 
 Each repository goes through generate's own clone, environment and baseline
 stages once (cached in DIR/<name>/, so a second run costs no test run), then
@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 
-def measure(repo: str, out: Path, limits: list[int]) -> list[dict]:
+def measure(repo: str, out: Path, limits: list[int], shares: list[float]) -> list[dict]:
     from taskforge.orchestrate.corpus import _category
     from taskforge.orchestrate.pipeline import GenerateRun, Options
     from taskforge.propose.features import propose
@@ -40,14 +40,14 @@ def measure(repo: str, out: Path, limits: list[int]) -> list[dict]:
 
         hopeless, late = hopeless_check(run.src.path, run.layout, run.image_scan.result(),
                                         run.plan.python)
-        for limit in limits:
+        for limit, share in [(li, sh) for li in limits for sh in shares]:
             t = time.monotonic()
-            p = propose(run.index, run.cov, run.passing, run.all_ids, run.tests,
+            p = propose(run.index, run.cov, run.passing, run.all_ids, run.tests, max_share=share,
                         hopeless=hopeless, late=late, max_symbols=limit)
             tiers = Counter(c.difficulty.tier.value for c in p.candidates)
             hard = [c.difficulty for c in p.candidates if c.difficulty.tier.value == "hard"]
             rows.append({
-                "repo": Path(repo).name, "max_defs": limit, "symbols": p.considered,
+                "repo": Path(repo).name, "max_defs": limit, "max_share": share, "symbols": p.considered,
                 "candidates": len(p.candidates), "tiers": dict(tiers), "predicted_red": p.predicted,
                 "hard_mean_lines": round(sum(d.removed_lines for d in hard) / len(hard), 1) if hard else 0,
                 "hard_mean_files": round(sum(d.files for d in hard) / len(hard), 2) if hard else 0,
@@ -68,12 +68,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("repos", nargs="+")
     ap.add_argument("--defs", type=int, nargs="+", default=[16, 40])
+    ap.add_argument("--shares", type=float, nargs="+", default=[0.4],
+                    help="--max-share values to propose under (the suite share one feature may hide).")
     ap.add_argument("--out", default=None, help="Where the baselines are kept (default: a temporary directory).")
     a = ap.parse_args()
     base = Path(a.out) if a.out else Path(tempfile.mkdtemp(prefix="bench-propose-"))
     for repo in a.repos:
         try:
-            for row in measure(repo, base / Path(repo).name, a.defs):
+            for row in measure(repo, base / Path(repo).name, a.defs, a.shares):
                 print(json.dumps(row), flush=True)
         except Exception as exc:  # noqa: BLE001 - one repository's failure is its line only
             print(json.dumps({"repo": Path(repo).name, "error": str(exc).splitlines()[0][:200]}), flush=True)

@@ -40,6 +40,7 @@ class FeatureInfo(BaseModel):
     kind: FeatureKind
     name: str                          # the root symbol's qualified name
     symbols: list[RemovedSymbol]
+    removal: "Removal" = Field(default_factory=lambda: Removal.DEFINITIONS)
     touched_files: list[str]           # source files changed by the removal
     # `taskforge harden`: the proposed features removed together ([] for one feature)
     parts: list[str] = Field(default_factory=list)
@@ -61,6 +62,16 @@ class FeatureKind(StrEnum):
     CLASS = "class"
     MODULE = "module"
     CLUSTER = "cluster"
+
+
+class Removal(StrEnum):
+    """How a feature leaves the code. DEFINITIONS: its definitions go, with
+    every definition that uses them. BODY: one function keeps its signature and
+    docstring and its body becomes `raise NotImplementedError`, so its callers
+    stay (a helper that the whole package calls through, whose own tests are few,
+    is a task without taking the package with it)."""
+    DEFINITIONS = "definitions"
+    BODY = "body"
 
 
 class Tier(StrEnum):

@@ -31,6 +31,7 @@ from taskforge.models import (
     FeatureInfo,
     FeatureKind,
     GradingPlan,
+    Removal,
     RemovedSymbol,
     Stage,
     StatementStyle,
@@ -112,7 +113,8 @@ class Settler:
                      o.gold_mutants, GRADING_SCHEME, required_limit(0), REQUIRED_PER_LINES))
 
     def tid_of(self, cand) -> str:
-        return task_id(self.src.name, self.src.commit, cand.name, cand.kind)
+        kind = cand.kind if cand.removal is Removal.DEFINITIONS else f"{cand.kind}:{cand.removal}"
+        return task_id(self.src.name, self.src.commit, cand.name, kind)
 
     def earlier(self, cand) -> Verdict | None:
         """The verdict an interrupted run already reached for this candidate."""
@@ -383,7 +385,7 @@ def _record_builder(tid, src, image, v: Verdict, ctx: Context, cov: CoverageMap,
     elsewhere = "\n".join(functools.reduce(lambda code, piece: code.replace(piece, ""), pieces, m.code)
                           for m in ctx.index.modules.values())
     statement = problem_statement(src.name, cand.root, cand.symbols, exports, touched, len(f2p),
-                                  kind="combined" if cand.parts else cand.kind,
+                                  kind="combined" if cand.parts else cand.kind, removal=cand.removal,
                                   required=list(required), docs=list(docs),
                                   style=style, raises=recall.raised_types(pieces),
                                   collaborators=collaborator_methods(ctx.src, f2p, removed, elsewhere),
@@ -402,7 +404,7 @@ def _record_builder(tid, src, image, v: Verdict, ctx: Context, cov: CoverageMap,
             environment_setup_commit=src.commit, created_at=src.commit_date,
             patch=patch, test_patch=test_patch, problem_statement=statement,
             FAIL_TO_PASS=f2p, PASS_TO_PASS=p2p, image_name=image, environment=ctx.recipe,
-            feature=FeatureInfo(kind=cand.kind, name=cand.name, symbols=symbols,
+            feature=FeatureInfo(kind=cand.kind, name=cand.name, symbols=symbols, removal=cand.removal,
                                 touched_files=touched, parts=list(cand.parts)),
             hidden_test_files=hidden_files,
             protected_files=protected,

@@ -20,7 +20,7 @@ from taskforge.analysis.coverage_map import CoverageMap
 from taskforge.analysis.pyparse import parse as parse_python
 from taskforge.analysis.symbols import ModuleInfo, RepoIndex, Symbol
 from taskforge.analysis.testindex import TestModule, group_ids
-from taskforge.models import TIER_ORDER, Difficulty, FeatureKind, Tier
+from taskforge.models import TIER_ORDER, Difficulty, FeatureKind, Removal, Tier
 from taskforge.propose.difficulty import measure, snippet
 from taskforge.propose.recall import wrapped_call
 from taskforge.remove.transform import TOP_KINDS, exported_bindings
@@ -39,6 +39,7 @@ class Candidate:
     parts: list[str] = field(default_factory=list)          # combined features' names (harden)
     predicted: str = ""             # why its removal is predicted to break the suite: dropped
     deferred: str = ""              # a weaker sign of the same: tried last (runs_at_import)
+    removal: Removal = Removal.DEFINITIONS      # BODY: one function's body, callers kept
 
 
 @dataclass
@@ -547,6 +548,18 @@ def exercised(n_pass: int, n_passing: int, cap: int) -> str | None:
     return None
 
 
+# grow()'s reasons a definition cannot go that its body alone can: its users
+# (other code, module level included, or too much of the suite with them). A body
+# that runs at import is caught apart (runs_at_import: it would fail every test).
+_USERS_REASONS = ("used by", "too central with its dependents")
+
+
+def hollowable(sym: Symbol, why: str) -> bool:
+    """Whether a definition that cannot go for `why` is offered as Removal.BODY:
+    a function or method whose users are the reason."""
+    return sym.kind in ("function", "method") and why.startswith(_USERS_REASONS)
+
+
 def proposable(sym: Symbol) -> bool:
     """A definition a feature is proposed from: public, not special, not a
     module-level NAME = value (that only goes with what it uses), not a method
@@ -617,7 +630,7 @@ class _Proposer:
         feature, why = grow(self.index, self.users, sym, self.hopeless, max_symbols=self.max_symbols,
                             max_files=feature_files(self.max_symbols), budget=self.budget)
         if feature is None:
-            return why
+            return self.body(sym, why) if hollowable(sym, why) else why
         key = frozenset(f.qualname for f in feature)
         if key in self.seen:
             return f"same feature as {self.seen[key]}"
@@ -642,6 +655,25 @@ class _Proposer:
                          late=any(self.late(f) for f in feature), difficulty=diff,
                          predicted=self.helpers_name(top),
                          deferred=runs_at_import(self.cov, feature, self.index))
+
+    def body(self, sym: Symbol, why: str) -> Candidate | str:
+        """The Removal.BODY candidate of a function whose definition cannot go
+        (`why`: its users cannot go with it, or would take too much of the suite):
+        its callers stay, so the tests it takes are the ones that run its body."""
+        key = frozenset({"body:" + sym.qualname})
+        diff = difficulty_of(self.index, [sym], kept=self.kept | {sym.name})
+        small = too_small(diff, self.min_statements, self.min_tier)
+        if small:
+            return f"{why}; its body alone is {small}"
+        hidden = self.cov.tests_for(sym.path, sym.body_lines) & self.all_ids
+        central = exercised(len(hidden & self.passing), len(self.passing), self.cap)
+        if central:
+            return f"{why}; its body alone: {central}"
+        self.seen[key] = sym.qualname
+        return Candidate(name=sym.qualname, kind=sym.kind, root=sym, symbols=[sym], hidden=hidden,
+                         late=self.late(sym), difficulty=diff, removal=Removal.BODY,
+                         # its callers stay: one that runs at import fails every test
+                         predicted=runs_at_import(self.cov, [sym], self.index))
 
     def module(self, mod) -> Candidate | str | None:
         """The whole-module candidate of `mod`, why there is none, or None when
@@ -723,6 +755,8 @@ def combine(index: RepoIndex, cov: CoverageMap, tests: dict[str, TestModule], pa
         return None, "fewer than two features to combine"
     if any(p.kind == FeatureKind.MODULE for p in parts):
         return None, "a whole module is not combined"
+    if any(p.removal is Removal.BODY for p in parts):
+        return None, "a function's body alone is not combined (its definition stays)"
     feature: list[Symbol] = []
     names: set[str] = set()
     for p in parts:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import AbstractSet
 
 import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
 
 from taskforge.analysis import bigfiles
 from taskforge.analysis.pyparse import parse as parse_python
@@ -226,6 +227,70 @@ def remove_source(index: RepoIndex, symbols: list[Symbol]) -> SourceRemoval:
             out.changes[mod.path] = new.code
     out.removed_lines = sum(s.end - s.start + 1 + sum(b - a + 1 for a, b in s.attached)
                             for s in symbols if not (s.kind == "method" and s not in methods))
+    return out
+
+
+class _Hollower(cst.CSTTransformer):
+    """Replaces one function's body (a top-level function, or a method of a
+    top-level class, the one whose definition starts on `line`: a property's
+    setter shares its getter's name) by its docstring and `raise NotImplementedError`."""
+    METADATA_DEPENDENCIES = (PositionProvider,)
+
+    def __init__(self, cls: str | None, name: str, line: int):
+        self.cls, self.name, self.line = cls, name, line
+        self.stack: list[str] = []
+        self.changed = False
+
+    def visit_ClassDef(self, node):
+        self.stack.append(node.name.value)
+        return len(self.stack) == 1 and node.name.value == self.cls
+
+    def leave_ClassDef(self, original, updated):
+        self.stack.pop()
+        return updated
+
+    def visit_FunctionDef(self, node):
+        self.stack.append(node.name.value)
+        return False                    # bodies are replaced whole, never looked into
+
+    def leave_FunctionDef(self, original, updated):
+        path = tuple(self.stack)
+        self.stack.pop()
+        if path != ((self.cls, self.name) if self.cls else (self.name,)) or self.changed:
+            return updated
+        pos = self.get_metadata(PositionProvider, original)
+        first = min([pos.start.line, *(self.get_metadata(PositionProvider, d).start.line
+                                       for d in original.decorators)])
+        if first != self.line:
+            return updated
+        self.changed = True
+        body = updated.body
+        doc = []
+        if isinstance(body, cst.IndentedBlock) and body.body and updated.get_docstring(clean=False) is not None:
+            doc = [body.body[0]]
+        stmts = [*doc, cst.parse_statement("raise NotImplementedError")]
+        block = body.with_changes(body=stmts) if isinstance(body, cst.IndentedBlock) else cst.IndentedBlock(stmts)
+        return updated.with_changes(body=block)
+
+
+def hollow_code(code: str | cst.Module, cls: str | None, name: str, line: int) -> str | None:
+    """The module's text with the body of function `name` (a method of `cls`)
+    whose definition starts on `line` hollowed, or None where there is none."""
+    t = _Hollower(cls, name, line)
+    new = MetadataWrapper(code if isinstance(code, cst.Module) else cst.parse_module(code)).visit(t)
+    return new.code if t.changed else None
+
+
+def hollow_source(index: RepoIndex, sym: Symbol) -> SourceRemoval:
+    """Removal.BODY: `sym` (a function or method) keeps its decorators, signature
+    and docstring; its body becomes `raise NotImplementedError`. Nothing is
+    unbound, so nothing else changes."""
+    mod = index.modules[sym.module]
+    new = hollow_code(mod.tree or mod.code, sym.cls if sym.kind == "method" else None, sym.name, sym.start)
+    out = SourceRemoval(symbols=[sym])
+    if new is not None:
+        out.changes[mod.path] = new
+        out.removed_lines = max(0, mod.code.count("\n") - new.count("\n") + 1)
     return out
 
 

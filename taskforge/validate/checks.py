@@ -22,9 +22,9 @@ from taskforge.analysis.testindex import TestModule, split_nodeid
 from taskforge.errors import UserError
 from taskforge.fsutil import copy_tree, share_with_sandbox
 from taskforge.grade.testrun import OUT_IN_SANDBOX, PytestRunner, runner_mount
-from taskforge.models import Stage
+from taskforge.models import Removal, Stage
 from taskforge.propose.features import Candidate
-from taskforge.remove.transform import remove_source, strip_tests
+from taskforge.remove.transform import hollow_source, remove_source, strip_tests
 from taskforge.sandbox import GENERATION_BACKEND, Limits, Mount, SandboxSpec, open_sandbox
 
 MAX_ROUNDS = 3
@@ -187,6 +187,8 @@ def plan_tests(ctx: Context, hidden: set[str], hidden_files: set[str],
 def vanished_doctests(ctx: Context, cand: Candidate, changes: dict[str, str | None]) -> set[str]:
     """Doctest items (`pkg/mod.py::pkg.mod.func`) of removed code: they go with the
     docstrings they live in, so they are neither hidden tests nor remaining ones."""
+    if cand.removal is Removal.BODY:
+        return set()                    # the docstring stays, and its examples with it
     names = [s.qualname for s in cand.symbols]
     out = set()
     for nid in ctx.all_ids:
@@ -201,6 +203,8 @@ def vanished_doctests(ctx: Context, cand: Candidate, changes: dict[str, str | No
 def named_in_params(ctx: Context, cand: Candidate) -> set[str]:
     """Parametrized cases whose id names a removed symbol (`test_doc[max_ver]`): tests
     parametrized over the package's own names lose that case with the symbol."""
+    if cand.removal is Removal.BODY:
+        return set()                    # every name stays
     # Top-level names only: a method name (`copy`, `get`) in an id is a coincidence.
     names = {s.name for s in cand.symbols if len(s.name) >= 3 and s.kind in ("function", "class")}
     if not names:
@@ -234,7 +238,8 @@ class Validation:
 
     def run(self) -> Verdict:
         v, ctx, cand = self.v, self.ctx, self.cand
-        removal = remove_source(ctx.index, cand.symbols)
+        removal = (hollow_source(ctx.index, cand.root) if cand.removal is Removal.BODY
+                   else remove_source(ctx.index, cand.symbols))
         if cand.kind == "module":
             removal.changes[cand.root.path] = None       # the whole file goes
         if not removal.changes:
