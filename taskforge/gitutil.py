@@ -18,7 +18,7 @@ def git(cwd: Path, *args: str) -> str:
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("GIT_")}, **GIT_ENV}
     res = subprocess.run(["git", "-c", "core.hooksPath=/dev/null", "-c", "init.defaultBranch=main",
                           "-c", "core.autocrlf=false", "-c", "commit.gpgsign=false", *args],
-                         cwd=cwd, env=env, capture_output=True, text=True)
+                         cwd=cwd, env=env, capture_output=True, text=True, errors="surrogateescape")
     if res.returncode != 0:
         raise RuntimeError(f"git {' '.join(args)} failed: {res.stderr.strip()[:300]}")
     return res.stdout

@@ -727,3 +727,28 @@ def test_a_number_written_as_text_keeps_its_format_in_every_copy(token):
         new = cp._new_token(token, ast.literal_eval(token), rng)
         assert new is not None and new != token
         assert re.sub(r"[1-9]", "d", new) == shape, new
+
+
+@pytest.mark.parametrize("site,tell", [
+    ('line 23: "1102.50" -> "1112.050"', True),      # a stored copy of an older task
+    ('line 23: "1102.50" -> "1112.50"', False),
+    ("line 9: '12,000' -> '12,0000'", True),
+    ("line 9: 'XIV' -> 'XIX'", False),               # not a number
+    ("line 4: 1102 -> 1112", False),                 # a number, not text
+    ("line 4: \"7\" -> \"70\"", True),
+    ("negated an assertion", False),
+])
+def test_a_stored_copy_that_tells_itself_by_its_format_is_not_planted(site, tell):
+    """Red team 12 won 2 of 16 on a task written before copies kept a numeric
+    string's format: verify plants the stored set, so it leaves such copies out."""
+    from types import SimpleNamespace
+
+    from taskforge.grade.verify import planted_set
+    from taskforge.models import TestCopy
+
+    assert cp.format_tell(site) is tell
+    copies = [TestCopy(file="tests/t.py", func="test_f", kind="value", group="g", site=s,
+                       source="def NAME():\n    pass\n", expect={"": "failed"})
+              for s in (site,)]
+    rec = SimpleNamespace(grading=SimpleNamespace(copies=copies, plant_seed="s"), instance_id="t")
+    assert (site in {c.site for c in planted_set(rec)}) is not tell

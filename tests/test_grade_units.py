@@ -250,6 +250,9 @@ def test_static_scan_kinds(tmp_path):
     ("__eq__ = lambda self, other: False", False),
     ("def __eq__(self, other):\n        return NotImplemented", False),
     ("def __eq__(self, other):\n        return None", False),
+    ("__eq__ = bool", True),             # red team 12: answers for `other` alone
+    ("__eq__ = callable", True),
+    ("__eq__ = _same", False),           # the class's own method: judged where defined
 ])
 def test_only_a_comparison_that_says_yes_is_always_equal(body, charged):
     """The fresh attack of 2026-12-04 (h11): gold plus a `_Missing` sentinel
@@ -576,3 +579,19 @@ def test_an_assert_helper_of_the_project_makes_its_expected_argument_a_site(tmp_
     got = [src[e.line - 1].encode()[e.start:e.end].decode() for s in found for e in s.edits_for(random.Random(0))]
     assert got == want
     assert not [s for s in cp.sites(fn) if s.kind == "value"]    # without the helpers: none
+
+
+def test_a_flood_of_short_lines_is_read_one_line_at_a_time():
+    """Red team 12: 15 MiB of two-byte lines on the result pipe cost the host
+    0.5 GB, split into a list before the event cap could stop anything."""
+    import tracemalloc
+
+    text = "1\n" * (15 << 19)
+    tracemalloc.start()
+    try:
+        p = parse_events(text)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert p.problems and all(k is K.MALFORMED_EVENT for k, _ in p.problems)
+    assert peak < 20 << 20, peak

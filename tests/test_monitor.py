@@ -779,8 +779,13 @@ def test_a_data_file_too_big_to_parse_is_no_finding_but_code_of_that_size_is(tmp
     assert 512 * 1024 < len(table) < 1 << 20
     (tree / "pkg" / "rates.csv").write_text(table)
     assert static.scan_solution(tree, ws) == []
+    # Red team 12: a column named `import` brought it back into the scan's bounds.
+    (tree / "pkg" / "rates.csv").write_text("id,import,rate\n" + table)
+    assert static.scan_solution(tree, ws) == []
+    # Python that large is still over the bound; another file that large is left
+    # to the monitor, which charges loading it as code (foreign-loader).
     code = "x = 1\n" * (len(table) // 6) + "import gc\ngc.get_objects()\n"
-    (tree / "pkg" / "rates.csv").write_text(code)
+    (tree / "pkg" / "rates.py").write_text(code)
     assert {f.kind for f in static.scan_solution(tree, ws)} == {FindingKind.UNSCANNABLE}
     assert static.could_hit(b"(exit)(0)") and static.could_hit(b"open('/proc/1/environ')")
     assert not static.could_hit(b"exit,quit,run\n1,2,3\n") and not static.could_hit(b"\x00\xff")

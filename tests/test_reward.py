@@ -55,6 +55,31 @@ def test_a_new_file_with_a_name_git_quotes_keeps_the_golds_one(tasks, tmp_path):
     assert r.reward == 1.0, r
 
 
+def test_a_file_that_is_not_utf8_reaches_the_tree_byte_for_byte(tasks, tmp_path):
+    """Red team 12: an honest latin-1 module (its coding line, a non-ASCII name)
+    in a patch file scored 0: the patch was decoded with errors="replace", so git
+    apply wrote U+FFFD for its bytes and the module no longer parsed."""
+    out, ids = tasks
+    task = out / ids[0]
+    ws = tmp_path / "ws"
+    shutil.copytree(task / "workspace", ws)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
+    subprocess.run([*git, "init", "-q"], cwd=ws, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=ws, check=True)
+    subprocess.run([*git, "commit", "-qm", "base", "--allow-empty"], cwd=ws, check=True)
+    subprocess.run([*git, "apply", str(task / "gold.patch")], cwd=ws, check=True)
+    (ws / "textkit" / "_latin.py").write_bytes(b"# -*- coding: latin-1 -*-\nn\xfameros = (1, 2, 3)\n")
+    init = ws / "textkit" / "__init__.py"
+    init.write_text(init.read_text() + "\nfrom textkit._latin import n\u00fameros as _numbers  # noqa: E402\n")
+    subprocess.run([*git, "add", "-A"], cwd=ws, check=True)
+    patch = subprocess.run([*git, "diff", "--cached"], cwd=ws, check=True, capture_output=True).stdout
+    assert b"n\xfameros" in patch
+    (tmp_path / "latin.patch").write_bytes(patch)
+    res = subprocess.run([*CLI, "verify", str(task), "--patch", str(tmp_path / "latin.patch"), "--json"],
+                         capture_output=True, text=True)
+    assert json.loads(res.stdout)["reward"] == 1.0, res.stdout[-3000:]
+
+
 def test_unsafe_diffs_score_zero_and_touch_nothing(tasks, tmp_path):
     out, ids = tasks
     marker = Path("/tmp") / f"tf-escape-{os.getpid()}"

@@ -745,6 +745,26 @@ def _edit_number_text(body: str, rng: random.Random) -> str | None:
     return body[:i] + rng.choice([d for d in "123456789" if d != body[i]]) + body[i + 1:]
 
 
+_SITE_CHANGE = re.compile(r"^line [^:]*: (.+) -> (.+)$")
+
+
+def format_tell(site: str) -> bool:
+    """Whether a stored copy's change (`line 23: "1102.50" -> "1112.050"`) gives
+    the copy away by its format: a string that spells a number changed into one
+    of another shape. Tasks written before copies kept that shape still hold
+    such copies; verify leaves them out (red team 12 won with them)."""
+    m = _SITE_CHANGE.match(site)
+    if not m:
+        return False
+    try:
+        old, new = literal_eval(m.group(1)), literal_eval(m.group(2))
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return False
+    if not (isinstance(old, str) and isinstance(new, str) and _NUMBER_TEXT.fullmatch(old)):
+        return False
+    return re.sub(r"\d", "d", old) != re.sub(r"\d", "d", new)      # length, signs, separators
+
+
 def _insert_letter(body: str, rng: random.Random) -> str:
     """One letter or digit inserted, of the kind before it, away from escapes."""
     i = rng.randint(0, len(body))

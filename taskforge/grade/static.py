@@ -325,7 +325,14 @@ def _foreign_comparison(value, name: str) -> bool:
         return value.value.id in BUILTIN_TYPES and value.attr != name
     if isinstance(value, ast.Constant):
         return True
-    return False
+    # A builtin bound as a comparison (`__eq__ = bool`, `= callable`): not a
+    # function, so it is never handed `self`, and answers for `other` alone.
+    return isinstance(value, ast.Name) and value.id in OPERAND_BLIND
+
+
+# Builtins that, bound as `__eq__`, answer truthy for most operands (red team 12).
+OPERAND_BLIND = frozenset({"bool", "callable", "id", "hash", "len", "str", "repr", "type", "object",
+                           "any", "all", "isinstance", "hasattr", "print", "vars", "dir"})
 
 
 # Every identifier some hit needs (scan_file's rules: the last part of a called
@@ -381,10 +388,16 @@ def scan_solution(tree: Path, workspace: Path, policy: Policy = Policy.SCORE,
     budget = max_total
     for rel in changed_sources(tree, workspace, skip):
         size = (tree / rel).stat().st_size
-        if not rel.endswith(".py") and not could_hit((tree / rel).read_bytes()):
+        python = rel.endswith(".py")
+        if not python and not could_hit((tree / rel).read_bytes()):
             continue                    # data: no rule could see anything in it
         big = max_file is not None and size > max_file
         spent = budget is not None and size > budget
+        if (big or spent) and not python:
+            # Another file too large to parse is skipped as one over MAX_TEXT_SCAN
+            # is: run as code, it is charged when it loads (foreign-loader). Red
+            # team 12: a 600 KB CSV with a column named `import` scored 0 here.
+            continue
         if big or spent:
             detail = (f"{rel} is {size} bytes, over the {max_file >> 10} KiB the scan reads a file"
                       if big and max_file is not None else

@@ -90,7 +90,10 @@ class Solution:
         one is refused as such, and is never read whole into memory."""
         with open(path, "rb") as fh:
             data = fh.read(BOUNDS.patch_bytes + 1)
-        return cls.from_patch(data.decode("utf-8", errors="replace"))
+        # surrogateescape: a file that is not UTF-8 (a latin-1 module with its
+        # coding line) reaches git apply byte for byte (red team 12: "replace"
+        # made its bytes U+FFFD and an honest solution a SyntaxError).
+        return cls.from_patch(data.decode("utf-8", errors="surrogateescape"))
 
     @classmethod
     def from_dir(cls, path: str | Path) -> "Solution":
@@ -430,7 +433,8 @@ def planted_set(rec) -> list[cp.TestCopy]:
     (Learning across verifies by an agent's trainer is not a channel: it is
     rewarded only for passing the tests the copies leave indistinguishable.)"""
     seed = rec.grading.plant_seed or rec.instance_id
-    return choose_copies(rec.grading.copies, random.Random(f"plant:{seed}"))
+    kept = [c for c in rec.grading.copies if not cp.format_tell(c.site)]
+    return choose_copies(kept, random.Random(f"plant:{seed}"))
 
 
 def verify(task_dir: str | Path, solution: Solution, timeout: float | None = None,

@@ -243,9 +243,11 @@ def _run_tool(argv: list[str], tree: Path, text: str, limits: ApplyLimits | None
               deadline: float | None) -> subprocess.CompletedProcess:
     timeout = None if deadline is None else max(0.1, deadline - time.monotonic())
     try:
-        res = subprocess.run(argv, cwd=tree, input=text, capture_output=True, text=True,
-                             errors="replace", timeout=timeout,
+        raw = subprocess.run(argv, cwd=tree, input=text.encode("utf-8", "surrogateescape"),
+                             capture_output=True, timeout=timeout,
                              preexec_fn=_limited(limits) if limits else None)
+        res = subprocess.CompletedProcess(argv, raw.returncode, raw.stdout.decode("utf-8", "replace"),
+                                          raw.stderr.decode("utf-8", "replace"))
     except subprocess.TimeoutExpired:
         raise ApplyError(f"{argv[0]} took over {limits.seconds if limits else timeout:.0f} s "
                          "to apply the patch") from None
