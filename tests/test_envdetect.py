@@ -379,9 +379,28 @@ def test_install_failure_says_what_was_tried(tmp_path, base_image):
         "boom/__init__.py": "def f():\n    return 1\n",
         "tests/test_boom.py": "from boom import f\n\ndef test_f():\n    assert f() == 1\n"}),
         tmp_path / "boom")
-    res = run_cli("generate", str(repo), "--out", str(tmp_path / "out"))
+    res = run_cli("generate", str(repo), "--out", str(tmp_path / "out"),
+                  "--install", "echo 'cannot build this here' >&2; exit 3")
     assert_one_line_error(res, "installing the repository failed", "tried:", "python 3.11", code=2)
     assert not (tmp_path / "out").exists()
+
+
+def test_a_project_that_does_not_build_runs_from_its_source(tmp_path, base_image):
+    """jaraco's projects build with a backend that downloads their license text
+    (no network here: "installing the repository failed"). When no build works,
+    the declared requirements are installed and the source put first on the path."""
+    repo = make_git_repo(write(tmp_path / "nobuild-src", {
+        "pyproject.toml": '[build-system]\nrequires = ["taskforge-no-such-backend>=1"]\n'
+                          'build-backend = "nosuch.build"\n\n[project]\nname = "nobuild"\n'
+                          'version = "1.0"\ndependencies = ["six"]\n\n'
+                          '[project.optional-dependencies]\ntest = ["pytest", "pytest-mock"]\n',
+        "src/nobuild/__init__.py": "import six\n\n" + VERSIONED_OPS,
+        "tests/test_ops.py": clamp_tests("nobuild") + "\n\ndef test_mocker(mocker):\n"
+                             "    assert mocker.Mock(return_value=3)() == 3\n"}),
+        tmp_path / "nobuild")
+    res = run_cli("generate", str(repo), "--out", str(tmp_path / "out"), "--max-tasks", "1", "--json")
+    report = json.loads(res.stdout)        # exit 1 when no task came out of 7 tests
+    assert report["baseline_passing"] == 7 and report["baseline_failing"] == 0, report
 
 
 VERSIONED_OPS = '''def clamp(x, lo, hi):
@@ -760,3 +779,15 @@ def test_a_requirement_that_pulls_a_released_copy_of_the_project_is_undone(tmp_p
     from taskforge.grade.verify import Solution, verify
 
     assert verify(tmp_path / "out" / report["tasks"][0], Solution.gold()).reward == 1.0
+
+
+@pytest.mark.parametrize("data,extras,want", [
+    ({"project": {"dependencies": ["six", "attrs>=20"], "optional-dependencies": {
+        "test": ["pytest", "six"], "doc": ["sphinx"]}}}, ["test"], ["six", "attrs>=20", "pytest"]),
+    ({"project": {"dynamic": ["dependencies"]}}, ["test"], []),
+    ({}, [], []),
+])
+def test_what_a_path_install_installs(data, extras, want):
+    from taskforge.env.detect import _declared
+
+    assert _declared(data, extras) == want

@@ -53,6 +53,7 @@ REPOINT_INSTALL = (RUNTIME / "repoint_install.py").read_text(encoding="utf-8")
 DROP_VENDORING = (RUNTIME / "drop_vendoring.py").read_text(encoding="utf-8")
 MISSING_IMPORTS = (RUNTIME / "missing_imports.py").read_text(encoding="utf-8")
 PROJECT_SHADOWED = (RUNTIME / "project_shadowed.py").read_text(encoding="utf-8")
+PATH_INSTALL = (RUNTIME / "path_install.py").read_text(encoding="utf-8")
 
 
 class RepoConfig(BaseModel):
@@ -125,6 +126,10 @@ class InstallPlan:
     env: dict[str, str] = field(default_factory=dict)
     version: str = "0.0.0"                                 # for setuptools-scm without git
     pytest_pin: str | None = None        # e.g. "pytest<9": the newest fails to collect the suite
+    # When the project cannot be built at all: what it declares it needs (its
+    # dependencies and the chosen extras'), and the source roots to put on the path.
+    declared: list[str] = field(default_factory=list)
+    source_roots: list[str] = field(default_factory=lambda: ["."])
 
     def script(self) -> str:
         """Shell script for the build container (cwd /workspace, network on)."""
@@ -144,7 +149,8 @@ class InstallPlan:
                 # setup.py that retries setup() without it), repointed at the tree.
                 lines.append(f"pip install -e {q(target)}" + (" || pip install -e ." if self.extras else "")
                              + " || {\necho 'taskforge: the editable install failed; installing a built copy'\n"
-                             + fallback + "\npython - /workspace <<'PY'\n" + REPOINT_INSTALL + "PY\n}")
+                             + "{ { " + fallback + "; } && python - /workspace <<'PY'\n" + REPOINT_INSTALL
+                             + "PY\n} || {\n" + self._path_install() + "}\n}")
         for group, what in ((self.requirements, "requirement"), (self.plugins, "plugin")):
             if group:
                 each = " ".join(q(r) for r in group)
@@ -173,6 +179,18 @@ class InstallPlan:
                          + " <<'PY'\n" + DROP_VENDORING + "PY")
         return "\n".join(lines) + "\n"
 
+    def _path_install(self) -> str:
+        """The last resort when no build works: the declared requirements, then
+        the source on the path (runtime/path_install.py)."""
+        q = shlex.quote
+        out = "echo 'taskforge: the project does not build; its requirements go in and its source on the path'\n"
+        if self.declared:
+            each = " ".join(q(r) for r in self.declared)
+            out += (f"pip install {each} || for r in {each}; do pip install \"$r\" "
+                    "|| echo \"taskforge: requirement $r failed\"; done\n")
+        return (out + "python - /workspace " + " ".join(q(r) for r in self.source_roots)
+                + " <<'PY'\n" + PATH_INSTALL + "PY\n")
+
     def describe(self) -> str:
         return "; ".join(self.tried) or "nothing found"
 
@@ -197,6 +215,15 @@ def _cfg(root: Path, name: str) -> configparser.ConfigParser | None:
     except (configparser.Error, UnicodeDecodeError):
         return None
     return cfg
+
+
+def _declared(data: dict, extras: list[str]) -> list[str]:
+    """pyproject.toml's static `dependencies` and those of `extras`, each once
+    (what a path install needs when the project cannot be built)."""
+    project = data.get("project") or {}
+    optional = project.get("optional-dependencies") or {}
+    reqs = [*(project.get("dependencies") or []), *(r for e in extras for r in optional.get(e) or [])]
+    return list(dict.fromkeys(r for r in reqs if isinstance(r, str) and r.strip()))
 
 
 def _extras(data: dict, root: Path) -> set[str]:
@@ -560,6 +587,7 @@ def _add_declared(plan: InstallPlan, root: Path, data: dict, pip: list[str]) -> 
     reqs, where = _groups(data, root)
     tox = _tox_nox(root)
     plan.extras = _test_extras(found, tox.extras)
+    plan.declared = _declared(data, plan.extras)
     plan.tried.append(f"test extras: {plan.extras or 'none'}")
     files = [r for r in REQ_FILES if (root / r).is_file()]
     plan.requirement_files = list(dict.fromkeys(files + tox.requirement_files))
@@ -591,6 +619,7 @@ def _add_layout(plan: InstallPlan, root: Path, layout: Layout, plugins: dict[str
     """What only the scanned files show: the packages, whether they need the
     installers, the test modules and local names, and the plugins tests use."""
     plan.packages = list(layout.packages)
+    plan.source_roots = _source_roots(root, layout.packages)
     plan.needs_installers = _imports_installers(root, [*layout.source_files, *layout.test_files])
     plan.test_files = list(layout.test_files)
     if layout.fallback_tests:
@@ -599,6 +628,19 @@ def _add_layout(plan: InstallPlan, root: Path, layout: Layout, plugins: dict[str
                           f"{', '.join(layout.fallback_tests)}")
     plan.local_modules = _local_modules(layout)
     _add_test_plugins(plan, root, layout.test_files, plugins)
+
+
+def _source_roots(root: Path, packages: list[str]) -> list[str]:
+    """The directories the top-level packages live in (`src`, or the top: "."),
+    for a path install."""
+    roots = []
+    for top in packages:
+        name = top.split(".")[0]
+        for d in ("src", "."):
+            if (root / d / name).is_dir() or (root / d / f"{name}.py").is_file():
+                roots.append(d)
+                break
+    return list(dict.fromkeys(roots)) or ["."]
 
 
 def _add_test_plugins(plan: InstallPlan, root: Path, test_files: list[str],
