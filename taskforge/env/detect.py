@@ -130,6 +130,7 @@ class InstallPlan:
     # dependencies and the chosen extras'), and the source roots to put on the path.
     declared: list[str] = field(default_factory=list)
     source_roots: list[str] = field(default_factory=lambda: ["."])
+    project_name: str = ""
 
     def script(self) -> str:
         """Shell script for the build container (cwd /workspace, network on)."""
@@ -163,6 +164,12 @@ class InstallPlan:
             lines.append(f"pip install {q(self.pytest_pin)}")
         # The repository may pin its own pytest: keep the tooling taskforge reads with.
         lines.append('pip install "pytest-cov>=4.1" "coverage>=7.4"')
+        if self.project_name and self.install is None and self.installable:
+            # After a path install, a requirement that needs the project brought a
+            # released copy of it: the tree comes first on the path, but the copy
+            # would hand the agent the removed code (zipp: 8 candidates leaked).
+            lines.append("if [ -e /tmp/taskforge-path-install ]; then pip uninstall -y "
+                         f"{q(self.project_name)} || true; fi")
         if self.install is None and self.installable and self.packages:
             # A requirement that depends on the project put a released copy over the tree.
             check = ("(cd / && python - " + " ".join(q(p) for p in self.packages)
@@ -188,6 +195,7 @@ class InstallPlan:
             each = " ".join(q(r) for r in self.declared)
             out += (f"pip install {each} || for r in {each}; do pip install \"$r\" "
                     "|| echo \"taskforge: requirement $r failed\"; done\n")
+        out += "touch /tmp/taskforge-path-install\n"
         return (out + "python - /workspace " + " ".join(q(r) for r in self.source_roots)
                 + " <<'PY'\n" + PATH_INSTALL + "PY\n")
 
@@ -588,6 +596,8 @@ def _add_declared(plan: InstallPlan, root: Path, data: dict, pip: list[str]) -> 
     tox = _tox_nox(root)
     plan.extras = _test_extras(found, tox.extras)
     plan.declared = _declared(data, plan.extras)
+    name = (data.get("project") or {}).get("name")
+    plan.project_name = name if isinstance(name, str) and re.fullmatch(r"[A-Za-z0-9._-]+", name) else ""
     plan.tried.append(f"test extras: {plan.extras or 'none'}")
     files = [r for r in REQ_FILES if (root / r).is_file()]
     plan.requirement_files = list(dict.fromkeys(files + tox.requirement_files))
