@@ -142,7 +142,7 @@ def test_task_record_round_trips(task_roots):
                                            "remaining_tests", "workspace_files"}
     assert set(TaskTimings.model_fields) == {"remaining_suite", "hidden_on_stripped", "adequacy",
                                              "rounds"}
-    assert shards.SHARD_SCHEMA_VERSION == 6      # 6: contamination_json (5: family, 4: environment_json)
+    assert shards.SHARD_SCHEMA_VERSION == 7      # 7: feature_removal (6: contamination_json, 5: family)
     for d in shards.find_tasks(task_roots)[::4]:
         row = shards.task_to_row(d)
         rec = load_task(d).record

@@ -51,7 +51,7 @@ from taskforge.package import archive
 from taskforge.package.families import families
 from taskforge.package.store import load_task
 
-SHARD_SCHEMA_VERSION = 6      # 5: family; 6: contamination_json
+SHARD_SCHEMA_VERSION = 7      # 5: family; 6: contamination_json; 7: feature_removal
 META_KEY = b"taskforge.shard_schema_version"
 FORMATS = ("parquet", "jsonl")
 ROW_GROUP = 64          # rows per Parquet row group: a reward worker reads one group, not a shard
@@ -88,6 +88,7 @@ class ShardRow(BaseModel):
     source_commit: str
     feature_kind: str
     feature_name: str
+    feature_removal: str = "definitions"    # "body": the function kept its signature
     removed_symbols: list[RemovedSymbol]
     touched_files: list[str]
     removed_lines: int
@@ -242,6 +243,7 @@ COLUMNS: dict[str, Column] = {
     "task_schema_version": Column("schema_version"),
     "feature_kind": Column("feature.kind"),
     "feature_name": Column("feature.name"),
+    "feature_removal": Column("feature.removal"),
     "removed_symbols": Column("feature.symbols", lambda syms: [s.model_dump() for s in syms]),
     "touched_files": Column("feature.touched_files"),
     "removed_lines": Column("sizes.removed_lines"),
