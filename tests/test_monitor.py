@@ -868,3 +868,39 @@ def test_a_thread_that_loses_the_settrace_race_starts_again(tmp_path, monitor):
         res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"],
                              capture_output=True, text=True, timeout=200, cwd=tmp_path)
         assert "1 failed" in res.stdout, res.stdout[-3000:]
+
+
+def test_a_graded_file_copied_by_a_finaliser_pytest_runs_is_charged(tmp_path):
+    """Red team 13: package code hung on the running TestCase an object whose
+    `__del__` is `partial(shutil.copyfile, planted_test, "/tmp/x")`; pytest's
+    teardown frees it, so the copy ran with only pytest's and the standard
+    library's frames on the stack, uncharged, and the package read the copy.
+    Installed code that opens a graded test file on its own is charged unless
+    it reads source for the import system or pytest."""
+    ws = tmp_path / "ws"
+    (ws / "pkg").mkdir(parents=True)
+    (ws / "tests").mkdir()
+    (ws / "pkg" / "__init__.py").write_text("")
+    (ws / "pkg" / "late.py").write_text(textwrap.dedent(f'''\
+        import functools, shutil
+
+        def hang(case):
+            late = type("Late", (), {{"__del__": functools.partial(
+                shutil.copyfile, {str(ws / "tests" / "test_late.py")!r}, {str(ws / "copied.txt")!r})}})()
+            case._tf_late = late
+        '''))
+    (ws / "tests" / "test_late.py").write_text(textwrap.dedent('''\
+        import unittest
+
+        from pkg import late
+
+
+        class TestLate(unittest.TestCase):
+            def test_hangs(self):
+                late.hang(self)
+                assert 41 + 1 == 42
+        '''))
+    mons, log = _run_monitored(ws, ["tests/test_late.py"], ["tests/test_late.py"])
+    assert "1 passed" in log, log[-2000:]
+    assert (ws / "copied.txt").exists()           # the act happened
+    assert any(m["kind"] == "graded-test-read" and "/shutil.py:" in m["site"] for m in mons), mons

@@ -547,6 +547,16 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
     # line, inspect.getsource of a test's callback): a graded file they open
     # is denied them, not charged.
     formatters = (join(stdlib, "traceback.py"), join(stdlib, "inspect.py"))
+    # Installed code that may open a graded test file on its own (unlisted_reader):
+    # pytest's collection, rewriting and reports, doctest, and the formatters;
+    # the frozen import system is let through by its file name.
+    source_readers = ("/_pytest/assertion/rewrite.py", "/_pytest/doctest.py", "/doctest.py",
+                      "/traceback.py", "/inspect.py", "/importlib/_bootstrap_external.py",
+                      "/importlib/_bootstrap.py", "/importlib/abc.py", "/tf_guard.py", "/tfboot.py",
+                      "/tfrun.py")
+    source_reader_dirs = ("/_pytest/_code/",)
+    plain_readers = ("/pathlib.py", "/linecache.py", "/tokenize.py", "/codecs.py", "/io.py",
+                     "/genericpath.py", "/posixpath.py", "/functools.py", "/contextlib.py")
     # inspect's readers of a function's code that hand out no code object: a
     # signature, a flag (what decorators of test functions ask).
     code_readers = {(join(stdlib, "inspect.py"), n) for n in (
@@ -914,6 +924,8 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
             site = package_site(depth, True)
             if site is None and kind == "graded-test-read":
                 site = under_test(depth)
+            if site is None and kind == "graded-test-read" and not writing:
+                site = unlisted_reader(depth)
             if site is None:
                 return None
             if kind == "graded-test-read" and not writing and formatting(depth):
@@ -935,6 +947,28 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
         return False
 
     DENY = "deny"
+
+    def unlisted_reader(depth):
+        """file:line of installed code that opened a graded test file with no
+        package or test frame on the stack, unless it reads source for the
+        import system or pytest (collection, rewriting, a report). Red team 13:
+        an object whose `__del__` is `partial(shutil.copyfile, test, "/tmp/x")`,
+        hung on the running TestCase, is freed by pytest's teardown, so the copy
+        runs under pytest's frames alone. The standard library's plain readers
+        (pathlib, linecache, tokenize) answer for the frame that called them."""
+        f = getframe(depth)
+        while f is not None:
+            fn = filename(f.f_code)
+            frozen = fn.startswith("<frozen ")
+            if not (frozen or fn.startswith(installed)):
+                return None               # a package or test frame: judged as such
+            if fn.endswith(plain_readers):
+                f = f.f_back
+                continue
+            if frozen or fn.endswith(source_readers) or any(d in fn for d in source_reader_dirs):
+                return None
+            return f"{fn[:100]}:{f.f_lineno}"
+        return None
 
     def under_test(depth):
         """file:line of the test frame under which installed code alone opened a
