@@ -752,22 +752,3 @@ def test_a_stored_copy_that_tells_itself_by_its_format_is_not_planted(site, tell
               for s in (site,)]
     rec = SimpleNamespace(grading=SimpleNamespace(copies=copies, plant_seed="s"), instance_id="t")
     assert (site in {c.site for c in planted_set(rec)}) is not tell
-
-
-def test_copies_go_to_built_expectations_first(tmp_path):
-    """Red team 13: `assertEqual(row.payment, Money("88.85"))` is computed, so no
-    seal hides "88.85", and `Money`'s own constructor saw it and echoed it into
-    the answer; the test's only copies changed `len(...) == 12`, which partial
-    work passes. A literal inside a constructor call on the expected side is a
-    `built` site, tried before the others."""
-    src = ("import unittest\nfrom pkg import Money, schedule\n\n\n"
-           "class T(unittest.TestCase):\n    def test_rows(self):\n"
-           "        rows = schedule(12)\n        self.assertEqual(len(rows), 12)\n"
-           "        self.assertEqual(rows[0].payment, Money(\"88.85\"))\n"
-           "        assert rows[0].interest == Money(\"10.00\")\n")
-    tree = ast.parse(src)
-    fn = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef))
-    found = [(s.where, s.built) for s in cp.sites(fn, tree) if s.kind == "value"]
-    assert sorted(found) == [(8, False), (9, True), (10, True)], found
-    order = cp.built_first([s for s in cp.sites(fn, tree) if s.kind == "value"])
-    assert [s.built for s in order] == [True, True, False]

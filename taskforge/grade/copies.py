@@ -169,11 +169,6 @@ class Site:
     # ... and every exception class the module names, once an occurrence
     # (balanced one-step sets take their pool from it, grade/copy_steps.py).
     named: tuple[str, ...] | None = None
-    # A literal inside a constructor call on the expected side (`Money("88.85")`):
-    # such an equality is computed, so no seal hides the value, and the class's
-    # own code sees it as the test builds it (red team 13 echoed it into the
-    # answer). Copies go to these sites first.
-    built: bool = False
 
 
 def _module_constants(module: ast.Module) -> dict[str, ast.AST]:
@@ -516,23 +511,8 @@ def _exits_early(fn) -> bool:
     return False
 
 
-def _value_site(const: ast.expr, built: bool = False) -> Site:
-    return Site("value", lambda rng, c=const: _mutate_constant(c, rng), const.lineno, built=built)
-
-
-def _side_sites(side: ast.AST) -> list[Site]:
-    """The value sites of one literal side; `built` when a constructor call holds them."""
-    built = isinstance(side, ast.Call) and _call_name(side) not in ("approx", "pytest.approx")
-    if isinstance(side, (ast.Tuple, ast.List, ast.Set, ast.Dict)):
-        return [site for e in ast.iter_child_nodes(side) if isinstance(e, ast.expr)
-                for site in _side_sites(e)]
-    return [_value_site(c, built) for c in _constants(side)]
-
-
-def built_first(sites_: list[Site]) -> list[Site]:
-    """Sites in their order, those of built expectations first (a stable sort on
-    the test's shape, never on a value)."""
-    return sorted(sites_, key=lambda st: not st.built)
+def _value_site(const: ast.expr) -> Site:
+    return Site("value", lambda rng, c=const: _mutate_constant(c, rng), const.lineno)
 
 
 def _literal_sites(plain: list[ast.AST], expected: set[str]) -> list[Site]:
@@ -541,13 +521,13 @@ def _literal_sites(plain: list[ast.AST], expected: set[str]) -> list[Site]:
     out: list[Site] = []
     for node in plain:
         if isinstance(node, ast.Assert):
-            out += [site for side in _eq_sides(node.test) for site in _side_sites(side)]
+            out += [_value_site(c) for side in _eq_sides(node.test) for c in _constants(side)]
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
                 and node.func.attr in EQUAL_METHODS and len(node.args) >= 2:
             a, b = node.args[0], node.args[1]
             for side, other in ((a, b), (b, a)):
                 if _literal(side) and not _literal(other):
-                    out += _side_sites(side)
+                    out += [_value_site(c) for c in _constants(side)]
         elif isinstance(node, ast.Call) and (bound := _helper_args(node, HELPERS.get())) is not None:
             # The helper computes inside: its expected argument is a site even
             # beside literal inputs (the gold's run drops what is not sound).
@@ -1272,7 +1252,7 @@ def _value_sites(fn, tree: ast.Module, lines: list[str], text: str, rng: random.
     """A test's value sites, the literals that occur least in the file first."""
     values = [s for s in sites(fn, tree) if s.kind == "value"]
     rng.shuffle(values)
-    values.sort(key=lambda s: (not s.built, text.count(_token(lines, s, rng))))
+    values.sort(key=lambda s: text.count(_token(lines, s, rng)))
     return values
 
 
@@ -1396,7 +1376,6 @@ def _balanced_copies(ref: TestRef, lines: list[str], fn, tree: ast.Module, rng: 
     k = reader.size
     order = [s for s in sites(fn, tree) if s.kind == "value"]
     rng.shuffle(order)
-    order = built_first(order)
     loads = reader.loads(tree)
     for site in order:
         if made >= sites_per_test:
