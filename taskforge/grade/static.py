@@ -13,9 +13,11 @@ import ast
 import filecmp
 import functools
 import importlib.util
+import io
 import posixpath
 import shutil
 import sys
+import tokenize
 from pathlib import Path
 
 from taskforge.analysis.pyparse import parse as parse_python
@@ -351,8 +353,6 @@ def could_hit(data: bytes) -> bool:
     data file (a CSV table, a word list) has none, and is neither parsed nor
     counted against the scan's bounds (red team 11 scored an honest 630 KB table
     0 as unscannable); text that does not tokenize as Python is never run as it."""
-    import io
-    import tokenize
     prev = None
     try:
         for tok in tokenize.tokenize(io.BytesIO(data).readline):
@@ -389,14 +389,13 @@ def scan_solution(tree: Path, workspace: Path, policy: Policy = Policy.SCORE,
     for rel in changed_sources(tree, workspace, skip):
         size = (tree / rel).stat().st_size
         python = rel.endswith(".py")
-        if not python and not could_hit((tree / rel).read_bytes()):
-            continue                    # data: no rule could see anything in it
         big = max_file is not None and size > max_file
         spent = budget is not None and size > budget
-        if (big or spent) and not python:
+        if not python and (big or spent or not could_hit((tree / rel).read_bytes())):
             # Another file too large to parse is skipped as one over MAX_TEXT_SCAN
-            # is: run as code, it is charged when it loads (foreign-loader). Red
-            # team 12: a 600 KB CSV with a column named `import` scored 0 here.
+            # is: run as code, it is charged when it loads (foreign-loader; red
+            # team 12: a 600 KB CSV with a column named `import` scored 0 here).
+            # Data in which no rule could see anything is skipped too.
             continue
         if big or spent:
             detail = (f"{rel} is {size} bytes, over the {max_file >> 10} KiB the scan reads a file"

@@ -192,8 +192,7 @@ def headers_of(diff: str) -> str:
             continue
         m = _HUNK.match(line)
         if m:
-            old = int(m.group(1) or 1) if m.group(1) != "0" else 0
-            new = int(m.group(2) or 1) if m.group(2) != "0" else 0
+            old, new = int(m.group(1) or 1), int(m.group(2) or 1)     # "0": an empty side
         out.append(line)
     return "\n".join(out)
 
