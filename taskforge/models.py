@@ -195,6 +195,12 @@ class TestCopy(BaseModel):
     # site's member (0: the original's value). "": a copy of one site.
     cross: str = ""
     axes: list[int] = Field(default_factory=list)
+    # A literal inside a call of a name the test imports from outside the
+    # stdlib, on the expected side (`Money("88.85")`): the package's own code
+    # sees it as the test builds it. `built`: this copy changes such a literal;
+    # `test_built`: its test has one (then only such copies protect it).
+    built: bool = False
+    test_built: bool = False
 
 
 class GradingPlan(BaseModel):

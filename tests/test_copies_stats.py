@@ -715,7 +715,7 @@ def test_tests_that_share_a_value_keep_their_sets(tmp_path):
     assert apart > 100 and shared > 0.6 * apart, (shared, apart)
 
 
-@pytest.mark.parametrize("token", ['"1102.50"', '"12,000"', '"-3"', "'7.5%'", '"1e-05"', '"2050"'])
+@pytest.mark.parametrize("token", ['"1102.50"', '"12,000"', '"-3"', "'7.5%'", '"1e-05"', '"2050"', '"10.00"'])
 def test_a_number_written_as_text_keeps_its_format_in_every_copy(token):
     """Red team 11 told the original `Money("1102.50")` from its copy
     `Money("1112.050")` by the number of decimals alone. A copy of a string that
@@ -727,6 +727,14 @@ def test_a_number_written_as_text_keeps_its_format_in_every_copy(token):
         new = cp._new_token(token, ast.literal_eval(token), rng)
         assert new is not None and new != token
         assert re.sub(r"[1-9]", "d", new) == shape, new
+    # ... and so does a balanced set's (copy_steps.text_copies): "10.00" -> "00.00"
+    # was proposed there after the one-step copies were fixed.
+    from taskforge.grade import copy_steps
+
+    for _ in range(300):
+        got = copy_steps.text_copies(token, 2, rng)
+        assert got is not None and token not in got
+        assert all(re.sub(r"[1-9]", "d", new) == shape for new in got), got
 
 
 @pytest.mark.parametrize("site,tell", [
@@ -736,6 +744,8 @@ def test_a_number_written_as_text_keeps_its_format_in_every_copy(token):
     ("line 9: 'XIV' -> 'XIX'", False),               # not a number
     ("line 4: 1102 -> 1112", False),                 # a number, not text
     ("line 4: \"7\" -> \"70\"", True),
+    ('line 40: "10.00" -> "00.00"', True),           # a leading zero no one writes (rt14 setup)
+    ('line 40: "0.25" -> "0.15"', False),
     ("negated an assertion", False),
 ])
 def test_a_stored_copy_that_tells_itself_by_its_format_is_not_planted(site, tell):

@@ -14,7 +14,13 @@ import pytest
 from taskforge.analysis.symbols import index_repo
 from taskforge.models import Difficulty, Tier
 from taskforge.package import archive
-from taskforge.package.statement import MAX_REQUIRED, Underspecified, required_limit, required_strings
+from taskforge.package.statement import (
+    MAX_REQUIRED,
+    Underspecified,
+    required_limit,
+    required_strings,
+    told_in_full,
+)
 from taskforge.package.writer import task_id, unsafe_diff
 from taskforge.propose.difficulty import measure, rate
 from taskforge.remove.transform import remove_source
@@ -142,6 +148,21 @@ def test_required_strings_lists_only_what_the_workspace_never_shows(tmp_path):
     # A large feature may state more: the same 31 strings fit a budget of 31.
     got = required_strings(tmp_path, ["tests/test_n.py::test_many"], "", limit=MAX_REQUIRED + 1)
     assert len(got) == MAX_REQUIRED + 1
+
+
+@pytest.mark.parametrize("body,told", [
+    # the whole expected document stated: a lookup of it passes (red team 13, c02)
+    ("    assert dumps({'d': D('4')}) == 'd = 4.0\\n'\n", True),
+    ("    self.assertEqual(dumps(x), 'd = 4.0')\n    assert str(x) == 'a string'\n", True),
+    # a number the statement never states stays hidden behind its seal
+    ("    assert dumps(x) == 'd = 4.0'\n    assert size(x) == 7\n", False),
+    ("    assert dumps(x)\n", False),                      # no string at all
+    ("    x = dumps(1)\n", False),                         # no assertion
+])
+def test_a_test_that_checks_only_stated_strings_is_told_in_full(tmp_path, body, told):
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_t.py").write_text(f"from m import dumps, size\n\n\ndef test_t():\n{body}")
+    assert told_in_full(tmp_path, ["tests/test_t.py::test_t"]) == ({"tests/test_t.py::test_t"} if told else set())
 
 
 @pytest.mark.parametrize("lines,limit", [

@@ -30,6 +30,7 @@ import math
 import random
 import re
 import secrets
+import sys
 import textwrap
 import types
 from collections import Counter
@@ -169,6 +170,11 @@ class Site:
     # ... and every exception class the module names, once an occurrence
     # (balanced one-step sets take their pool from it, grade/copy_steps.py).
     named: tuple[str, ...] | None = None
+    # A literal inside a constructor call on the expected side (`Money("88.85")`):
+    # such an equality is computed, so no seal hides the value, and the class's
+    # own code sees it as the test builds it (red team 13 echoed it into the
+    # answer). Copies go to these sites first.
+    built: bool = False
 
 
 def _module_constants(module: ast.Module) -> dict[str, ast.AST]:
@@ -511,23 +517,58 @@ def _exits_early(fn) -> bool:
     return False
 
 
-def _value_site(const: ast.expr) -> Site:
-    return Site("value", lambda rng, c=const: _mutate_constant(c, rng), const.lineno)
+def _value_site(const: ast.expr, built: bool = False) -> Site:
+    return Site("value", lambda rng, c=const: _mutate_constant(c, rng), const.lineno, built=built)
 
 
-def _literal_sites(plain: list[ast.AST], expected: set[str]) -> list[Site]:
+def _side_sites(side: ast.AST, makers: AbstractSet[str] = frozenset()) -> list[Site]:
+    """The value sites of one literal side; `built` when a call of one of the
+    `makers` (names imported from outside the stdlib) holds them."""
+    built = isinstance(side, ast.Call) and _call_name(side).partition(".")[0] in makers
+    if isinstance(side, (ast.Tuple, ast.List, ast.Set, ast.Dict)):
+        return [site for e in ast.iter_child_nodes(side) if isinstance(e, ast.expr)
+                for site in _side_sites(e, makers)]
+    return [_value_site(c, built) for c in _constants(side)]
+
+
+def makers_of(module: ast.Module | None) -> set[str]:
+    """Names a test module imports from outside the stdlib and pytest: calling
+    one may run the project's code, which then sees its literal arguments."""
+    out: set[str] = set()
+    for node in (module.body if module is not None else []):
+        if isinstance(node, ast.ImportFrom) and not (node.level == 0 and _foreign(node.module or "")):
+            out |= {a.asname or a.name for a in node.names}
+        elif isinstance(node, ast.Import):
+            out |= {(a.asname or a.name).split(".")[0] for a in node.names if not _foreign(a.name)}
+    return out
+
+
+def _foreign(module: str) -> bool:
+    """A module whose code no solution writes: the stdlib's, or the test runner's."""
+    top = module.partition(".")[0]
+    return top in sys.stdlib_module_names or top in ("pytest", "_pytest", "hypothesis")
+
+
+def built_first(sites_: list[Site]) -> list[Site]:
+    """Sites in their order, those of built expectations first (a stable sort on
+    the test's shape, never on a value)."""
+    return sorted(sites_, key=lambda st: not st.built)
+
+
+def _literal_sites(plain: list[ast.AST], expected: set[str], makers: AbstractSet[str] = frozenset()
+                   ) -> list[Site]:
     """Asserted equalities against literals, in the body: `assert f(x) == 3`,
     `self.assertEqual(f(x), 3)`, `expected = 3`."""
     out: list[Site] = []
     for node in plain:
         if isinstance(node, ast.Assert):
-            out += [_value_site(c) for side in _eq_sides(node.test) for c in _constants(side)]
+            out += [site for side in _eq_sides(node.test) for site in _side_sites(side, makers)]
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
                 and node.func.attr in EQUAL_METHODS and len(node.args) >= 2:
             a, b = node.args[0], node.args[1]
             for side, other in ((a, b), (b, a)):
                 if _literal(side) and not _literal(other):
-                    out += [_value_site(c) for c in _constants(side)]
+                    out += _side_sites(side, makers)
         elif isinstance(node, ast.Call) and (bound := _helper_args(node, HELPERS.get())) is not None:
             # The helper computes inside: its expected argument is a site even
             # beside literal inputs (the gold's run drops what is not sound).
@@ -535,7 +576,7 @@ def _literal_sites(plain: list[ast.AST], expected: set[str]) -> list[Site]:
         elif isinstance(node, ast.Assign) and len(node.targets) == 1 \
                 and isinstance(node.targets[0], ast.Name) and node.targets[0].id in expected \
                 and _literal(node.value):
-            out += [_value_site(c) for c in _constants(node.value)]
+            out += _side_sites(node.value, makers)     # `expected = Money("88.85")` is built too
     return out
 
 
@@ -675,7 +716,7 @@ def sites(fn, module: ast.Module | None = None) -> list[Site]:
                    and isinstance(t.comparators[0], ast.Name)}
     plain = _plain_nodes(fn)
     imported = _imported(module)
-    return (_literal_sites(plain, expected) + _param_sites(fn, expected, by_identity, consts)
+    return (_literal_sites(plain, expected, makers_of(module)) + _param_sites(fn, expected, by_identity, consts)
             + _none_sites(plain) + _complement_sites(plain)
             + _exception_sites(fn, imported, _named_exceptions(module, imported) if module is not None else None))
 
@@ -732,7 +773,7 @@ def _new_token(token: str, value, rng: random.Random) -> str | None:
 
 # A string that spells a number ("1102.50", "-3", "12,000", "7.5%"): its copies
 # keep its format (red team 11 told "1112.050" from "1102.50" by its decimals).
-_NUMBER_TEXT = re.compile(r"[+-]?\d[\d,_]*(\.\d+)?([eE][+-]?\d+)?%?")
+_NUMBER_TEXT = copy_steps.NUMBER_TEXT
 
 
 def _edit_number_text(body: str, rng: random.Random) -> str | None:
@@ -762,7 +803,12 @@ def format_tell(site: str) -> bool:
         return False
     if not (isinstance(old, str) and isinstance(new, str) and _NUMBER_TEXT.fullmatch(old)):
         return False
-    return re.sub(r"\d", "d", old) != re.sub(r"\d", "d", new)      # length, signs, separators
+    # length, signs, separators, and a leading zero ("10.00" -> "00.00")
+    return re.sub(r"\d", "d", old) != re.sub(r"\d", "d", new) or _LEADING_ZERO.match(old) is None and \
+        _LEADING_ZERO.match(new) is not None
+
+
+_LEADING_ZERO = re.compile(r"[+-]?0\d")
 
 
 def _insert_letter(body: str, rng: random.Random) -> str:
@@ -1237,7 +1283,38 @@ def _propose(root: Path, nodeids: list[str], seed: str, sites_per_test: int, val
                                    sites_per_test, values_per_site)
             out += _legacy_copies(ref, lines, fn, tree, text, rng, sites_per_test, values_per_site,
                                   None, removed)
-    return out
+    return mark_built(out, parsed)
+
+
+def mark_built(copies_: list[TestCopy], parsed: dict[str, tuple[ast.Module, list[str], str] | None]
+               ) -> list[TestCopy]:
+    """Each copy's `built` (it changes a literal of a package-built expectation)
+    and `test_built` (its test has one): a test with such a site is protected
+    only by copies there (protected_tests), and verify plants them first."""
+    places: dict[tuple, set[tuple[int, int]]] = {}
+    for m in copies_:
+        key = (m.file, tuple(m.cls), m.func)
+        if key in places:
+            continue
+        entry = parsed.get(m.file)
+        tree = entry[0] if entry else None
+        fn = find_def(tree, TestRef(m.file, tuple(m.cls), m.func)) if tree else None
+        places[key] = set() if fn is None else _places(
+            [st for st in sites(fn, tree) if st.kind == "value" and st.built])
+    for m in copies_:
+        where = places[(m.file, tuple(m.cls), m.func)]
+        m.test_built = bool(where)
+        m.built = group_place(m.group) in where
+    return copies_
+
+
+def group_place(group: str) -> tuple[int, int] | None:
+    """(line, column) of the literal a single-site group changes ("func@12:8:0")."""
+    _, at, rest = group.rpartition("@")
+    parts = rest.split(":")
+    if not at or len(parts) < 2 or not (parts[0].isdigit() and parts[1].isdigit()):
+        return None
+    return int(parts[0]), int(parts[1])
 
 
 def one_step_file(seed: str, file: str) -> bool:
@@ -1266,16 +1343,34 @@ def _legacy_copies(ref: TestRef, lines: list[str], fn, tree: ast.Module, text: s
     if reader is not None:
         # Its own stream, drawn from the shared one: how many draws a test's
         # sets take never moves the other tiers' draws.
-        sets = _balanced_copies(ref, lines, fn, tree, random.Random(rng.random()), sites_per_test, reader,
-                                removed)
+        own = random.Random(rng.random())
+        sets = _balanced_copies(ref, lines, fn, tree, own, sites_per_test, reader, removed)
+        built = [st for st in sites(fn, tree) if st.kind == "value" and st.built]
+        if sets and built and not any(group_place(m.group) in _places(built) for m in sets):
+            # No set held at a package-built expectation: one-step copies there
+            # too, which verify plants for this test (an echo of what the
+            # constructor saw passes every copy elsewhere, red team 13's c09).
+            own.shuffle(built)
+            return sets + _loose_copies(ref, lines, fn, built, own, 1, values_per_site, removed)
         if sets:
             return sets
         # Every set refused: copies the reader may tell apart are still better
         # than none, which an oracle or a blind forger passes for free. They
         # say nothing of the balanced groups of other tests.
+    return _loose_copies(ref, lines, fn, _value_sites(fn, tree, lines, text, rng), rng, sites_per_test,
+                         values_per_site, removed)
+
+
+def _places(sites_: list[Site]) -> set[tuple[int, int]]:
+    return {(e.line, e.start) for st in sites_ for e in st.edits_for(random.Random(0))[:1]}
+
+
+def _loose_copies(ref: TestRef, lines: list[str], fn, sites_: list[Site], rng: random.Random,
+                  sites_per_test: int, values_per_site: int, removed: AbstractSet[str]) -> list[TestCopy]:
+    """Unbalanced one-step copies of up to `sites_per_test` of `sites_`."""
     out: list[TestCopy] = []
     made = 0
-    for site in _value_sites(fn, tree, lines, text, rng):
+    for site in sites_:
         if made >= sites_per_test:
             break
         e = site.edits_for(rng)[0]
@@ -1376,6 +1471,7 @@ def _balanced_copies(ref: TestRef, lines: list[str], fn, tree: ast.Module, rng: 
     k = reader.size
     order = [s for s in sites(fn, tree) if s.kind == "value"]
     rng.shuffle(order)
+    order = built_first(order)
     loads = reader.loads(tree)
     for site in order:
         if made >= sites_per_test:
@@ -1602,7 +1698,12 @@ def protected_tests(copies: Iterable[TestCopy]) -> set[tuple[str, tuple[str, ...
     """(file, classes, function) of the tests a value copy protects: one that
     only negates an assertion does not (an object making every such assertion
     true fails it exactly as the gold does: red team of 2026-12-05, 8)."""
-    return {(m.file, tuple(m.cls), m.func) for m in copies if m.kind == "value" and not is_complement(m)}
+    # A test with a package-built expectation (`Money("88.85")`) is protected
+    # only by copies that change one: the package's constructor sees that
+    # literal, so a solution can echo it, and copies elsewhere in the test
+    # pass such an echo by failing on their own site (red team 13, c09).
+    return {(m.file, tuple(m.cls), m.func) for m in copies if m.kind == "value" and not is_complement(m)
+            and (m.built or not m.test_built)}
 
 
 # ------------------------------------------------------------ planting, naming

@@ -235,7 +235,8 @@ def crosses(root: Path, candidates: Sequence[TestCopy], seed: str, ids: dict[Key
                 "kind": kind, "group": name, "site": site, "source": source,
                 "original": "" if original == base else original, "tables": tables,
                 "block": "", "matched": False, "balanced": 0, "expect": {},
-                "cross": name, "axes": list(members)}))
+                "cross": name, "axes": list(members),
+                "built": any(a.copies[i - 1].built for a, i in zip(axes, members) if i)}))
         out += made
     return out
 

@@ -125,6 +125,10 @@ def alphabet(ch: str) -> str:
     return string.digits if ch.isdigit() else string.ascii_uppercase if ch.isupper() else string.ascii_lowercase
 
 
+# A number written as text (`"1102.50"`, `"12,000"`, `"7%"`).
+NUMBER_TEXT = re.compile(r"[+-]?\d[\d,_]*(\.\d+)?([eE][+-]?\d+)?%?")
+
+
 def text_copies(token: str, k: int, rng: random.Random) -> tuple[str, ...] | None:
     """One ASCII letter or digit (away from escapes) replaced, at the same place
     in every copy, by distinct letters drawn uniformly from its kind. Refused if
@@ -134,11 +138,15 @@ def text_copies(token: str, k: int, rng: random.Random) -> tuple[str, ...] | Non
         return None
     prefix, quote = m.groups()
     body = token[len(prefix) + len(quote): len(token) - len(quote)]
-    safe = [i for i, ch in enumerate(body) if ch.isalnum() and ch.isascii() and (i == 0 or body[i - 1] != "\\")]
+    number = bool(NUMBER_TEXT.fullmatch(body))
+    # A number written as text changes a nonzero digit into another: its zeros
+    # (roundness, no leading zero: "10.00" -> "00.00" named its original) stay.
+    safe = [i for i, ch in enumerate(body) if ch.isalnum() and ch.isascii() and (i == 0 or body[i - 1] != "\\")
+            and (not number or ch in "123456789")]
     if not safe:
         return None
     i = rng.choice(safe)
-    letters = rng.sample([x for x in alphabet(body[i]) if x != body[i]], k)
+    letters = rng.sample([x for x in ("123456789" if number else alphabet(body[i])) if x != body[i]], k)
     value = literal_eval(token)
     out = []
     for x in letters:

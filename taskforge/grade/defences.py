@@ -21,6 +21,7 @@ class Defences(BaseModel):
     static_scan: bool = True       # changed files read for runner patching, always-equal, ...
     isolation: bool = True         # supervisor uid, guard by path, strict events, reaping
     copies: bool = True           # must-fail copies of hidden tests
+    built_copies: bool = True     # ... at a package-built expectation where a test has one
     rename: bool = True            # random names for the hidden tests at every run
     seals: bool = True             # literal expectations judged on the host (grade/seals.py)
     monitor: bool = True           # the audit-hook monitor's findings count

@@ -170,7 +170,8 @@ def choose_copies(candidates: list[cp.TestCopy], rng: random.Random, limit: int 
     copies (values matched to the original's profile where the test has them,
     grade/copy_values.py; else one-step copies), two of them when few tests have
     copies, so that a guess between original and copies is right one time in
-    three, not two."""
+    three, not two. Where a test has copies at a package-built expectation
+    (`built`), one of those groups."""
     crossed: dict[tuple, list[cp.TestCopy]] = {}
     for m in candidates:
         if m.cross:
@@ -215,7 +216,12 @@ def choose_copies(candidates: list[cp.TestCopy], rng: random.Random, limit: int 
         # refused would name the original.
         sized = [g for g in values if g[0].balanced]
         loose = [g for g in values if not g[0].matched and not g[0].balanced]
-        pool = matched or sized or loose or [g for g in groups if g[0].kind != "value"]
+        # A package-built expectation's copies first (copies.mark_built): only
+        # they catch a solution echoing what its constructor saw; balanced sets
+        # there in the usual order (matched values, balanced sets, one-step).
+        built = [[g for g in tier if g[0].built] for tier in (matched, sized, loose)]
+        pool = next((tier for tier in built if tier), None) \
+            or matched or sized or loose or [g for g in groups if g[0].kind != "value"]
         if not pool:
             continue
         group = list(rng.choice(pool))
@@ -335,7 +341,7 @@ def _scan(task: Task, tree: Path, defences: Defences) -> list[Finding]:
     scanned = static.scan_solution(tree, task.workspace, defences.policy, allowed,
                                    skip=set(rec.protected_files), **scan_bounds)
     g = rec.grading
-    guarded = {(m.file, tuple(m.cls), m.func) for m in planted_set(rec)
+    guarded = {(m.file, tuple(m.cls), m.func) for m in planted_set(rec, defences.built_copies)
                if not cp.is_complement(m)} if defences.copies and g.copies else set()
     if g.hidden_functions and len(guarded) >= g.hidden_functions:
         scanned = [f.model_copy(update={"severity": Severity.REVIEW})
@@ -357,7 +363,7 @@ def _prepare(task: Task, solution: Solution, tree: Path, defences: Defences,
              for k, d in notes]
     if defences.static_scan:
         found += _scan(task, tree, defences)
-    chosen = planted_set(rec) if defences.copies else []
+    chosen = planted_set(rec, defences.built_copies) if defences.copies else []
     plan = cp.plant(tree, rec.FAIL_TO_PASS, chosen,
                      rename=defences.rename and rec.grading.rename, rng=random.SystemRandom())
     if defences.seals and rec.grading.sealed:
@@ -414,7 +420,7 @@ def sealed_ids(root: Path, graded: list[str], skip: AbstractSet[str] = frozenset
     return out
 
 
-def planted_set(rec) -> list[cp.TestCopy]:
+def planted_set(rec, built_first: bool = True) -> list[cp.TestCopy]:
     """The copies every verify of this task plants: chosen once per task (seeded by
     the grading plan's secret), never drawn afresh.
 
@@ -434,6 +440,8 @@ def planted_set(rec) -> list[cp.TestCopy]:
     rewarded only for passing the tests the copies leave indistinguishable.)"""
     seed = rec.grading.plant_seed or rec.instance_id
     kept = [c for c in rec.grading.copies if not cp.format_tell(c.site)]
+    if not built_first:         # the red team's defence off: a draw that missed them
+        kept = [c for c in kept if not c.built]
     return choose_copies(kept, random.Random(f"plant:{seed}"))
 
 

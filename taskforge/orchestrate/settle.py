@@ -51,6 +51,7 @@ from taskforge.package.statement import (
     problem_statement,
     required_limit,
     required_strings,
+    told_in_full,
 )
 from taskforge.package.store import load_task
 from taskforge.package.writer import task_id, write_task
@@ -205,6 +206,20 @@ class Settler:
                                           limit=required_limit(v.candidate.difficulty.removed_lines))
         except Underspecified as exc:
             v.ok, v.reason = False, str(exc)
+        cal = s.calibration
+        if v.ok and cal is not None:
+            # A sealed test that checks only strings the statement states (or
+            # the workspace shows) has nothing hidden: without a value copy it
+            # is unprotected (statement.told_in_full).
+            copied = protected_tests(cal.copies)
+            bare = [t for t in s.graded if t in cal.sealed
+                    and ((r := test_ref(t)) is None or (r.file, r.cls, r.func) not in copied)]
+            told = told_in_full(self.src.path, bare)
+            cal.uncopied |= told
+            if told and self.opts.require_copies and not set(s.graded) - cal.uncopied:
+                v.ok = False
+                v.reason = (f"hidden tests without must-fail copies: all {len(s.graded)}; the seals of "
+                            f"{len(told)} hide nothing the statement does not state, e.g. {sorted(told)[0]}")
         s.docs = doc_pointers(ws, sorted({sym.name for sym in v.candidate.symbols if sym.public}))
 
     def check_adequacy(self, w: Worker, v: Verdict, s: Settled) -> None:

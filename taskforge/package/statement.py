@@ -85,6 +85,43 @@ def _checks(fn: ast.AST) -> list[tuple[ast.AST, list[str]]]:
 MATCH = "\0match:"      # marks a `match=` pattern among asserted strings
 
 
+def _assertions(fn: ast.AST) -> list[ast.AST]:
+    """The asserts and assert* calls of a test function."""
+    return [n for n in ast.walk(fn) if isinstance(n, ast.Assert) or (
+        isinstance(n, ast.Call) and (n.func.attr if isinstance(n.func, ast.Attribute) else
+                                     n.func.id if isinstance(n.func, ast.Name) else "").startswith("assert"))]
+
+
+def told_in_full(src: Path, ids: list[str]) -> set[str]:
+    """The ids among `ids` whose test checks nothing but strings the statement
+    states (required_strings) or the workspace shows: every assertion of the
+    test compares against such a string. A seal hides nothing from a solution
+    there, so without a value copy such a test is unprotected: red team 13
+    passed a lone sealed test of tomli-w's `format_decimal` with a lookup
+    table of the statement's quoted output."""
+    out: set[str] = set()
+    trees: dict[str, ast.Module | None] = {}
+    for nid in ids:
+        ref = test_ref(nid)
+        if ref is None:
+            continue
+        if ref.file not in trees:
+            try:
+                trees[ref.file] = parse_python((src / ref.file).read_text(encoding="utf-8"))
+            except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+                trees[ref.file] = None
+        tree = trees[ref.file]
+        fn = next((f for cls, f in _functions(tree) if cls == tuple(ref.cls) and f.name == ref.func),
+                  None) if tree is not None else None
+        if fn is None:
+            continue
+        asserts = _assertions(fn)
+        checked = {id(node) for node, _ in _checks(fn)}
+        if asserts and all(id(a) in checked for a in asserts):
+            out.add(nid)
+    return out
+
+
 def required_strings(src: Path, f2p: list[str], workspace_text: str,
                      limit: int = MAX_REQUIRED) -> list[str]:
     """The exact strings the hidden tests assert (messages, reprs, formats) that
