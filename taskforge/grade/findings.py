@@ -71,7 +71,7 @@ class FindingKind(str, Enum):
     NAME_SPOOF = "name-spoof"                  # code compiled under a test's or installed file's name
     FOREIGN_LOADER = "foreign-loader"          # a non-.py workspace file loaded as code
     TEST_TAMPERED = "test-tampered"            # a test file changed during the run
-    RUNNER_IMPORT = "runner-import"
+    RUNNER_IMPORT = "runner-import"             # the runner imported (pytest's public API too): review
     RUNNER_PATCHED = "runner-patched"
     PLUGIN_FROM_PACKAGE = "plugin-from-package"
     ESCAPED_PROCESS = "escaped-process"

@@ -555,6 +555,7 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
                       "/importlib/_bootstrap.py", "/importlib/abc.py", "/tf_guard.py", "/tfboot.py",
                       "/tfrun.py")
     source_reader_dirs = ("/_pytest/_code/",)
+    warnings_py = join(stdlib, "warnings.py")
     plain_readers = ("/pathlib.py", "/linecache.py", "/tokenize.py", "/codecs.py", "/io.py",
                      "/genericpath.py", "/posixpath.py", "/functools.py", "/contextlib.py")
     # inspect's readers of a function's code that hand out no code object: a
@@ -957,6 +958,7 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
         runs under pytest's frames alone. The standard library's plain readers
         (pathlib, linecache, tokenize) answer for the frame that called them."""
         f = getframe(depth)
+        warned = False
         while f is not None:
             fn = filename(f.f_code)
             frozen = fn.startswith("<frozen ")
@@ -965,6 +967,17 @@ def _install_monitor(fd, ws=WS, test_files=(), graded=()):
             if fn.endswith(plain_readers):
                 f = f.f_back
                 continue
+            if fn == warnings_py:
+                # The line a warning points at (`stacklevel=2`: the caller's, a
+                # test's), read by linecache for pytest's warning report (red
+                # team 14: an honest DeprecationWarning scored 0). Only through
+                # the standard library's formatter: pytest's reporter calling a
+                # reader itself (a message whose __str__ reads) stays charged.
+                warned = True
+                f = f.f_back
+                continue
+            if warned and fn.endswith("/_pytest/warnings.py"):
+                return None
             if frozen or fn.endswith(source_readers) or any(d in fn for d in source_reader_dirs):
                 return None
             return f"{fn[:100]}:{f.f_lineno}"
