@@ -306,14 +306,16 @@ def _unrelated(a: str, b: str) -> bool:
     return x is not y and not issubclass(x, y) and not issubclass(y, x)
 
 
-def _imported(module: ast.Module | None) -> set[str]:
-    """Names a test module binds by importing them (not aliases it assigns itself)."""
+def _imported(module: ast.Module | None, skip: Callable[[str], bool] = lambda name: False) -> set[str]:
+    """Names a test module binds by importing them (not aliases it assigns
+    itself), less those of absolute imports of modules `skip` names."""
     out: set[str] = set()
     for node in (module.body if module is not None else []):
-        if isinstance(node, ast.ImportFrom) and node.module != "builtins":
+        if isinstance(node, ast.ImportFrom) and node.module != "builtins" \
+                and not (node.level == 0 and skip(node.module or "")):
             out |= {a.asname or a.name for a in node.names}
         elif isinstance(node, ast.Import):
-            out |= {(a.asname or a.name).split(".")[0] for a in node.names}
+            out |= {(a.asname or a.name).split(".")[0] for a in node.names if not skip(a.name)}
     return out
 
 
@@ -534,13 +536,7 @@ def _side_sites(side: ast.AST, makers: AbstractSet[str] = frozenset()) -> list[S
 def makers_of(module: ast.Module | None) -> set[str]:
     """Names a test module imports from outside the stdlib and pytest: calling
     one may run the project's code, which then sees its literal arguments."""
-    out: set[str] = set()
-    for node in (module.body if module is not None else []):
-        if isinstance(node, ast.ImportFrom) and not (node.level == 0 and _foreign(node.module or "")):
-            out |= {a.asname or a.name for a in node.names}
-        elif isinstance(node, ast.Import):
-            out |= {(a.asname or a.name).split(".")[0] for a in node.names if not _foreign(a.name)}
-    return out
+    return _imported(module, _foreign)
 
 
 def _foreign(module: str) -> bool:
@@ -1346,7 +1342,7 @@ def _legacy_copies(ref: TestRef, lines: list[str], fn, tree: ast.Module, text: s
         own = random.Random(rng.random())
         sets = _balanced_copies(ref, lines, fn, tree, own, sites_per_test, reader, removed)
         built = [st for st in sites(fn, tree) if st.kind == "value" and st.built]
-        if sets and built and not any(group_place(m.group) in _places(built) for m in sets):
+        if sets and built and not {group_place(m.group) for m in sets} & _places(built):
             # No set held at a package-built expectation: one-step copies there
             # too, which verify plants for this test (an echo of what the
             # constructor saw passes every copy elsewhere, red team 13's c09).
