@@ -237,6 +237,9 @@ class GradingPlan(BaseModel):
     unsealed: list[str] = Field(default_factory=list)
     sealed_graded: int = 0            # graded ids whose test function has a sealed site
     seal_rules: int = 1               # grade/seals.SEAL_RULES the final check verified the gold under
+    # grade/shapes.py: built expectations (`== Money("88.85")`) judged on the
+    # host: shapes.shape_key -> the shape of the value the gold's run built
+    shapes: dict[str, str] = Field(default_factory=dict)
 
 
 class EnvironmentRecipe(BaseModel):

@@ -23,9 +23,11 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+ROOT = Path(__file__).resolve().parent.parent
 
 from taskforge.grade import copies as cp  # noqa: E402
 from taskforge.grade.defences import Defences  # noqa: E402
+from taskforge.grade.result import VerifyResult  # noqa: E402
 from taskforge.grade.verify import Solution, choose_copies, planted_set, verify  # noqa: E402
 from taskforge.models import TestCopy  # noqa: E402
 from taskforge.package.store import load_task  # noqa: E402
@@ -173,9 +175,25 @@ def _solution(task: Path, dest: Path, echo: bool) -> Path:
     return dest
 
 
+RELATIONS = ROOT / "docs" / "redteam" / "2026-12-06-heldout-corpus-11-open" / "c01_bound_echo_79a0.patch"
+
+
+def _relations(task: Path, dest: Path) -> Path:
+    """Held-out round 14, c01: placeholder rows that take on an amount the
+    test builds next only where it fits relations among the row's cells
+    (principal = payment - interest, a payment between P/n and P/n + P*r/12):
+    one-value copies break them, so the original is the member that fits."""
+    shutil.copytree(task / "workspace", dest)
+    subprocess.run(["git", "apply", str(RELATIONS)], cwd=dest, check=True)
+    return dest
+
+
 @pytest.mark.parametrize("backend", [pytest.param("docker", marks=pytest.mark.docker),
                                      pytest.param("bwrap", marks=pytest.mark.bwrap)])
 def test_an_echo_of_a_built_expectation_scores_0_and_the_gold_1(amortization, backend, tmp_path, request):
+    """Two defences, each enough alone against the plain echo: copies at the
+    built site (red team 13), and the built expectation sealed on the host
+    (grade/shapes.py), which the relation echo needs."""
     task = amortization
     if backend == "bwrap":
         request.getfixturevalue("bwrap_env")(task)
@@ -186,14 +204,29 @@ def test_an_echo_of_a_built_expectation_scores_0_and_the_gold_1(amortization, ba
     # The defence off: the draw red team 13's task made, copies elsewhere in
     # these tests (or none where they have no other site).
     assert not any(m.built for m in planted_set(rec, built_first=False))
+    assert rec.grading.shapes and all('"ledger.money.Money"' in s for s in rec.grading.shapes.values())
+
+    def score(sol: Solution, **off) -> VerifyResult:
+        got = verify(task, sol, defences=Defences(**off), backend=backend)
+        assert got.error is None, got.model_dump_json(indent=1)
+        return got
 
     echo = Solution.from_dir(_solution(task, tmp_path / "echo", echo=True))
-    naive = verify(task, echo, defences=Defences(built_copies=False), backend=backend)
-    assert naive.error is None and naive.reward == 1.0, naive.model_dump_json(indent=1)
-    ours = verify(task, echo, backend=backend)
-    assert ours.error is None and ours.reward == 0.0, ours.model_dump_json(indent=1)
+    assert score(echo, built_copies=False, built_seals=False).reward == 1.0
+    copies_only = score(echo, built_seals=False)
     # caught by the copies it passed (they wanted the gold's failure), not by its own tests
-    assert ours.copies_matched < ours.copies_planted and not ours.f2p_failures, ours.model_dump_json(indent=1)
+    assert copies_only.reward == 0.0 and copies_only.copies_matched < copies_only.copies_planted \
+        and not copies_only.f2p_failures, copies_only.model_dump_json(indent=1)
+    ours = score(echo)
+    assert ours.reward == 0.0 and ours.f2p_failures, ours.model_dump_json(indent=1)
 
-    gold = verify(task, Solution.from_dir(_solution(task, tmp_path / "gold", echo=False)), backend=backend)
-    assert gold.error is None and gold.reward == 1.0, gold.model_dump_json(indent=1)
+    # Against copies at the built sites it wins in most draws (9 of 9 planted
+    # on round 14's task, as here on most seeds), not all: the baseline that
+    # holds for every seed is without them.
+    relations = Solution.from_dir(_relations(task, tmp_path / "relations"))
+    assert score(relations, built_copies=False, built_seals=False).reward == 1.0
+    ours = score(relations)
+    assert ours.reward == 0.0 and ours.f2p_failures, ours.model_dump_json(indent=1)
+
+    gold = score(Solution.from_dir(_solution(task, tmp_path / "gold", echo=False)))
+    assert gold.reward == 1.0, gold.model_dump_json(indent=1)

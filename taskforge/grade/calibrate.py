@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import AbstractSet
 
 from taskforge.analysis.pyparse import parse as parse_python
+from taskforge.errors import InfraError
 from taskforge.grade import copies as cp
 from taskforge.grade import copy_blocks, copy_cross
 from taskforge.grade.findings import Policy, Severity, Source
@@ -212,7 +213,7 @@ def final_check(task_dir: Path) -> None:
     """verify --gold must score 1 and --empty 0 on the finished task directory,
     and no hidden test may be defined in the workspace. Records the gold's own
     heuristic findings as exempt. Raises GradeCheckError."""
-    from taskforge.grade.verify import Defences, Solution, sealed_ids, verify
+    from taskforge.grade.verify import Defences, Solution, capture_shapes, has_built, sealed_ids, verify
 
     rec = json.loads((task_dir / "task.json").read_text())
     shown = visible_hidden_tests(task_dir, rec["FAIL_TO_PASS"])
@@ -228,6 +229,16 @@ def final_check(task_dir: Path) -> None:
             raise GradeCheckError(f"verify --gold did not run: {got.error}")
         return got
 
+    if rec.get("grading", {}).get("sealed") and rec["grading"].get("seal_rules", 1) >= 4 and has_built(
+            task_dir / "hidden", rec["FAIL_TO_PASS"], set(rec["grading"].get("unsealed", []))):
+        # Built expectations: what the gold's run builds at each is kept on the
+        # host (grade/shapes.py); the run below then checks the gold against them.
+        try:
+            shapes = capture_shapes(task_dir, backend=GENERATION_BACKEND)
+        except InfraError as exc:
+            raise GradeCheckError(exc.message) from exc
+        set_grading(task_dir, shapes=shapes)
+        rec = json.loads((task_dir / "task.json").read_text())
     gold = gold_run()
     if gold.reward != 1.0 and gold.f2p_failures and rec.get("grading", {}).get("sealed"):
         # The gold's value at a sealed site is not plain data (an object compared
@@ -240,7 +251,8 @@ def final_check(task_dir: Path) -> None:
         left = set(rec["grading"].get("unprotected", [])) | (_uncopied(rec) & set(off))
         set_grading(task_dir, unsealed=off, unprotected=sorted(left),
                     protected=len(rec["FAIL_TO_PASS"]) - len(left),
-                    sealed_graded=len(sealed_ids(task_dir / "hidden", rec["FAIL_TO_PASS"], set(off))))
+                    sealed_graded=len(sealed_ids(task_dir / "hidden", rec["FAIL_TO_PASS"], set(off),
+                                                 rec["grading"].get("shapes"))))
         gold = gold_run()
     if gold.reward != 1.0 and rec.get("grading", {}).get("sealed"):
         # Still not 1 (a copy's ids pytest numbered apart, say): graded as

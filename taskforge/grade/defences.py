@@ -24,6 +24,7 @@ class Defences(BaseModel):
     built_copies: bool = True     # ... at a package-built expectation where a test has one
     rename: bool = True            # random names for the hidden tests at every run
     seals: bool = True             # literal expectations judged on the host (grade/seals.py)
+    built_seals: bool = True       # ... and built ones, by the shape the gold built (grade/shapes.py)
     monitor: bool = True           # the audit-hook monitor's findings count
     exit_checks: bool = True       # exit code, session end, expected ids all reported
     bounds: bool = True            # host-side size, file, depth, apply and scan bounds; monitor cap

@@ -42,6 +42,8 @@ from typing import Any, Callable
 from taskforge.analysis.pyparse import dotted_parts, literal_eval
 from taskforge.analysis.pyparse import parse as parse_python
 from taskforge.analysis.testindex import TestRef, test_ref
+from taskforge.grade.shapes import buildable, built_side, shape_key, shape_matches
+from taskforge.grade.shapes import built as shape_built
 
 SEAL_CALL = '__import__("tf_guard").seal'
 SEAL_MATCH = '__import__("tf_guard").seal_match'
@@ -62,13 +64,19 @@ IDENTITY = "is "                # expected "is None" / "is not True" ...: which 
 SEARCH = "re.search "           # an expected "source" that is a pattern the reported text must contain
 RAISED = "raised "              # ... the classes a raised exception must include one of
 SEAL_RAISED = '__import__("tf_guard").seal_raised'
+SHAPE = "shape "                # a built expectation's shape, as the gold built it (grade/shapes.py)
+CAPTURE = "capture "            # generation only: report both shapes of the equality keyed so
+SEAL_SHAPE = '__import__("tf_guard").seal_shape'
+SEAL_CAPTURE = '__import__("tf_guard").seal_capture'
 # The rules a task's seals follow, recorded at generation (GradingPlan.seal_rules)
 # so that a task keeps the rules its final check verified the gold under:
 # 1 pytest's `with raises(E, match=P)` only, 2 (2026-12-05) unittest's forms,
 # the callable ones, and a class sealed where its pattern is not, 3 (2026-12-05)
 # a computed equality judged leaf by leaf: plain data by its value, classes
-# that share no base but object unequal (tf_guard.seal_eq).
-SEAL_RULES = 3
+# that share no base but object unequal (tf_guard.seal_eq), 4 (2026-12-06) a
+# built expectation whose shape the gold's run kept judged on the host
+# (grade/shapes.py).
+SEAL_RULES = 4
 MAX_PATTERN = 512               # a longer match= pattern stays unsealed
 # Characters of exception text a sealed pattern is searched in: what one report
 # carries (tf_guard.MAX_SEAL); the pattern has no repeat, so a search is linear
@@ -783,7 +791,9 @@ def _statements(fn: ast.AST):
 def seal_function(fn: ast.FunctionDef | ast.AsyncFunctionDef, ed: _Edits, plan: SealPlan,
                   heads: list[str], callables: frozenset[str] = frozenset(),
                   known: AbstractSet[str] = frozenset(), raise_sites: Mapping[int, RaisesSite] | None = None,
-                  named: tuple[str, ...] = (), rules: int = SEAL_RULES) -> None:
+                  named: tuple[str, ...] = (), rules: int = SEAL_RULES,
+                  origins: Mapping[str, str] | None = None, shapes: Mapping[str, str] | None = None,
+                  capture: bool = False) -> None:
     """Seal one planted test function: its equalities with a literal (or a
     pure transform of one, `TEXT.strip()`), and the names such an
     equality compares with (a parametrize column, a local assigned a literal,
@@ -798,7 +808,10 @@ def seal_function(fn: ast.FunctionDef | ast.AsyncFunctionDef, ed: _Edits, plan: 
     part; a row with an id of the project's gets a random one. The host maps
     both back (SealPlan.old_suffix); a mapping pytest does not reproduce (ids
     it had to number apart) shows at generation, where the gold must pass
-    sealed (calibrate.final_check), and leaves the test unsealed."""
+    sealed (calibrate.final_check), and leaves the test unsealed. An equality with a built expectation
+    (`== Money("88.85")`) whose shape the gold's run kept (`shapes`, by
+    shapes.shape_key) is judged on the host by that shape; `capture` (at
+    generation) has every such equality report both shapes instead."""
     body = list(reached(_always_run(fn)))
     raise_sites = raise_sites or {}
     reached_ids = {id(st) for st in body}
@@ -883,15 +896,56 @@ def seal_function(fn: ast.FunctionDef | ast.AsyncFunctionDef, ed: _Edits, plan: 
               if id(st) not in valued and id(st) not in pointed and (eq := _equality(st)) is not None]
     if not sites and not raising and not pointing and not strict:
         return
+    tokens: set[str] = set()
+    # `want = Money("88.85")` read only as the expected side of such equalities:
+    # sealed at every read or at none, and then never built in the sandbox.
+    built_locals: dict[str, ast.Assign] = {}
+    if (shapes or capture) and origins is not None and rules >= 4:
+        built_locals = {st.targets[0].id: st for st in body
+                        if isinstance(st, ast.Assign) and len(st.targets) == 1
+                        and isinstance(st.targets[0], ast.Name) and stores.get(st.targets[0].id) == 1
+                        and st.targets[0].id not in args and shape_built(st.value, origins)}
+
+    def built_of(left: ast.expr, right: ast.expr, st: ast.stmt) -> tuple[ast.expr, ast.expr, str] | None:
+        """(actual, expected as written, key) of a sealable built equality."""
+        if not (shapes or capture) or origins is None or rules < 4 or id(st) in guarded:
+            return None             # never where a caught AssertionError ends the block: a shape seal does not raise
+        for a, b in ((left, right), (right, left)):
+            if isinstance(b, ast.Name) and b.id in built_locals and not buildable(a, origins) \
+                    and not (isinstance(a, ast.Name) and a.id in built_locals):
+                return a, b, shape_key(built_locals[b.id].value, origins)
+        side = built_side(left, right, origins)
+        return (side[0], side[1], shape_key(side[1], origins)) if side is not None else None
+
+    eligible = {id(st): bs for st, (left, right, _, _) in strict if (bs := built_of(left, right, st)) is not None}
+    for n, assign in list(built_locals.items()):
+        uses = [bs for bs in eligible.values() if isinstance(bs[1], ast.Name) and bs[1].id == n]
+        if len(uses) != loads.get(n, 0) or not uses or not (capture or uses[0][2] in shapes):  # type: ignore[operator]
+            built_locals.pop(n)
+            for sid in [k for k, bs in eligible.items() if isinstance(bs[1], ast.Name) and bs[1].id == n]:
+                eligible.pop(sid)
+        elif not capture:
+            ed.replace(assign.value, "None")
     for st, (left, right, node, unit) in strict:
         if rules >= 3 and _approx_call(left) and not _approx_call(right):
             left, right = right, left   # tf_guard.seal_eq trusts an approx on the right only
         strictness = ", 3" if rules >= 3 else ""
         text = f"{SEAL_EQ}(({ed.text_of(left)}), ({ed.text_of(right)}){strictness})"
+        built = eligible.get(id(st))
+        if built is not None:
+            key = built[2]
+            if capture or key in shapes:                                                 # type: ignore[operator]
+                btok = _token()
+                plan.expected[btok] = (CAPTURE + key) if capture else (SHAPE + shapes[key])  # type: ignore[index]
+                if id(st) in reached_ids and not capture:
+                    tokens.add(btok)
+                call = SEAL_CAPTURE if capture else SEAL_SHAPE
+                shown = f"({ed.text_of(built[1])}), " if capture else ""
+                flipped = ", True" if capture and built[1] is left else ""      # the test's own order for its ==
+                text = f"{call}(({ed.text_of(built[0])}), {shown}{btok!r}{flipped})"
         if unit:
             text = f"{ed.text_of(st.value.func)[:-len(st.value.func.attr)]}assertTrue({text})"
         ed.replace(node, text)
-    tokens: set[str] = set()
     for st, (subject, call, keep, node) in pointing:
         ptok = _token()
         plan.expected[ptok] = keep
@@ -1101,13 +1155,15 @@ def targets(fail_to_pass: list[str], renamed: Mapping[tuple, str] | None = None,
 
 def seal_source(code: str, targets: Mapping[tuple[tuple[str, ...], str], str],
                 find: Callable, suffixes: Mapping[str, AbstractSet[str]] | None = None,
-                rules: int = SEAL_RULES) -> tuple[str, SealPlan]:
+                rules: int = SEAL_RULES, shapes: Mapping[str, str] | None = None,
+                capture: bool = False) -> tuple[str, SealPlan]:
     """`code` with the sites of `targets` ((classes, function) -> node-id
     head) sealed, and what the host keeps. `find(tree, TestRef)` is the
     definition a test runs (copies.find_def: inherited methods too).
     `suffixes`: head -> the id suffixes (`[...]`) its rows have in the task,
     where pytest's id of a cell depends on its version (id_part).
-    `rules`: the task's SEAL_RULES. Unparseable code is left alone."""
+    `rules`: the task's SEAL_RULES. `shapes`, `capture`: built expectations
+    (grade/shapes.py). Unparseable code is left alone."""
     plan = SealPlan()
     suffixes = suffixes or {}
     try:
@@ -1130,7 +1186,7 @@ def seal_source(code: str, targets: Mapping[tuple[tuple[str, ...], str], str],
     named = tuple(sorted({c for site in raise_sites.values() for c in site.classes or ()}))
     for fn, heads in by_def.values():
         known = set().union(*(suffixes.get(h, ()) for h in heads))
-        seal_function(fn, ed, plan, heads, callables, known, raise_sites, named, rules)
+        seal_function(fn, ed, plan, heads, callables, known, raise_sites, named, rules, names_of, shapes, capture)
     if not ed.cuts:
         return code, plan
     return ed.apply(), plan
@@ -1260,6 +1316,10 @@ def matches(encoded: str | None, expected_src: str) -> bool:
         return _polarity_matches(encoded, expected_src)
     if expected_src.startswith(RAISED):
         return raised_matches(encoded, expected_src)
+    if expected_src.startswith(SHAPE):
+        return shape_matches(encoded, expected_src[len(SHAPE):])
+    if expected_src.startswith(CAPTURE):
+        return True                        # generation's capture run: kept, not judged
     if expected_src.startswith(SEARCH):
         try:
             return searched(encoded, literal_eval(expected_src[len(SEARCH):]))

@@ -26,7 +26,7 @@ import os
 import random
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import AbstractSet, Literal, cast
@@ -44,7 +44,8 @@ from taskforge.grade.defences import Defences
 from taskforge.grade.findings import Finding, Policy, Severity, Source, clean, exemptions, finding
 from taskforge.grade.findings import FindingKind as K
 from taskforge.grade.result import VerifyResult
-from taskforge.grade.seals import SEAL_RULES, id_suffixes, seal_source, targets
+from taskforge.grade.seals import CAPTURE, SEAL_RULES, id_suffixes, seal_source, targets
+from taskforge.grade.shapes import kept_shapes
 from taskforge.grade.testrun import PytestRunner, RunResult, monitor_env, runner_mount, supervisor_standby
 from taskforge.models import Outcome, TestResult
 from taskforge.package.store import Task, load_task
@@ -264,14 +265,15 @@ def _widen(planted: dict[tuple, list[cp.TestCopy]], crossed: dict[tuple, list[cp
 
 
 def prepare(task: Task, solution: Solution, tree: Path, defences: Defences,
-            seconds: float | None = None) -> tuple[list[Finding], cp.Plan | None]:
+            seconds: float | None = None, capture: bool = False) -> tuple[list[Finding], cp.Plan | None]:
     """The graded tree: the solution applied, then every defence that acts on files.
     Returns the findings so far and the planting plan (None: the solution was
     refused). Whatever the solution's files make these steps raise is the
     solution's doing: reward 0 with a finding, never a masked infrastructure error.
-    `seconds`: the task's time limit, which also bounds applying the patch."""
+    `seconds`: the task's time limit, which also bounds applying the patch.
+    `capture`: generation's capture of built expectations (capture_shapes)."""
     try:
-        return _prepare(task, solution, tree, defences, seconds)
+        return _prepare(task, solution, tree, defences, seconds, capture)
     except ApplyError as exc:
         return [finding(K.OVER_LIMIT, Source.GRADER, str(exc), policy=defences.policy)], None
     except (OSError, ValueError, RecursionError, MemoryError, UserError, UnicodeError) as exc:
@@ -351,7 +353,7 @@ def _scan(task: Task, tree: Path, defences: Defences) -> list[Finding]:
 
 
 def _prepare(task: Task, solution: Solution, tree: Path, defences: Defences,
-             seconds: float | None) -> tuple[list[Finding], cp.Plan | None]:
+             seconds: float | None, capture: bool = False) -> tuple[list[Finding], cp.Plan | None]:
     rec = task.record
     b = BOUNDS if defences.bounds else UNBOUNDED
     entries = b.max_entries(rec.sizes.workspace_files)
@@ -364,15 +366,18 @@ def _prepare(task: Task, solution: Solution, tree: Path, defences: Defences,
     if defences.static_scan:
         found += _scan(task, tree, defences)
     chosen = planted_set(rec, defences.built_copies) if defences.copies else []
+    if capture:                 # every stored copy: each one's built expectations are kept
+        chosen = [c for c in rec.grading.copies if not cp.format_tell(c.site)]
     plan = cp.plant(tree, rec.FAIL_TO_PASS, chosen,
                      rename=defences.rename and rec.grading.rename, rng=random.SystemRandom())
     if defences.seals and rec.grading.sealed:
-        seal_tree(tree, rec.FAIL_TO_PASS, plan, skip=set(rec.grading.unsealed), rules=rec.grading.seal_rules)
+        seal_tree(tree, rec.FAIL_TO_PASS, plan, skip=set(rec.grading.unsealed), rules=rec.grading.seal_rules,
+                  shapes=rec.grading.shapes if defences.built_seals else None, capture=capture)
     return found, plan
 
 
 def seal_tree(tree: Path, fail_to_pass: list[str], plan: cp.Plan, skip: AbstractSet[str] = frozenset(),
-              rules: int = SEAL_RULES) -> None:
+              rules: int = SEAL_RULES, shapes: Mapping[str, str] | None = None, capture: bool = False) -> None:
     """Seal the planted hidden tests in `tree` (edited in place): every graded
     original, under the name it runs as, and every planted copy; what the host
     keeps goes into `plan.seals`. The test functions of the ids in `skip`, and
@@ -397,13 +402,29 @@ def seal_tree(tree: Path, fail_to_pass: list[str], plan: cp.Plan, skip: Abstract
             code = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             continue
-        sealed, got = seal_source(code, funcs, cp.find_def, suffixes, rules)
+        sealed, got = seal_source(code, funcs, cp.find_def, suffixes, rules, shapes, capture)
         if sealed != code:
             path.write_text(sealed, encoding="utf-8")
             plan.seals.merge(got)
 
 
-def sealed_ids(root: Path, graded: list[str], skip: AbstractSet[str] = frozenset()) -> set[str]:
+def has_built(root: Path, graded: list[str], skip: AbstractSet[str] = frozenset()) -> bool:
+    """Whether a graded test function (read from `root`) has a built
+    expectation to capture (grade/shapes.py): else the capture run is skipped."""
+    unsealed = {(r.file, r.cls, r.func) for r in map(test_ref, skip) if r is not None}
+    for rel, funcs in sorted(targets(graded, skip=unsealed).items()):
+        try:
+            code = (root / rel).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        _, got = seal_source(code, funcs, cp.find_def, id_suffixes(graded), capture=True)
+        if any(v.startswith(CAPTURE) for v in got.expected.values()):
+            return True
+    return False
+
+
+def sealed_ids(root: Path, graded: list[str], skip: AbstractSet[str] = frozenset(),
+               shapes: Mapping[str, str] | None = None) -> set[str]:
     """Graded ids whose test function seal_tree seals with a value (not only
     a direction), read from the task's own test files under `root`; the test
     functions of the ids in `skip` (grading.unsealed) left out."""
@@ -414,7 +435,7 @@ def sealed_ids(root: Path, graded: list[str], skip: AbstractSet[str] = frozenset
             code = (root / rel).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             continue
-        _, got = seal_source(code, funcs, cp.find_def, id_suffixes(graded))
+        _, got = seal_source(code, funcs, cp.find_def, id_suffixes(graded), shapes=shapes)
         heads = got.sealed_heads()
         out |= {nid for nid in graded if nid.partition("[")[0] in heads}
     return out
@@ -449,14 +470,17 @@ def verify(task_dir: str | Path, solution: Solution, timeout: float | None = Non
            limits: Limits | None = None, defences: Defences | None = None,
            pool: WarmPool | None = None, backend: str | None = None,
            record: Callable[[GradingCase], None] | None = None,
-           hidden_only: bool = False) -> VerifyResult:
+           hidden_only: bool = False, shapes_out: dict[str, str] | None = None) -> VerifyResult:
     """Grade `solution`; infrastructure failures come back with `error` set, reward None.
     With a `pool`, the sandbox is a warm one started ahead (never used before).
     `backend`: the sandbox backend (default $TASKFORGE_SANDBOX, else docker).
     `record`: called with the graded run as data (grade/cases.py), to replay.
     `hidden_only`: run the files of the hidden tests, not the suite (the final
     check's empty solution: what it asks is whether they fail; the rest count
-    as missing, so read `f2p_failures`, not the reward)."""
+    as missing, so read `f2p_failures`, not the reward).
+    `shapes_out`: generation only (capture_shapes): every stored copy planted
+    beside the hidden tests, each built expectation reporting its shape, and
+    the shapes to keep put here; read nothing else of the result."""
     task = load_task(task_dir)
     rec = task.record
     d = defences or Defences()
@@ -482,13 +506,13 @@ def verify(task_dir: str | Path, solution: Solution, timeout: float | None = Non
     try:
         tree = lease.workspace if lease else tmp / "workspace"
         try:
-            found, plan = prepare(task, solution, tree, d, timeout)
+            found, plan = prepare(task, solution, tree, d, timeout, capture=shapes_out is not None)
             if plan is None:
                 return _finish(result, t0, 0.0, found)
             share_with_sandbox(tree)
             run, error = _run_hidden(rec, d, spec, tree, timeout, lease,
                                      backend or (pool.backend if pool else None), record is not None,
-                                     hidden_only)
+                                     hidden_only or shapes_out is not None)
             if run is not None and d.bounds:
                 found += left_behind(tree, d.policy)
         finally:
@@ -498,6 +522,8 @@ def verify(task_dir: str | Path, solution: Solution, timeout: float | None = Non
         if run is None:
             result.error = error or "sandbox failed"
             return _finish(result, t0, None, found)
+        if shapes_out is not None:
+            shapes_out.update(kept_shapes(capture_reports(plan, run.seals), remade_classes(rec.feature.symbols)))
         graded = grade(result, rec, run, t0, plan, found, d)
         if record is not None and run.raw is not None:
             case = case_of(rec, d, found, plan, run.raw, graded)
@@ -506,6 +532,46 @@ def verify(task_dir: str | Path, solution: Solution, timeout: float | None = Non
         return graded
     finally:
         rmtree(tmp)          # never raises; what it could not remove is logged
+
+
+def capture_shapes(task_dir: str | Path, backend: str | None = None) -> dict[str, str]:
+    """The shapes of the built expectations of a task's hidden tests and
+    their stored copies, as the gold's run builds them (grade/shapes.py),
+    for GradingPlan.shapes. Raises InfraError when the run did not happen."""
+    out: dict[str, str] = {}
+    got = verify(task_dir, Solution.gold(), defences=Defences(policy=Policy.FLAG, bounds=False),
+                 backend=backend, shapes_out=out)
+    if got.error:
+        raise InfraError(f"the capture run did not run: {got.error}")
+    return out
+
+
+# What a removal can take out of a class that remakes how its objects hold
+# their state: an honest class of the solution's may hold it differently.
+_STATE_METHODS = frozenset({"__init__", "__new__", "__post_init__", "__setattr__", "__setstate__",
+                            "__attrs_post_init__", "__init_subclass__"})
+
+
+def remade_classes(symbols) -> list[str]:
+    """Qualified names of the classes a removal takes out or remakes."""
+    out = []
+    for s in symbols:
+        if s.kind == "class":
+            out.append(s.qualname)
+        elif s.kind == "method" and s.qualname.rpartition(".")[2] in _STATE_METHODS:
+            out.append(s.qualname.rpartition(".")[0])
+    return out
+
+
+def capture_reports(plan: cp.Plan, records: Mapping[str, list[tuple[str, str | None]]]
+                    ) -> Iterator[tuple[str, str | None, bool]]:
+    """(key, report, from an original test) of every capture seal reported."""
+    for nid, got in records.items():
+        name = nid.partition("[")[0].rpartition("::")[2]
+        for tok, value in got:
+            src = plan.seals.expected.get(tok, "")
+            if src.startswith(CAPTURE):
+                yield src[len(CAPTURE):], value, name in plan.originals
 
 
 POST_RUN = BOUNDS.model_copy(update={"file_bytes": 1 << 62, "tree_bytes": 1 << 62})

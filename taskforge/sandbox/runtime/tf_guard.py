@@ -82,7 +82,8 @@ def _critical():
     }
     guard = sys.modules.get("tf_guard")
     for name in ("seal", "seal_eq", "_agree", "_builtin_only", "_as_plain", "_rebuilt", "_pytest_approx",
-                 "_shared_base_agrees", "seal_text", "seal_truth", "seal_is", "seal_raised", "seal_match",
+                 "_shared_base_agrees", "seal_text", "seal_shape", "seal_capture", "_shape",
+                 "_shape_text", "_ratio", "seal_truth", "seal_is", "seal_raised", "seal_match",
                  "_raised", "_emit", "_plain", "_dumps"):
         items[f"tf_guard.{name}"] = getattr(guard, name, None)
     try:
@@ -400,6 +401,144 @@ def seal_text(op, receiver, *args):
     if base is None:
         return False
     return getattr(base, op)(text, *args)
+
+
+# The projection of a package-built expectation (taskforge/grade/shapes.py).
+_SHAPE_DEPTH = 40
+_DICT_OF = type.__dict__["__dict__"].__get__          # a class's own namespace, as the class cannot redefine it
+
+
+def _ratio(v):
+    """An exact real number as "p/q" (or "inf"/"-inf"), read by its base
+    class's method: Python's `==` across int, float, Decimal and Fraction is
+    exact rational equality, so equal numbers project alike."""
+    import decimal
+    import fractions
+    t = _TYPE_MRO(type(v))
+    if any(c is float for c in t):
+        f = float.__float__(v)
+        if f != f:
+            raise ValueError("NaN equals nothing")
+        if f in (float("inf"), float("-inf")):
+            return "inf" if f > 0 else "-inf"
+        p, q = float.as_integer_ratio(f)
+    elif any(c is decimal.Decimal for c in t):
+        if decimal.Decimal.is_nan(v):
+            raise ValueError("NaN equals nothing")
+        if decimal.Decimal.is_infinite(v):
+            return "-inf" if decimal.Decimal.is_signed(v) else "inf"
+        p, q = decimal.Decimal.as_integer_ratio(v)
+    elif any(c is fractions.Fraction for c in t):
+        p, q = fractions.Fraction.as_integer_ratio(v)
+    else:
+        p, q = int.__index__(v), 1
+    return f"{p}/{q}"
+
+
+def _shape(v, depth=0):
+    """An object projected to plain data by what it holds, not by what its
+    methods say: numbers by exact value, builtin containers item by item,
+    enums by member, dates by their ISO text, any other object by the names of
+    its classes and its attributes' shapes (its instance dict and slots, a
+    dataclass's compared fields only). Raises for what has no such projection
+    (a function, a cycle, a NaN): the gold decides at generation which sites
+    are sealed this way."""
+    if depth > _SHAPE_DEPTH:
+        raise ValueError("too deep")
+    if v is None:
+        return None
+    t = _TYPE_MRO(type(v))
+    has = lambda base: any(c is base for c in t)    # noqa: E731
+    import datetime
+    import enum
+    if has(enum.Enum) and not has(int) and not has(str):
+        return {"e": f"{t[0].__module__}.{t[0].__qualname__}.{enum.Enum.__dict__['name'].__get__(v)}"}
+    if has(bool) or has(int):
+        return {"n": f"{int.__index__(v)}/1"}
+    import decimal
+    import fractions
+    if has(float) or has(decimal.Decimal) or has(fractions.Fraction):
+        return {"n": _ratio(v)}
+    if has(complex):
+        re_, im = complex.__getattribute__(v, "real"), complex.__getattribute__(v, "imag")
+        if im == 0.0:
+            return {"n": _ratio(re_)}
+        return {"c": [_ratio(re_), _ratio(im)]}
+    if has(str):
+        return {"s": str.__str__(v)}
+    if has(bytes) or has(bytearray):
+        return {"b": bytes(memoryview(v)).hex()}
+    if has(list):
+        return {"l": [_shape(x, depth + 1) for x in list.__iter__(v)]}
+    if has(tuple):
+        return {"t": [_shape(x, depth + 1) for x in tuple.__iter__(v)]}
+    if has(set) or has(frozenset):
+        items = [_dumps(_shape(x, depth + 1), sort_keys=True) for x in (set if has(set) else frozenset).__iter__(v)]
+        return {"S": sorted(items)}
+    if has(dict):
+        pairs = [[_shape(k, depth + 1), _shape(x, depth + 1)] for k, x in dict.items(v)]
+        return {"d": sorted(pairs, key=lambda p: _dumps(p[0], sort_keys=True))}
+    for base in (datetime.datetime, datetime.date, datetime.time):
+        if has(base):
+            return {"x": [base.__name__, base.isoformat(v)]}
+    if has(datetime.timedelta):
+        return {"x": ["timedelta", datetime.timedelta.__repr__(v)]}
+    if has(type) or t[0].__module__ == "builtins":
+        raise TypeError("no value shape")              # a class, a function, a module, a generator ...
+    attrs = {}
+    found_dict = False
+    hidden = set()
+    for c in t:
+        ns = _DICT_OF(c)
+        fields = ns.get("__dataclass_fields__")
+        if type(fields) is dict and not hidden:
+            hidden = {k for k, f in dict.items(fields) if getattr(f, "compare", True) is False}
+        d = ns.get("__dict__")
+        if not found_dict and type(d).__name__ == "getset_descriptor" and type(d).__module__ == "builtins":
+            found_dict = True
+            inst = d.__get__(v)
+            if type(inst) is not dict:
+                raise TypeError("an instance dict that is no dict")
+            for k, x in dict.items(inst):
+                if type(k) is not str:
+                    raise TypeError("an attribute name that is no str")
+                attrs.setdefault(k, x)
+        slots = ns.get("__slots__", ())
+        for name in ([slots] if type(slots) is str else list(slots) if type(slots) in (list, tuple) else []):
+            desc = ns.get(name)
+            if type(desc).__name__ == "member_descriptor" and type(desc).__module__ == "builtins":
+                try:
+                    attrs.setdefault(name, desc.__get__(v))
+                except AttributeError:
+                    pass
+    names = [f"{c.__module__}.{c.__qualname__}" for c in t if c is not object]
+    return {"o": [names, {k: _shape(x, depth + 1) for k, x in sorted(attrs.items()) if k not in hidden}]}
+
+
+def _shape_text(v):
+    try:
+        data = _dumps(_shape(v), sort_keys=True)
+    except Exception:
+        return None
+    return data if len(data) <= MAX_SEAL else None
+
+
+def seal_shape(value, token):
+    """A hidden test's `X == Money("88.85")`: the package-built expectation
+    is on the host as the gold built it (its shape); this reports X's shape.
+    The expression is never evaluated here, so no code of the package sees
+    its literals."""
+    _emit({"$report_type": "Seal", "token": token, "value": _shape_text(value)})
+    return True
+
+
+def seal_capture(actual, expected, token, flipped=False):
+    """Generation only: the test's equality as seal_eq judges it (`flipped`:
+    written expected first), with both shapes reported, so that the host
+    keeps the expected one."""
+    both = _dumps({"expected": _shape_text(expected), "actual": _shape_text(actual)})
+    _emit({"$report_type": "Seal", "token": token, "value": both if len(both) <= MAX_SEAL else None})
+    return seal_eq(expected, actual, 3) if flipped else seal_eq(actual, expected, 3)
 
 
 def seal_truth(value, token):
