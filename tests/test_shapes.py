@@ -265,3 +265,22 @@ def test_a_local_built_expectation_is_sealed_at_every_read_or_at_none():
     local = out.split("def test_read_elsewhere")[0]
     assert 'want = Money("1126.83")' in local and "seal_capture((got), (want), " in local
     assert {v for v in plan.expected.values()} == {CAPTURE + key}
+
+
+def test_honest_differences_the_tests_own_eq_ignores_project_alike(guard):
+    """An aware datetime in another zone (equal as an instant), a pydantic
+    model built with a default passed or not (its fields-set bookkeeping),
+    an attrs field with eq=False: the same shape, as `==` says."""
+    from zoneinfo import ZoneInfo
+
+    noon = datetime.datetime(2024, 1, 1, 12, tzinfo=datetime.timezone.utc)
+    assert guard._shape_text(noon) == guard._shape_text(noon.astimezone(ZoneInfo("Europe/Paris")))
+    assert guard._shape_text(noon) != guard._shape_text(noon.replace(tzinfo=None))
+    pydantic = pytest.importorskip("pydantic")
+
+    class Model(pydantic.BaseModel):
+        a: int
+        b: int = 2
+    assert Model(a=1) == Model(a=1, b=2)
+    assert guard._shape_text(Model(a=1)) == guard._shape_text(Model(a=1, b=2))
+    assert guard._shape_text(Model(a=1)) != guard._shape_text(Model(a=1, b=3))

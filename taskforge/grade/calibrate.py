@@ -237,7 +237,12 @@ def final_check(task_dir: Path) -> None:
             shapes = capture_shapes(task_dir, backend=GENERATION_BACKEND)
         except InfraError as exc:
             raise GradeCheckError(exc.message) from exc
-        set_grading(task_dir, shapes=shapes)
+        # a test a kept shape seals is protected as a literal seal protects it
+        skip = set(rec["grading"].get("unsealed", []))
+        sealed = sealed_ids(task_dir / "hidden", rec["FAIL_TO_PASS"], skip, shapes)
+        bare = sorted(set(rec["grading"].get("unprotected", [])) - sealed)
+        set_grading(task_dir, shapes=shapes, sealed_graded=len(sealed), unprotected=bare,
+                    protected=len(rec["FAIL_TO_PASS"]) - len(bare))
         rec = json.loads((task_dir / "task.json").read_text())
     gold = gold_run()
     if gold.reward != 1.0 and gold.f2p_failures and rec.get("grading", {}).get("sealed"):

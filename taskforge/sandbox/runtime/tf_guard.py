@@ -478,6 +478,10 @@ def _shape(v, depth=0):
     if has(dict):
         pairs = [[_shape(k, depth + 1), _shape(x, depth + 1)] for k, x in dict.items(v)]
         return {"d": sorted(pairs, key=lambda p: _dumps(p[0], sort_keys=True))}
+    if has(datetime.datetime) and datetime.datetime.utcoffset(v) is not None:
+        # aware datetimes are equal as instants, whatever their zone
+        utc = datetime.datetime.astimezone(v, datetime.timezone.utc)
+        return {"x": ["datetime", datetime.datetime.isoformat(utc)]}
     for base in (datetime.datetime, datetime.date, datetime.time):
         if has(base):
             return {"x": [base.__name__, base.isoformat(v)]}
@@ -493,6 +497,9 @@ def _shape(v, depth=0):
         fields = ns.get("__dataclass_fields__")
         if type(fields) is dict and not hidden:
             hidden = {k for k, f in dict.items(fields) if getattr(f, "compare", True) is False}
+        marked = ns.get("__attrs_attrs__")                        # attrs: fields with eq=False
+        if isinstance(marked, tuple) and not hidden:
+            hidden = {a.name for a in marked if getattr(a, "eq", True) is False and type(a.name) is str}
         d = ns.get("__dict__")
         if not found_dict and type(d).__name__ == "getset_descriptor" and type(d).__module__ == "builtins":
             found_dict = True
@@ -512,7 +519,9 @@ def _shape(v, depth=0):
                 except AttributeError:
                     pass
     names = [f"{c.__module__}.{c.__qualname__}" for c in t if c is not object]
-    return {"o": [names, {k: _shape(x, depth + 1) for k, x in sorted(attrs.items()) if k not in hidden}]}
+    # Dunder state is bookkeeping (pydantic's __pydantic_fields_set__, __weakref__), not the value.
+    return {"o": [names, {k: _shape(x, depth + 1) for k, x in sorted(attrs.items())
+                          if k not in hidden and not (k.startswith("__") and k.endswith("__"))}]}
 
 
 def _shape_text(v):
