@@ -284,3 +284,15 @@ def test_honest_differences_the_tests_own_eq_ignores_project_alike(guard):
     assert Model(a=1) == Model(a=1, b=2)
     assert guard._shape_text(Model(a=1)) == guard._shape_text(Model(a=1, b=2))
     assert guard._shape_text(Model(a=1)) != guard._shape_text(Model(a=1, b=3))
+
+
+def test_collections_wrappers_and_views_project_as_what_they_equal(guard):
+    """Held-out round 15: an allocation returned as a UserList of the right
+    amounts scored 0 (`UserList(x) == x` in the test)."""
+    import collections
+
+    assert guard._shape_text(collections.UserList([1, 2])) == guard._shape_text([1, 2])
+    assert guard._shape_text(collections.UserDict({1: 2})) == guard._shape_text({1: 2})
+    assert guard._shape_text(collections.UserString("ab")) == guard._shape_text("ab")
+    assert guard._shape_text({1: 0, 2: 0}.keys()) == guard._shape_text({2, 1})
+    assert guard._shape_text(collections.UserList([1, 2])) != guard._shape_text((1, 2))

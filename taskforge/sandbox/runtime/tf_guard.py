@@ -406,6 +406,7 @@ def seal_text(op, receiver, *args):
 # The projection of a package-built expectation (taskforge/grade/shapes.py).
 _SHAPE_DEPTH = 40
 _DICT_OF = type.__dict__["__dict__"].__get__          # a class's own namespace, as the class cannot redefine it
+_KEYS, _ITEMS = type({}.keys()), type({}.items())
 
 
 def _ratio(v):
@@ -472,9 +473,9 @@ def _shape(v, depth=0):
         return {"l": [_shape(x, depth + 1) for x in list.__iter__(v)]}
     if has(tuple):
         return {"t": [_shape(x, depth + 1) for x in tuple.__iter__(v)]}
-    if has(set) or has(frozenset):
-        items = [_dumps(_shape(x, depth + 1), sort_keys=True) for x in (set if has(set) else frozenset).__iter__(v)]
-        return {"S": sorted(items)}
+    if has(set) or has(frozenset) or t[0] is _KEYS or t[0] is _ITEMS:
+        it = (set if has(set) else frozenset).__iter__(v) if has(set) or has(frozenset) else iter(v)
+        return {"S": sorted(_dumps(_shape(x, depth + 1), sort_keys=True) for x in it)}
     if has(dict):
         pairs = [[_shape(k, depth + 1), _shape(x, depth + 1)] for k, x in dict.items(v)]
         return {"d": sorted(pairs, key=lambda p: _dumps(p[0], sort_keys=True))}
@@ -519,6 +520,12 @@ def _shape(v, depth=0):
                 except AttributeError:
                     pass
     names = [f"{c.__module__}.{c.__qualname__}" for c in t if c is not object]
+    # collections' wrappers are equal to what they wrap (`UserList(x) == x`)
+    import collections
+    for base, kind in ((collections.UserList, list), (collections.UserDict, dict),
+                       (collections.UserString, str)):
+        if has(base) and type(attrs.get("data")) is kind:
+            return _shape(attrs["data"], depth + 1)
     # Dunder state is bookkeeping (pydantic's __pydantic_fields_set__, __weakref__), not the value.
     return {"o": [names, {k: _shape(x, depth + 1) for k, x in sorted(attrs.items())
                           if k not in hidden and not (k.startswith("__") and k.endswith("__"))}]}
