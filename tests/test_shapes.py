@@ -296,3 +296,46 @@ def test_collections_wrappers_and_views_project_as_what_they_equal(guard):
     assert guard._shape_text(collections.UserString("ab")) == guard._shape_text("ab")
     assert guard._shape_text({1: 0, 2: 0}.keys()) == guard._shape_text({2, 1})
     assert guard._shape_text(collections.UserList([1, 2])) != guard._shape_text((1, 2))
+
+
+@pytest.mark.parametrize("hits,passes", [
+    (["ZeroDivisionError"], True),                                  # the swapped class alone: the copy passes
+    (["ValueError"], False),                                        # the gold's: the copy fails
+    (["ValueError", "ZeroDivisionError"], False),                   # an honest class of both (round 15)
+    (["ArithmeticError", "Exception", "ValueError", "ZeroDivisionError"], False),   # ... with their bases
+    (["KeyError", "TypeError", "ValueError", "ZeroDivisionError"], True),           # a catch-all: caught
+])
+def test_a_swapped_copy_cannot_be_failed_by_an_exception_of_both_classes(hits, passes):
+    from taskforge.grade.seals import RAISED, SWAPPED_FROM, raised_matches, swapped_classes
+
+    assert swapped_classes('line 138: ValueError -> ZeroDivisionError | line 9: "1.5" -> "2.5"') \
+        == {"ZeroDivisionError": {"ValueError"}}
+    expected = RAISED + repr(["ZeroDivisionError"]) + SWAPPED_FROM + repr(["ValueError"])
+    assert raised_matches(json.dumps({"l": [{"s": h} for h in hits]}), expected) is passes
+    # an original's site keeps its plain rule: any exception of the class it names
+    assert raised_matches(json.dumps({"l": [{"s": h} for h in hits]}), RAISED + repr(["ZeroDivisionError"])) \
+        is ("ZeroDivisionError" in hits)
+
+
+def test_a_task_needs_a_test_whose_value_is_protected_not_only_an_exception_class():
+    """Held-out round 15: Polygon.centroid's value test went through the
+    answer's own `is_close` (a direction only), and its one protected test was
+    the zero-area one, by exception-class swaps: a stub raising that exception
+    and returning an object close to everything scored 1."""
+    from taskforge.grade.calibrate import Calibration
+    from taskforge.models import TestCopy
+    from taskforge.orchestrate.settle import valued
+
+    def copy(func: str, site: str) -> TestCopy:
+        return TestCopy(file="tests/t.py", func=func, kind="value", group=f"{func}@1:1:0", site=site,
+                        source="def NAME():\n    pass\n")
+    swaps = [copy("test_degenerate", "line 138: ValueError -> ZeroDivisionError"),
+             copy("test_degenerate", "line 138: ValueError -> NotImplementedError")]
+    graded = ["tests/t.py::test_centroid", "tests/t.py::test_degenerate"]
+    assert cp.is_swap(swaps[0]) and not cp.is_swap(copy("test_x", 'line 3: "1.5" -> "2.5"'))
+    assert cp.protected_tests(swaps) == {("tests/t.py", (), "test_degenerate")}
+    assert valued(graded, Calibration(copies=swaps)) == []
+    assert valued(graded, Calibration(copies=swaps, sealed={"tests/t.py::test_centroid"})) \
+        == ["tests/t.py::test_centroid"]
+    assert valued(graded, Calibration(copies=[*swaps, copy("test_degenerate", 'line 139: "1.5" -> "2.5"')])) \
+        == ["tests/t.py::test_degenerate"]

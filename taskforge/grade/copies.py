@@ -49,7 +49,7 @@ from taskforge.grade import copy_odds, copy_steps, copy_values
 from taskforge.grade.class_tree import ClassTree
 from taskforge.grade.copy_steps import alphabet as _alphabet
 from taskforge.grade.copy_steps import canonical
-from taskforge.grade.seals import SealPlan
+from taskforge.grade.seals import SealPlan, swapped_classes
 from taskforge.models import TestCopy
 
 NAME_TOKEN = "__tf_mutant_name__"
@@ -1700,6 +1700,20 @@ def protected_tests(copies: Iterable[TestCopy]) -> set[tuple[str, tuple[str, ...
     # pass such an echo by failing on their own site (red team 13, c09).
     return {(m.file, tuple(m.cls), m.func) for m in copies if m.kind == "value" and not is_complement(m)
             and (m.built or not m.test_built)}
+
+
+def is_swap(m: TestCopy) -> bool:
+    """A copy that only swaps exception classes (`raises(ValueError)` ->
+    `raises(ZeroDivisionError)`): it protects which class a test expects and
+    when, never a value the feature computes."""
+    parts = m.site.split(" | ")
+    return all(swapped_classes(p) for p in parts)
+
+
+def value_protected(copies: Iterable[TestCopy]) -> set[tuple[str, tuple[str, ...], str]]:
+    """The tests protected_tests names, less those whose only protecting
+    copies swap exception classes."""
+    return protected_tests(m for m in copies if not is_swap(m))
 
 
 # ------------------------------------------------------------ planting, naming

@@ -63,6 +63,7 @@ TRUTH = "bool "                 # expected "bool True" / "bool False": the truth
 IDENTITY = "is "                # expected "is None" / "is not True" ...: which singleton it was
 SEARCH = "re.search "           # an expected "source" that is a pattern the reported text must contain
 RAISED = "raised "              # ... the classes a raised exception must include one of
+SWAPPED_FROM = " but "          # ... in a swapped copy: not only with the class it was swapped from
 SEAL_RAISED = '__import__("tf_guard").seal_raised'
 SHAPE = "shape "                # a built expectation's shape, as the gold built it (grade/shapes.py)
 CAPTURE = "capture "            # generation only: report both shapes of the equality keyed so
@@ -586,15 +587,34 @@ def raised_matches(encoded: str | None, expected_src: str) -> bool:
     """Whether the raised exception is an instance of a class the test named:
     the sandbox reports which of the module's exception names (as written,
     resolved in the test module's namespace) are in its class's real MRO, as
-    pytest.raises and assertRaises would find; the host wants one of the site's."""
+    pytest.raises and assertRaises would find; the host wants one of the site's.
+    A swapped copy's site (`... but [ORIGINAL]`) is not met by an exception of
+    the two classes (and their builtin bases) and no other of the file's: an honest class may derive
+    from both (`DegenerateError(ZeroDivisionError, ValueError)`, held-out
+    round 15), so the copy cannot tell it from the gold's; one deriving from
+    more is the catch-all it is there to catch."""
     got = _reported(encoded, 64 * 1024 - 1)
+    body, _, unless = expected_src[len(RAISED):].partition(SWAPPED_FROM)
     try:
-        want = literal_eval(expected_src[len(RAISED):])
+        want = literal_eval(body)
+        originals = literal_eval(unless) if unless else []
     except (ValueError, SyntaxError):
         return False
     if not (isinstance(got, list) and len(got) <= MAX_NAMED and all(isinstance(g, str) for g in got)):
         return False
+    if originals and any(o in got for o in originals) and set(got) <= _lineage({*want, *originals}):
+        return False
     return any(w in got for w in want)
+
+
+def _lineage(names: AbstractSet[str]) -> set[str]:
+    """The names, with the builtin exception classes each builtin one derives from."""
+    out = set(names)
+    for n in names:
+        c = getattr(_builtins, n.rpartition(".")[2], None)
+        if isinstance(c, type) and issubclass(c, BaseException):
+            out |= {k.__name__ for k in c.__mro__}
+    return out
 
 
 _SINGLETONS = {None: "None", True: "True", False: "False"}
@@ -793,7 +813,7 @@ def seal_function(fn: ast.FunctionDef | ast.AsyncFunctionDef, ed: _Edits, plan: 
                   known: AbstractSet[str] = frozenset(), raise_sites: Mapping[int, RaisesSite] | None = None,
                   named: tuple[str, ...] = (), rules: int = SEAL_RULES,
                   origins: Mapping[str, str] | None = None, shapes: Mapping[str, str] | None = None,
-                  capture: bool = False) -> None:
+                  capture: bool = False, swapped: Mapping[str, AbstractSet[str]] | None = None) -> None:
     """Seal one planted test function: its equalities with a literal (or a
     pure transform of one, `TEXT.strip()`), and the names such an
     equality compares with (a parametrize column, a local assigned a literal,
@@ -811,7 +831,9 @@ def seal_function(fn: ast.FunctionDef | ast.AsyncFunctionDef, ed: _Edits, plan: 
     sealed (calibrate.final_check), and leaves the test unsealed. An equality with a built expectation
     (`== Money("88.85")`) whose shape the gold's run kept (`shapes`, by
     shapes.shape_key) is judged on the host by that shape; `capture` (at
-    generation) has every such equality report both shapes instead."""
+    generation) has every such equality report both shapes instead.
+    `swapped`: in a copy that swapped exception classes, new -> the originals."""
+    swapped = swapped or {}
     body = list(reached(_always_run(fn)))
     raise_sites = raise_sites or {}
     reached_ids = {id(st) for st in body}
@@ -963,7 +985,9 @@ def seal_function(fn: ast.FunctionDef | ast.AsyncFunctionDef, ed: _Edits, plan: 
         after: list[str] = []
         if site.classes is not None:
             ctok = _token()
-            plan.expected[ctok] = RAISED + repr(list(site.classes))
+            plan.expected[ctok] = RAISED + repr(list(site.classes)) + (
+                SWAPPED_FROM + repr(sorted(swapped[site.classes[0]]))
+                if len(site.classes) == 1 and site.classes[0] in swapped else "")
             given = "Exception"
             after.append(f"assert {SEAL_RAISED}({bound}, {ctok!r}, globals(), {tuple(named)!r})")
             if id(raise_st) in reached_ids:
@@ -1156,14 +1180,16 @@ def targets(fail_to_pass: list[str], renamed: Mapping[tuple, str] | None = None,
 def seal_source(code: str, targets: Mapping[tuple[tuple[str, ...], str], str],
                 find: Callable, suffixes: Mapping[str, AbstractSet[str]] | None = None,
                 rules: int = SEAL_RULES, shapes: Mapping[str, str] | None = None,
-                capture: bool = False) -> tuple[str, SealPlan]:
+                capture: bool = False, swaps: Mapping[str, Mapping[str, AbstractSet[str]]] | None = None
+                ) -> tuple[str, SealPlan]:
     """`code` with the sites of `targets` ((classes, function) -> node-id
     head) sealed, and what the host keeps. `find(tree, TestRef)` is the
     definition a test runs (copies.find_def: inherited methods too).
     `suffixes`: head -> the id suffixes (`[...]`) its rows have in the task,
     where pytest's id of a cell depends on its version (id_part).
     `rules`: the task's SEAL_RULES. `shapes`, `capture`: built expectations
-    (grade/shapes.py). Unparseable code is left alone."""
+    (grade/shapes.py). `swaps`: head -> a copy's swapped exception classes
+    (new -> originals, swapped_classes). Unparseable code is left alone."""
     plan = SealPlan()
     suffixes = suffixes or {}
     try:
@@ -1186,10 +1212,29 @@ def seal_source(code: str, targets: Mapping[tuple[tuple[str, ...], str], str],
     named = tuple(sorted({c for site in raise_sites.values() for c in site.classes or ()}))
     for fn, heads in by_def.values():
         known = set().union(*(suffixes.get(h, ()) for h in heads))
-        seal_function(fn, ed, plan, heads, callables, known, raise_sites, named, rules, names_of, shapes, capture)
+        swapped: dict[str, set[str]] = {}
+        for h in heads:
+            for new, olds in (swaps or {}).get(h, {}).items():
+                swapped.setdefault(new, set()).update(olds)
+        seal_function(fn, ed, plan, heads, callables, known, raise_sites, named, rules, names_of, shapes, capture,
+                      swapped)
     if not ed.cuts:
         return code, plan
     return ed.apply(), plan
+
+
+_SWAP = re.compile(r"line \d+: ([A-Za-z_][\w.]*) -> ([A-Za-z_][\w.]*)$")
+
+
+def swapped_classes(site: str) -> dict[str, set[str]]:
+    """A copy's exception swaps from its site text ("line 138: ValueError ->
+    ZeroDivisionError", parts joined by " | "): new class -> the originals."""
+    out: dict[str, set[str]] = {}
+    for part in site.split(" | "):
+        m = _SWAP.fullmatch(part.strip())
+        if m and m.group(1) not in ("True", "False", "None"):
+            out.setdefault(m.group(2), set()).add(m.group(1))
+    return out
 
 
 def id_suffixes(ids: Iterable[str]) -> dict[str, set[str]]:

@@ -44,7 +44,7 @@ from taskforge.grade.defences import Defences
 from taskforge.grade.findings import Finding, Policy, Severity, Source, clean, exemptions, finding
 from taskforge.grade.findings import FindingKind as K
 from taskforge.grade.result import VerifyResult
-from taskforge.grade.seals import CAPTURE, SEAL_RULES, id_suffixes, seal_source, targets
+from taskforge.grade.seals import CAPTURE, SEAL_RULES, id_suffixes, seal_source, swapped_classes, targets
 from taskforge.grade.shapes import kept_shapes
 from taskforge.grade.testrun import PytestRunner, RunResult, monitor_env, runner_mount, supervisor_standby
 from taskforge.models import Outcome, TestResult
@@ -389,10 +389,13 @@ def seal_tree(tree: Path, fail_to_pass: list[str], plan: cp.Plan, skip: Abstract
     suffixes: dict[str, set[str]] = {}
     for new, r in plan.originals.items():
         suffixes["::".join([r.file, *r.cls, new])] = by_original.get("::".join([r.file, *r.cls, r.func]), set())
+    swaps: dict[str, dict[str, set[str]]] = {}
     for name, m in plan.copies.items():
         if (m.file, tuple(m.cls), m.func) not in unsealed:
             head = "::".join([m.file, *m.cls, name])
             funcs_of.setdefault(m.file, {})[(tuple(m.cls), name)] = head
+            if swap := swapped_classes(m.site):
+                swaps[head] = swap
             suffixes[head] = by_original.get("::".join([m.file, *m.cls, m.func]), set())
     for head, sfx in by_original.items():
         suffixes.setdefault(head, sfx)
@@ -402,7 +405,7 @@ def seal_tree(tree: Path, fail_to_pass: list[str], plan: cp.Plan, skip: Abstract
             code = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             continue
-        sealed, got = seal_source(code, funcs, cp.find_def, suffixes, rules, shapes, capture)
+        sealed, got = seal_source(code, funcs, cp.find_def, suffixes, rules, shapes, capture, swaps)
         if sealed != code:
             path.write_text(sealed, encoding="utf-8")
             plan.seals.merge(got)

@@ -20,7 +20,7 @@ from taskforge.analysis.coverage_map import CoverageMap
 from taskforge.analysis.pyparse import parse as parse_python
 from taskforge.errors import TaskforgeError, UserError
 from taskforge.grade.calibrate import Calibration, GradeCheckError, calibrate, final_check, verify_timeout
-from taskforge.grade.copies import protected_tests, test_ref
+from taskforge.grade.copies import protected_tests, test_ref, value_protected
 from taskforge.grade.seals import SEAL_RULES
 from taskforge.grade.verify import sealed_ids
 from taskforge.leaks.audit import LeakError, leak_checker
@@ -196,6 +196,13 @@ class Settler:
             v.ok = False
             v.reason = (f"hidden tests without must-fail copies: all {len(s.graded)}"
                         f", e.g. {s.graded[0]}" + (f" ({cal.note})" if cal.note else ""))
+        elif opts.require_copies and not valued(s.graded, cal):
+            # Held-out round 15: Polygon.centroid's value test was judged by the
+            # answer's own `is_close`; only its zero-area test, an exception's
+            # class, was protected. A stub with that exception scored 1.
+            v.ok = False
+            v.reason = (f"no hidden test's value is protected, only exception classes: "
+                        f"{len(s.graded)} graded, e.g. {s.graded[0]}")
 
     def specify(self, v: Verdict, s: Settled) -> None:
         """The exact strings the hidden tests require, stated; doc pointers."""
@@ -291,6 +298,14 @@ def _workspace_files(texts: dict[str, str], *changes: dict[str, str | None]) -> 
             else:
                 merged[rel] = content
     return merged
+
+
+def valued(graded: list[str], cal: Calibration) -> list[str]:
+    """Graded ids a value seal or a copy of a value (not only of an exception
+    class) protects."""
+    covered = value_protected(cal.copies)
+    return sorted(t for t in graded if t in cal.sealed or ((r := test_ref(t)) is not None
+                                                            and (r.file, r.cls, r.func) in covered))
 
 
 def unprotected(graded: list[str], cal: Calibration) -> list[str]:

@@ -22,13 +22,17 @@ _WS = "/workspace/"
 _BASELINE: dict[str, int] = {}     # what _critical() returned at configure
 
 
-def _emit(obj) -> None:
-    if _FD < 0:
+def _emit(obj, _fd=_FD, _out=os.write, _text=json.dumps) -> None:
+    """One line to the supervisor. The descriptor and the writer are bound
+    here, not looked up in this module at each call: a module attribute is
+    set with no audit event (held-out round 15 rewrote every failed report
+    through `tf_guard._write`); the defaults tuple is checked with the rest."""
+    if _fd < 0:
         return
-    data = (_dumps(obj) + "\n").encode()
+    data = (_text(obj) + "\n").encode()
     try:
         while data:
-            data = data[_write(_FD, data):]
+            data = data[_out(_fd, data):]
     except OSError:
         pass
 
@@ -81,6 +85,9 @@ def _critical():
         "tf_guard": sys.modules.get("tf_guard"),
     }
     guard = sys.modules.get("tf_guard")
+    emit = getattr(guard, "_emit", None)
+    items["tf_guard._emit.__defaults__"] = getattr(emit, "__defaults__", None)
+    items["tf_guard._write"] = getattr(guard, "_write", None)
     for name in ("seal", "seal_eq", "_agree", "_builtin_only", "_as_plain", "_rebuilt", "_pytest_approx",
                  "_shared_base_agrees", "seal_text", "seal_shape", "seal_capture", "_shape",
                  "_shape_text", "_ratio", "seal_truth", "seal_is", "seal_raised", "seal_match",
@@ -406,7 +413,8 @@ def seal_text(op, receiver, *args):
 # The projection of a package-built expectation (taskforge/grade/shapes.py).
 _SHAPE_DEPTH = 40
 _DICT_OF = type.__dict__["__dict__"].__get__          # a class's own namespace, as the class cannot redefine it
-_KEYS, _ITEMS = type({}.keys()), type({}.items())
+_KEYS, _ITEMS = type({0: 0}.keys()), type({0: 0}.items())
+_PROXY = type(type.__dict__)                            # types.MappingProxyType: equal to the dict it shows
 
 
 def _ratio(v):
@@ -476,8 +484,8 @@ def _shape(v, depth=0):
     if has(set) or has(frozenset) or t[0] is _KEYS or t[0] is _ITEMS:
         it = (set if has(set) else frozenset).__iter__(v) if has(set) or has(frozenset) else iter(v)
         return {"S": sorted(_dumps(_shape(x, depth + 1), sort_keys=True) for x in it)}
-    if has(dict):
-        pairs = [[_shape(k, depth + 1), _shape(x, depth + 1)] for k, x in dict.items(v)]
+    if has(dict) or t[0] is _PROXY:
+        pairs = [[_shape(k, depth + 1), _shape(x, depth + 1)] for k, x in (dict.items(v) if has(dict) else v.items())]
         return {"d": sorted(pairs, key=lambda p: _dumps(p[0], sort_keys=True))}
     if has(datetime.datetime) and datetime.datetime.utcoffset(v) is not None:
         # aware datetimes are equal as instants, whatever their zone
@@ -640,6 +648,7 @@ def pytest_collection_finish(session):
 
 
 def pytest_runtest_logreport(report):
+    _check_integrity()                 # before the report goes out, not only after a test
     ev = {"$report_type": "TestReport", "nodeid": report.nodeid, "when": report.when,
           "outcome": report.outcome, "duration": float(getattr(report, "duration", 0.0) or 0.0)}
     if hasattr(report, "wasxfail"):

@@ -1,0 +1,106 @@
+"""Held-out round 15, x_hide_failures: the report channel rewritten in place.
+
+The package replaced `tf_guard._write`, a module attribute `_emit` looked up
+at every call (set with no audit event, and not among the identities the
+guard checks), and rewrote every failed report to passed. A graded test with
+no required seal (its raises sites sit in a `for` over `subTest`s) then passed
+with the validation it checks left out. `_emit` now holds its descriptor and
+writer in its own defaults, whose tuple is checked with the rest, before each
+report goes out.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+RUNTIME = ROOT / "taskforge" / "sandbox" / "runtime"
+HIDE = ROOT / "docs" / "redteam" / "2026-12-06-heldout-corpus-12" / "x_hide_failures.patch"
+
+
+def _guard_on_pipe(monkeypatch, name: str):
+    r, w = os.pipe()
+    monkeypatch.setenv("TF_RESULT_FD", str(w))
+    spec = importlib.util.spec_from_file_location(name, RUNTIME / "tf_guard.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod, r, w
+
+
+def _rewriting(inner):
+    def write(fd, data):
+        if b'"failed"' in data:
+            data = data.replace(b'"failed"', b'"passed"')
+        return inner(fd, data)
+    return write
+
+
+def test_a_writer_set_on_the_module_does_not_see_the_reports(monkeypatch):
+    guard, r, w = _guard_on_pipe(monkeypatch, "tf_guard_channel")
+    try:
+        guard._write = _rewriting(os.write)              # the attack, as the package did it
+        guard._emit({"$report_type": "TestReport", "nodeid": "t::x", "when": "call", "outcome": "failed"})
+        os.close(w)
+        got = json.loads(os.read(r, 4096).decode())
+    finally:
+        os.close(r)
+    assert got["outcome"] == "failed"
+
+
+def test_replacing_the_channel_is_flagged_before_the_next_report(monkeypatch):
+    guard, r, w = _guard_on_pipe(monkeypatch, "tf_guard")
+    monkeypatch.setitem(sys.modules, "tf_guard", guard)
+    try:
+        base = guard._critical()
+        fd, out, text = guard._emit.__defaults__
+        guard._emit.__defaults__ = (fd, _rewriting(out), text)
+        changed = {k for k, v in guard._critical().items() if base.get(k) != v}
+        guard._emit.__defaults__ = (fd, out, text)
+        guard._write = _rewriting(os.write)
+        changed_too = {k for k, v in guard._critical().items() if base.get(k) != v}
+    finally:
+        os.close(r)
+        os.close(w)
+    assert changed == {"tf_guard._emit.__defaults__"}
+    assert changed_too == {"tf_guard._write"}
+
+
+@pytest.fixture(scope="module")
+def parse_amount(fixture_repos, base_image, tmp_path_factory):
+    from taskforge.orchestrate.pipeline import Options, generate
+
+    out = tmp_path_factory.mktemp("channel")
+    report = generate(str(fixture_repos["ledger"]), out, Options(max_tasks=1, jobs=2, only=("parse_amount",)))
+    return out / next(t for t in report.tasks if "parse_amount" in t)
+
+
+@pytest.mark.parametrize("backend", [pytest.param("docker", marks=pytest.mark.docker),
+                                     pytest.param("bwrap", marks=pytest.mark.bwrap)])
+def test_rewriting_failed_reports_scores_0_and_the_gold_1(parse_amount, backend, tmp_path, request):
+    from taskforge.grade.verify import Solution, verify
+    from taskforge.package.store import load_task
+
+    task = parse_amount
+    if backend == "bwrap":
+        request.getfixturevalue("bwrap_env")(task)
+    rec = load_task(task).record
+    # the test it hides: graded, and with no required seal (its raises sites loop over subTests)
+    assert "tests/test_formats.py::TestParseAmount::test_rejects_garbage" in rec.FAIL_TO_PASS
+
+    dest = tmp_path / "hide"
+    shutil.copytree(task / "workspace", dest)
+    subprocess.run(["git", "apply", str(HIDE)], cwd=dest, check=True)
+    got = verify(task, Solution.from_dir(dest), backend=backend)
+    assert got.error is None and got.reward == 0.0, got.model_dump_json(indent=1)
+    assert "tests/test_formats.py::TestParseAmount::test_rejects_garbage" in got.f2p_failures \
+        or any("runner-patched" in t for t in got.tampering), got.model_dump_json(indent=1)
+
+    gold = verify(task, Solution.gold(), backend=backend)
+    assert gold.error is None and gold.reward == 1.0, gold.model_dump_json(indent=1)
