@@ -23,6 +23,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 RUNTIME = ROOT / "taskforge" / "sandbox" / "runtime"
 HIDE = ROOT / "docs" / "redteam" / "2026-12-06-heldout-corpus-12" / "x_hide_failures.patch"
+ROUND16 = ROOT / "docs" / "redteam" / "2026-12-06-heldout-corpus-13"
 
 
 def _guard_on_pipe(monkeypatch, name: str):
@@ -72,6 +73,36 @@ def test_replacing_the_channel_is_flagged_before_the_next_report(monkeypatch):
     assert changed_too == {"tf_guard._write"}
 
 
+def test_what_decides_a_subtests_failure_and_the_guards_import_are_checked(monkeypatch):
+    """Held-out round 16: each of these, replaced by package code, swallowed
+    the failures of a test whose raises sites loop over subTests; a replaced
+    `__import__` could hand the planted tests a guard that reports nothing."""
+    import builtins
+    import unittest
+
+    import _pytest.unittest
+
+    guard, r, w = _guard_on_pipe(monkeypatch, "tf_guard")
+    monkeypatch.setitem(sys.modules, "tf_guard", guard)
+    try:
+        base = guard._critical()
+        for holder, name, key in [
+                (unittest.TestCase, "subTest", "unittest.TestCase.subTest"),
+                (unittest.case._Outcome, "testPartExecutor", "unittest.case._Outcome.testPartExecutor"),
+                (_pytest.unittest.TestCaseFunction, "addSubTest", "unittest.TestCaseFunction.addSubTest"),
+                (builtins, "__import__", "builtins.__import__")]:
+            original = getattr(holder, name)
+
+            def stand_in(*a, _original=original, **k):
+                return _original(*a, **k)
+            with monkeypatch.context() as m:
+                m.setattr(holder, name, stand_in)
+                assert {k for k, v in guard._critical().items() if base.get(k) != v} == {key}
+    finally:
+        os.close(r)
+        os.close(w)
+
+
 @pytest.fixture(scope="module")
 def parse_amount(fixture_repos, base_image, tmp_path_factory):
     from taskforge.orchestrate.pipeline import Options, generate
@@ -104,3 +135,23 @@ def test_rewriting_failed_reports_scores_0_and_the_gold_1(parse_amount, backend,
 
     gold = verify(task, Solution.gold(), backend=backend)
     assert gold.error is None and gold.reward == 1.0, gold.model_dump_json(indent=1)
+
+
+@pytest.mark.parametrize("attack", ["c01_subtest_swallow", "c02_addsubtest_patch", "c09_testpart_executor"])
+@pytest.mark.parametrize("backend", [pytest.param("docker", marks=pytest.mark.docker),
+                                     pytest.param("bwrap", marks=pytest.mark.bwrap)])
+def test_swallowing_subtest_failures_scores_0(parse_amount, backend, attack, tmp_path, request):
+    """parse_amount without its validation, and the subTest machinery made to
+    drop failures: 1 on both backends in round 16, 0 now (the gold's 1 is
+    checked above)."""
+    from taskforge.grade.verify import Solution, verify
+
+    task = parse_amount
+    if backend == "bwrap":
+        request.getfixturevalue("bwrap_env")(task)
+    dest = tmp_path / attack
+    shutil.copytree(task / "workspace", dest)
+    subprocess.run(["git", "apply", str(ROUND16 / f"{attack}.patch")], cwd=dest, check=True)
+    got = verify(task, Solution.from_dir(dest), backend=backend)
+    assert got.error is None and got.reward == 0.0, got.model_dump_json(indent=1)
+    assert any("runner-patched" in t for t in got.tampering), got.model_dump_json(indent=1)

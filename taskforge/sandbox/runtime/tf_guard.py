@@ -93,10 +93,27 @@ def _critical():
                  "_shape_text", "_ratio", "seal_truth", "seal_is", "seal_raised", "seal_match",
                  "_raised", "_emit", "_plain", "_dumps"):
         items[f"tf_guard.{name}"] = getattr(guard, name, None)
+    # What decides whether a subtest's failure counts (held-out round 16
+    # swallowed every failure of a test whose raises sites loop over subTests
+    # through each of these), and what every planted test imports the guard with.
+    items["unittest.TestCase.subTest"] = unittest.TestCase.subTest
+    items["unittest.case._Outcome.testPartExecutor"] = getattr(unittest.case, "_Outcome", None) and \
+        unittest.case._Outcome.__dict__.get("testPartExecutor")
+    items["builtins.__import__"] = __import__("builtins").__import__
     try:
         import _pytest.unittest
 
-        items["unittest.TestCaseFunction.runtest"] = _pytest.unittest.TestCaseFunction.runtest
+        tcf = _pytest.unittest.TestCaseFunction
+        for name in ("runtest", "addSubTest", "addError", "addFailure", "addSkip", "addExpectedFailure",
+                     "addUnexpectedSuccess", "addSuccess", "startTest", "stopTest", "_addexcinfo"):
+            items[f"unittest.TestCaseFunction.{name}"] = tcf.__dict__.get(name)
+    except (ImportError, AttributeError):
+        pass
+    try:
+        import _pytest.subtests
+
+        items["subtests._SubTestContextManager.__exit__"] = _pytest.subtests._SubTestContextManager.__exit__
+        items["subtests.Subtests.test"] = _pytest.subtests.Subtests.test
     except (ImportError, AttributeError):
         pass
     return {k: id(v) for k, v in items.items()}
@@ -633,9 +650,23 @@ def seal_match(excinfo, token):
     return seal(text, token)
 
 
+# pytest's unittest bridge as installed plugins leave it once configured
+# (pytest-subtests sets TestCaseFunction.addSubTest and addSkip in its
+# pytest_configure): taken again when every plugin has configured. A package
+# a conftest imports could patch them first, unseen; one the tests import is seen.
+_SET_BY_PLUGINS = ("unittest.TestCaseFunction.", "subtests.")
+
+
+@pytest.hookimpl(trylast=True)
 def pytest_configure(config):
     if not _BASELINE:                  # taken at import (below) unless that failed
         _BASELINE.update(_critical())
+        return
+    try:
+        now = _critical()
+    except Exception:
+        return
+    _BASELINE.update({k: v for k, v in now.items() if k.startswith(_SET_BY_PLUGINS)})
 
 
 def pytest_sessionstart(session):
