@@ -18,22 +18,43 @@ import pytest
 
 _FD = int(os.environ.pop("TF_RESULT_FD", "-1"))
 _write, _dumps = os.write, json.dumps
+
+
+def _pipe_id(fd):
+    try:
+        st = os.fstat(fd)
+        return st.st_dev, st.st_ino
+    except OSError:
+        return None
+
+
+_PIPE = _pipe_id(_FD) if _FD >= 0 else None
 _WS = "/workspace/"
 _BASELINE: dict[str, int] = {}     # what _critical() returned at configure
 
 
-def _emit(obj, _fd=_FD, _out=os.write, _text=json.dumps) -> None:
+def _emit(obj, _fd=_FD, _out=os.write, _text=json.dumps, _pipe=_PIPE, _stat=os.fstat,
+          _exit=os._exit) -> None:
     """One line to the supervisor. The descriptor and the writer are bound
     here, not looked up in this module at each call: a module attribute is
     set with no audit event (held-out round 15 rewrote every failed report
-    through `tf_guard._write`); the defaults tuple is checked with the rest."""
+    through `tf_guard._write`); the defaults tuple is checked with the rest.
+    The descriptor must still be the supervisor's pipe: one moved onto another
+    pipe with `os.dup2` (not audited) would hand the reports to a proxy that
+    rewrites them; the process ends here instead, as the monitor's does."""
     if _fd < 0:
         return
     data = (_text(obj) + "\n").encode()
     try:
+        st = _stat(_fd)
+    except OSError:                     # closed under us
+        _exit(3)
+    if (st.st_dev, st.st_ino) != _pipe:
+        _exit(3)
+    try:
         while data:
             data = data[_out(_fd, data):]
-    except OSError:
+    except OSError:                     # the supervisor's end is gone: the run is over
         pass
 
 
