@@ -34,8 +34,12 @@ def measure(task: Path) -> dict:
     copied = {(m["file"], tuple(m.get("cls", [])), m["func"]) for m in rec.get("grading", {}).get("copies", [])
               if m.get("kind") == "value"}
     has_copy = {t for t in graded if (r := test_ref(t)) is not None and (r.file, r.cls, r.func) in copied}
-    sealed = sealed_ids(task / "hidden", graded, set(rec.get("grading", {}).get("unsealed", [])))
-    return {"task": task.name, "graded": len(graded), "sealed": len(sealed), "copied": len(has_copy),
+    skip = set(rec.get("grading", {}).get("unsealed", []))
+    literal = sealed_ids(task / "hidden", graded, skip)
+    # built expectations the task keeps a shape of (grade/shapes.py) seal more
+    sealed = sealed_ids(task / "hidden", graded, skip, rec.get("grading", {}).get("shapes") or None)
+    return {"task": task.name, "graded": len(graded), "sealed": len(sealed), "by_shape": len(sealed - literal),
+            "shapes": len(rec.get("grading", {}).get("shapes") or {}), "copied": len(has_copy),
             "unprotected_before": len(set(graded) - has_copy),
             "unprotected_after": len(set(graded) - has_copy - sealed)}
 
@@ -46,13 +50,14 @@ def main() -> None:
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     rows = [measure(t) for t in tasks_under(a.paths)]
-    total = {k: sum(r[k] for r in rows) for k in ("graded", "sealed", "copied", "unprotected_before",
-                                                  "unprotected_after")}
+    total = {k: sum(r[k] for r in rows) for k in ("graded", "sealed", "by_shape", "shapes", "copied",
+                                                  "unprotected_before", "unprotected_after")}
     if a.json:
         print(json.dumps({"tasks": rows, "total": total}))
         return
     for r in rows:
-        print(f"{r['task'][:60]:60} graded {r['graded']:4} sealed {r['sealed']:4} copied {r['copied']:4} "
+        print(f"{r['task'][:60]:60} graded {r['graded']:4} sealed {r['sealed']:4} (by shape {r['by_shape']:3}) "
+              f"copied {r['copied']:4} "
               f"unprotected {r['unprotected_before']:4} -> {r['unprotected_after']:4}")
     print(f"{len(rows)} tasks: {total}")
 
