@@ -44,7 +44,7 @@ from taskforge.grade.defences import Defences
 from taskforge.grade.findings import Finding, Policy, Severity, Source, clean, exemptions, finding
 from taskforge.grade.findings import FindingKind as K
 from taskforge.grade.result import VerifyResult
-from taskforge.grade.seals import CAPTURE, SEAL_RULES, id_suffixes, seal_source, swapped_classes, targets
+from taskforge.grade.seals import CAPTURE, SEAL_RULES, SealPlan, id_suffixes, seal_source, swapped_classes, targets
 from taskforge.grade.shapes import kept_shapes
 from taskforge.grade.testrun import PytestRunner, RunResult, monitor_env, runner_mount, supervisor_standby
 from taskforge.models import Outcome, TestResult
@@ -411,19 +411,24 @@ def seal_tree(tree: Path, fail_to_pass: list[str], plan: cp.Plan, skip: Abstract
             plan.seals.merge(got)
 
 
-def has_built(root: Path, graded: list[str], skip: AbstractSet[str] = frozenset()) -> bool:
-    """Whether a graded test function (read from `root`) has a built
-    expectation to capture (grade/shapes.py): else the capture run is skipped."""
+def _task_seal_plans(root: Path, graded: list[str], skip: AbstractSet[str], **kw) -> Iterator[SealPlan]:
+    """What seal_source keeps of each of the task's own test files under
+    `root` (read only), the test functions of the ids in `skip` left out."""
     unsealed = {(r.file, r.cls, r.func) for r in map(test_ref, skip) if r is not None}
+    suffixes = id_suffixes(graded)
     for rel, funcs in sorted(targets(graded, skip=unsealed).items()):
         try:
             code = (root / rel).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             continue
-        _, got = seal_source(code, funcs, cp.find_def, id_suffixes(graded), capture=True)
-        if any(v.startswith(CAPTURE) for v in got.expected.values()):
-            return True
-    return False
+        yield seal_source(code, funcs, cp.find_def, suffixes, **kw)[1]
+
+
+def has_built(root: Path, graded: list[str], skip: AbstractSet[str] = frozenset()) -> bool:
+    """Whether a graded test function (read from `root`) has a built
+    expectation to capture (grade/shapes.py): else the capture run is skipped."""
+    return any(v.startswith(CAPTURE) for got in _task_seal_plans(root, graded, skip, capture=True)
+               for v in got.expected.values())
 
 
 def sealed_ids(root: Path, graded: list[str], skip: AbstractSet[str] = frozenset(),
@@ -431,17 +436,8 @@ def sealed_ids(root: Path, graded: list[str], skip: AbstractSet[str] = frozenset
     """Graded ids whose test function seal_tree seals with a value (not only
     a direction), read from the task's own test files under `root`; the test
     functions of the ids in `skip` (grading.unsealed) left out."""
-    unsealed = {(r.file, r.cls, r.func) for r in map(test_ref, skip) if r is not None}
-    out: set[str] = set()
-    for rel, funcs in sorted(targets(graded, skip=unsealed).items()):
-        try:
-            code = (root / rel).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            continue
-        _, got = seal_source(code, funcs, cp.find_def, id_suffixes(graded), shapes=shapes)
-        heads = got.sealed_heads()
-        out |= {nid for nid in graded if nid.partition("[")[0] in heads}
-    return out
+    heads = set().union(*(got.sealed_heads() for got in _task_seal_plans(root, graded, skip, shapes=shapes)))
+    return {nid for nid in graded if nid.partition("[")[0] in heads}
 
 
 def planted_set(rec, built_first: bool = True) -> list[cp.TestCopy]:
