@@ -25,6 +25,7 @@ class Defences(BaseModel):
     rename: bool = True            # random names for the hidden tests at every run
     seals: bool = True             # literal expectations judged on the host (grade/seals.py)
     built_seals: bool = True       # ... and built ones, by the shape the gold built (grade/shapes.py)
+    table_seals: bool = True       # ... in tables named by a module constant or picked in a branch (grade/seal_rows.py)
     monitor: bool = True           # the audit-hook monitor's findings count
     exit_checks: bool = True       # exit code, session end, expected ids all reported
     bounds: bool = True            # host-side size, file, depth, apply and scan bounds; monitor cap

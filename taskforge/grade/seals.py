@@ -42,6 +42,7 @@ from typing import Any, Callable
 from taskforge.analysis.pyparse import dotted_parts, literal_eval
 from taskforge.analysis.pyparse import parse as parse_python
 from taskforge.analysis.testindex import TestRef, test_ref
+from taskforge.grade.seal_rows import condition_reads, inline_tables, row_cells, row_paths
 from taskforge.grade.shapes import buildable, built_side, shape_key, shape_matches
 from taskforge.grade.shapes import built as shape_built
 
@@ -76,8 +77,10 @@ SEAL_CAPTURE = '__import__("tf_guard").seal_capture'
 # a computed equality judged leaf by leaf: plain data by its value, classes
 # that share no base but object unequal (tf_guard.seal_eq), 4 (2026-12-06) a
 # built expectation whose shape the gold's run kept judged on the host
-# (grade/shapes.py).
-SEAL_RULES = 4
+# (grade/shapes.py), 5 (2026-12-07) tables named by a module constant written
+# out, and a column picked in a branch sealed in the rows that reach it
+# (grade/seal_rows.py).
+SEAL_RULES = 5
 MAX_PATTERN = 512               # a longer match= pattern stays unsealed
 # Characters of exception text a sealed pattern is searched in: what one report
 # carries (tf_guard.MAX_SEAL); the pattern has no repeat, so a search is linear
@@ -898,6 +901,9 @@ def seal_function(fn: ast.FunctionDef | ast.AsyncFunctionDef, ed: _Edits, plan: 
         return lit is not None and expected_source(ed.text_of(lit.base), lit.chain + chain) is not None
 
     sealed = {n for n in sealed if not chain_of(n) or all(transformable(c, chain_of(n)) for c in cells_of(n))}
+    branch_rows = _branch_columns(fn, body, calls, tables, columns, sealed, args, stores, loads, reads, chains,
+                                  sites, callables) if rules >= 5 else {}
+    sealed |= set(branch_rows)
     kept: dict[int, str | None] = {                  # a literal site -> what the host keeps of it
         id(st): expected_source(ed.text_of(got[1].base), got[1].chain)
         if len(ed.text_of(got[1].base)) <= MAX_LITERAL else None
@@ -1067,7 +1073,8 @@ def seal_function(fn: ast.FunctionDef | ast.AsyncFunctionDef, ed: _Edits, plan: 
             cell = cells[col]
             lit = literal_cell(cell, callables)
             part = id_part(lit, n, i, as_str, known) if lit is not None else ""
-            tok = tokenize(cell, chain_of(n))
+            # a column picked in a branch: a token only in the rows that reach its equality
+            tok = tokenize(cell, chain_of(n)) if n not in branch_rows or i in branch_rows[n] else None
             if i in apart:
                 entry = numbered.setdefault((id(c), i), (c, c.args[1].elts[i], apart[i], set()))  # type: ignore
                 if tok is not None:
@@ -1096,6 +1103,68 @@ def seal_function(fn: ast.FunctionDef | ast.AsyncFunctionDef, ed: _Edits, plan: 
             ed.cuts.append((end, stop - 1, end, stop, f", id={new!r})"))
         for h in heads:
             plan.rows.setdefault(h, {})[f"[{new}]"] = [old, set(toks)]
+
+
+def _branch_columns(fn: ast.AST, body: list[ast.stmt], calls: list[ast.Call], tables: Mapping[int, tuple],
+                    columns: Mapping[str, tuple], sealed: AbstractSet[str], args: AbstractSet[str],
+                    stores: Mapping[str, int], loads: Mapping[str, int], reads: Mapping[str, int],
+                    chains: Mapping[str, set], sites: list, callables: frozenset[str]) -> dict[str, set[int]]:
+    """Columns of a function's one table that pick its expectation in a
+    branch (seal_rows): name -> the rows in which its cell becomes a token.
+    Such a column is read only by equalities and by `if` tests the rows
+    decide (`if altstr:`, `if expected is None:`); a row's cell becomes a
+    token where the row reaches one of its equalities and a token (a truthy
+    str, not None) takes the same branches the cell took. A row whose way to
+    such an equality passes an `if` it does not decide leaves the column
+    unsealed: the host could not say whether its token must be reported."""
+    if len(calls) != 1 or id(calls[0]) not in tables:
+        return {}
+    names, rows = tables[id(calls[0])]
+    conds: dict[str, set[str]] = {}
+    cond_loads: dict[str, int] = {}
+    ifs: dict[int, set[int]] = {}               # an if -> the statements inside it
+    for st in _statements(fn):
+        if not isinstance(st, ast.If):
+            continue
+        ifs[id(st)] = {id(x) for x in _statements(ast.Module(body=[st], type_ignores=[]))} - {id(st)}
+        got = condition_reads(st.test)
+        if got is None:
+            continue
+        for n, hows in got.items():
+            conds.setdefault(n, set()).update(hows)
+        for node in ast.walk(st.test):
+            if isinstance(node, ast.Name):
+                cond_loads[node.id] = cond_loads.get(node.id, 0) + 1
+    if not ifs:
+        return {}
+    fixed = {n for n in names if n in args and not stores.get(n)}
+    paths = [row_paths(body, {k: v for k, v in row_cells(names, cells).items() if k in fixed}, reached)
+             for cells, _ in rows]
+    out: dict[str, set[int]] = {}
+    for n in columns:
+        if n in sealed or n not in fixed or chains.get(n) != {()} or "value" in conds.get(n, ()) \
+                or reads.get(n, 0) + cond_loads.get(n, 0) != loads.get(n, 0):
+            continue
+        at = {id(st) for st, got in sites if got[1].name == n}
+        col = names.index(n)
+        chosen: set[int] = set()
+        for i, (cells, _) in enumerate(rows):
+            seen, open_ = paths[i]
+            if any(at & ifs[o] for o in open_):
+                break
+            if not at & seen or literal_cell(cells[col], callables) is None:
+                continue
+            try:
+                v = literal_eval(cells[col])
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                continue
+            if ("truth" in conds.get(n, ()) and not v) or ("none" in conds.get(n, ()) and v is None):
+                continue                          # a token would take the other branch
+            chosen.add(i)
+        else:
+            if chosen:
+                out[n] = chosen
+    return out
 
 
 def pytest_unique(ids: list[str]) -> list[str]:
@@ -1196,12 +1265,24 @@ def seal_source(code: str, targets: Mapping[tuple[tuple[str, ...], str], str],
         tree = parse_python(code)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return code, plan
-    ed = _Edits(code.encode("utf-8").splitlines(keepends=True))
-    by_def: dict[int, tuple[ast.FunctionDef | ast.AsyncFunctionDef, list[str]]] = {}
-    for (cls, func), head in targets.items():
-        found = find(tree, TestRef("", cls, func))
-        if found is not None:
-            by_def.setdefault(id(found), (found, []))[1].append(head)
+    def defs_of(tree: ast.AST) -> dict[int, tuple[ast.FunctionDef | ast.AsyncFunctionDef, list[str]]]:
+        by_def: dict[int, tuple[ast.FunctionDef | ast.AsyncFunctionDef, list[str]]] = {}
+        for (cls, func), head in targets.items():
+            found = find(tree, TestRef("", cls, func))
+            if found is not None:
+                by_def.setdefault(id(found), (found, []))[1].append(head)
+        return by_def
+    by_def = defs_of(tree)
+    source = code
+    if rules >= 5:                  # tables named by a module constant, written out (seal_rows)
+        inlined = inline_tables(code, tree, [fn for fn, _ in by_def.values()])
+        if inlined != code:
+            try:
+                tree, source = parse_python(inlined), inlined
+                by_def = defs_of(tree)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                pass
+    ed = _Edits(source.encode("utf-8").splitlines(keepends=True))
     names_of = module_names(tree)
     callables = module_callables(tree, names_of)
     raise_sites = {id(st): site for fn in ast.walk(tree) if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
@@ -1219,7 +1300,7 @@ def seal_source(code: str, targets: Mapping[tuple[tuple[str, ...], str], str],
         seal_function(fn, ed, plan, heads, callables, known, raise_sites, named, rules, names_of, shapes, capture,
                       swapped)
     if not ed.cuts:
-        return code, plan
+        return code, plan           # nothing sealed: no table need be written out either
     return ed.apply(), plan
 
 

@@ -371,7 +371,8 @@ def _prepare(task: Task, solution: Solution, tree: Path, defences: Defences,
     plan = cp.plant(tree, rec.FAIL_TO_PASS, chosen,
                      rename=defences.rename and rec.grading.rename, rng=random.SystemRandom())
     if defences.seals and rec.grading.sealed:
-        seal_tree(tree, rec.FAIL_TO_PASS, plan, skip=set(rec.grading.unsealed), rules=rec.grading.seal_rules,
+        rules = rec.grading.seal_rules if defences.table_seals else min(rec.grading.seal_rules, 4)
+        seal_tree(tree, rec.FAIL_TO_PASS, plan, skip=set(rec.grading.unsealed), rules=rules,
                   shapes=rec.grading.shapes if defences.built_seals else None, capture=capture)
     return found, plan
 
