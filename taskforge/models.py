@@ -201,6 +201,9 @@ class TestCopy(BaseModel):
     # `test_built`: its test has one (then only such copies protect it).
     built: bool = False
     test_built: bool = False
+    # An input a test expects to raise exchanged with one another test shows
+    # accepted (grade/copy_raises.py), in a block of the two copies.
+    raising: bool = False
 
 
 class GradingPlan(BaseModel):

@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 RUNTIME = ROOT / "taskforge" / "sandbox" / "runtime"
 HIDE = ROOT / "docs" / "redteam" / "2026-12-06-heldout-corpus-12" / "x_hide_failures.patch"
 ROUND16 = ROOT / "docs" / "redteam" / "2026-12-06-heldout-corpus-13"
+ROUND17 = ROOT / "docs" / "redteam" / "2026-12-06-heldout-corpus-14"
 
 
 def _guard_on_pipe(monkeypatch, name: str):
@@ -155,6 +156,40 @@ def test_swallowing_subtest_failures_scores_0(parse_amount, backend, attack, tmp
     got = verify(task, Solution.from_dir(dest), backend=backend)
     assert got.error is None and got.reward == 0.0, got.model_dump_json(indent=1)
     assert any("runner-patched" in t for t in got.tampering), got.model_dump_json(indent=1)
+
+
+@pytest.mark.parametrize("attack", ["hookimpl_inject", "outcome_init", "guard_nocheck", "plugin_disguise"])
+@pytest.mark.parametrize("backend", [pytest.param("docker", marks=pytest.mark.docker),
+                                     pytest.param("bwrap", marks=pytest.mark.bwrap)])
+def test_forging_a_raise_only_test_is_caught_by_exchanged_inputs(parse_amount, backend, attack, tmp_path, request):
+    """Round 17: parse_amount without its validation, and a "did not raise"
+    failure turned into a pass in-process (a hook implementation slipped into
+    pluggy's list, unittest's _Outcome replaced, the guard's own checks
+    replaced, a plugin posing as json's). test_rejects_garbage compares
+    nothing, so no seal or value copy protected it: 1 on both backends. Its
+    copies now exchange a raising input with one another test shows accepted
+    (grade/copy_raises.py): 1 with them off, 0 with them (the gold's 1 is
+    checked above)."""
+    from taskforge.grade.defences import Defences
+    from taskforge.grade.verify import Solution, verify
+    from taskforge.package.store import load_task
+
+    task = parse_amount
+    if backend == "bwrap":
+        request.getfixturevalue("bwrap_env")(task)
+    rec = load_task(task).record
+    garbage = ("tests/test_formats.py", ("TestParseAmount",), "test_rejects_garbage")
+    assert any(c.raising and (c.file, tuple(c.cls), c.func) == garbage for c in rec.grading.copies)
+    assert "tests/test_formats.py::TestParseAmount::test_rejects_garbage" not in rec.grading.unprotected
+    dest = tmp_path / attack
+    shutil.copytree(task / "workspace", dest)
+    subprocess.run(["git", "apply", str(ROUND17 / f"{attack}.patch")], cwd=dest, check=True)
+    off = verify(task, Solution.from_dir(dest), backend=backend, defences=Defences(raise_copies=False))
+    assert off.error is None and off.reward == 1.0, off.model_dump_json(indent=1)
+    got = verify(task, Solution.from_dir(dest), backend=backend)
+    assert got.error is None and got.reward == 0.0, got.model_dump_json(indent=1)
+    assert any("copy-passed" in t and "test_rejects_garbage" in t for t in got.tampering), \
+        got.model_dump_json(indent=1)
 
 
 PROXY = r"""

@@ -177,6 +177,27 @@ def test_the_column_each_row_compares_with_is_sealed():
     assert unsealed({nid: "passed"}, {}, plan) == {nid}                 # never reported
 
 
+def test_rows_whose_answer_another_test_shows_are_sealed_but_not_counted():
+    """Held-out round 18: the constant test_parse still reads holds every
+    row's answer beside its inputs; a solution that looks the row up passes.
+    Such rows stay sealed (a forger still needs the lookup) but protect
+    nothing: grading.unprotected lists them."""
+    _, plan = _seal(SPANS_TESTS)
+    assert plan.leaky == set(plan.parts[HEAD]) and HEAD not in plan.sealed_heads()
+    # a table only the graded test reads: the constant is emptied, nothing shows the answers
+    alone = SPANS_TESTS.replace("@pytest.mark.parametrize(\"text, span, canonical\", CASES)\ndef test_parse",
+                                "def test_parse")
+    alone = alone.replace("def test_parse(text, span, canonical):\n    assert parse_span(text) == span",
+                          "def test_parse():\n    assert parse_span(\"1m\") == timedelta(minutes=1)")
+    out, plan = _seal(alone)
+    assert "CASES = ()" in out and len(plan.parts[HEAD]) == 6 and not plan.leaky
+    assert HEAD in plan.sealed_heads()
+    # ... unless the same rows are written out elsewhere
+    twice = alone + '\n\nROUND_TRIP = [("90m", timedelta(minutes=90), "1h30m")]\n'
+    _, plan = _seal(twice)
+    assert [plan.parts[HEAD][t] for t in plan.leaky] == ["1h30m"]
+
+
 def test_rules_4_leave_the_shared_table_unsealed():
     out, plan = _seal(SPANS_TESTS, rules=4)
     assert not plan.sealed_heads()
@@ -345,8 +366,9 @@ def test_forging_a_shared_table_test_scores_0_with_table_seals_and_1_without(for
         request.getfixturevalue("bwrap_env")(task)
     rec = load_task(task).record
     graded = [n for n in rec.FAIL_TO_PASS if n.startswith(HEAD + "[")]
-    # graded, and protected only by the table's seals: no copy could change a table of timedeltas
-    assert len(graded) == 6 and not set(graded) & set(rec.grading.unprotected), rec.grading
+    # graded, sealed, and no copy (no copy could change a table of timedeltas); counted
+    # unprotected all the same, since test_parse's table shows each row's answer (round 18)
+    assert len(graded) == 6 and set(graded) <= set(rec.grading.unprotected), rec.grading
     assert rec.grading.seal_rules >= 5 and not [c for c in rec.grading.copies if "test_format" in c.func]
 
     dest = tmp_path / "forger"

@@ -45,7 +45,7 @@ from taskforge.analysis.pyparse import literal_eval
 from taskforge.analysis.pyparse import parse as parse_python
 from taskforge.analysis.testindex import TestRef, test_ref
 from taskforge.grade import copy_blocks as cb
-from taskforge.grade import copy_odds, copy_steps, copy_values
+from taskforge.grade import copy_odds, copy_raises, copy_steps, copy_values
 from taskforge.grade.class_tree import ClassTree
 from taskforge.grade.copy_steps import alphabet as _alphabet
 from taskforge.grade.copy_steps import canonical
@@ -1279,6 +1279,18 @@ def _propose(root: Path, nodeids: list[str], seed: str, sites_per_test: int, val
                                    sites_per_test, values_per_site)
             out += _legacy_copies(ref, lines, fn, tree, text, rng, sites_per_test, values_per_site,
                                   None, removed)
+    # Tests that only expect a raise: inputs exchanged with a test accepting
+    # one (grade/copy_raises.py), whatever the style; drawn last, from a stream
+    # of their own, so that the other copies are drawn as before.
+    own = random.Random(rng.random())
+    by_file: dict[str, list] = {}
+    for ref in refs:
+        entry = parsed.get(ref.file)
+        fn = find_def(entry[0], ref) if entry is not None else None
+        if entry is not None and fn is not None and (ref.cls or not used_by_name(entry[0], ref.func)):
+            by_file.setdefault(ref.file, []).append((ref, fn))
+    for file, tests in by_file.items():
+        out += copy_raises.exchange_blocks(tests, parsed[file][1], own, _named, Edit)     # type: ignore[index]
     return mark_built(out, parsed)
 
 

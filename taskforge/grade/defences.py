@@ -22,6 +22,7 @@ class Defences(BaseModel):
     isolation: bool = True         # supervisor uid, guard by path, strict events, reaping
     copies: bool = True           # must-fail copies of hidden tests
     built_copies: bool = True     # ... at a package-built expectation where a test has one
+    raise_copies: bool = True     # ... exchanging a raising input with an accepted one (grade/copy_raises.py)
     rename: bool = True            # random names for the hidden tests at every run
     seals: bool = True             # literal expectations judged on the host (grade/seals.py)
     built_seals: bool = True       # ... and built ones, by the shape the gold built (grade/shapes.py)

@@ -188,6 +188,9 @@ def choose_copies(candidates: list[cp.TestCopy], rng: random.Random, limit: int 
     covered: set[tuple] = set()
     names = sorted(blocks)
     rng.shuffle(names)
+    # blocks exchanging a raising input first: nothing else protects a test
+    # that only expects a raise (grade/copy_raises.py)
+    names.sort(key=lambda b: not blocks[b][0].raising)
     for name in names:
         takes = {(m.file, tuple(m.cls), m.func) for m in blocks[name]}
         if takes & covered:
@@ -343,7 +346,7 @@ def _scan(task: Task, tree: Path, defences: Defences) -> list[Finding]:
     scanned = static.scan_solution(tree, task.workspace, defences.policy, allowed,
                                    skip=set(rec.protected_files), **scan_bounds)
     g = rec.grading
-    guarded = {(m.file, tuple(m.cls), m.func) for m in planted_set(rec, defences.built_copies)
+    guarded = {(m.file, tuple(m.cls), m.func) for m in planted_set(rec, defences.built_copies, defences.raise_copies)
                if not cp.is_complement(m)} if defences.copies and g.copies else set()
     if g.hidden_functions and len(guarded) >= g.hidden_functions:
         scanned = [f.model_copy(update={"severity": Severity.REVIEW})
@@ -365,7 +368,7 @@ def _prepare(task: Task, solution: Solution, tree: Path, defences: Defences,
              for k, d in notes]
     if defences.static_scan:
         found += _scan(task, tree, defences)
-    chosen = planted_set(rec, defences.built_copies) if defences.copies else []
+    chosen = planted_set(rec, defences.built_copies, defences.raise_copies) if defences.copies else []
     if capture:                 # every stored copy: each one's built expectations are kept
         chosen = [c for c in rec.grading.copies if not cp.format_tell(c.site)]
     plan = cp.plant(tree, rec.FAIL_TO_PASS, chosen,
@@ -441,7 +444,7 @@ def sealed_ids(root: Path, graded: list[str], skip: AbstractSet[str] = frozenset
     return {nid for nid in graded if nid.partition("[")[0] in heads}
 
 
-def planted_set(rec, built_first: bool = True) -> list[cp.TestCopy]:
+def planted_set(rec, built_first: bool = True, raising: bool = True) -> list[cp.TestCopy]:
     """The copies every verify of this task plants: chosen once per task (seeded by
     the grading plan's secret), never drawn afresh.
 
@@ -463,6 +466,8 @@ def planted_set(rec, built_first: bool = True) -> list[cp.TestCopy]:
     kept = [c for c in rec.grading.copies if not cp.format_tell(c.site)]
     if not built_first:         # the red team's defence off: a draw that missed them
         kept = [c for c in kept if not c.built]
+    if not raising:             # ... and without the exchanged raising inputs
+        kept = [c for c in kept if not c.raising]
     return choose_copies(kept, random.Random(f"plant:{seed}"))
 
 

@@ -1,0 +1,209 @@
+"""Copies for tests that only expect a raise: inputs exchanged between tests.
+
+A test like ledger's
+
+    def test_rejects_garbage(self):
+        for bad in ["", "abc", "1.2.3"]:
+            with self.subTest(text=bad):
+                with self.assertRaises(ValueError):
+                    parse_amount(bad)
+
+compares nothing: its pass carries no secret, so a solution without the
+validation that turns the failure into a pass in-process (round 17: seven
+ways, from pluggy's hook list to unittest's `_Outcome`) scored 1. What such
+a test protects is *which inputs raise*. A block of two copies asks that:
+
+- R(v): the raising test with one of its inputs replaced by an input another
+  graded test of the file shows the feature accepting (`assertEqual(
+  parse_amount("12.5"), Money("12.50"))`): a correct solution does not raise
+  there, so the copy fails, and a forger that passes every "did not raise"
+  passes it;
+- E(g): that accepting test with its input replaced by the raising one: a
+  correct solution raises there, so this copy fails too.
+
+Planted together (a block, copies.choose_copies), each of the two inputs then
+stands once where it must raise and once where it must not, in an original
+and in a copy alike: which is which is the feature's own question. Sound as
+far as the graded tests are: a solution passing the accepting test cannot
+raise on its input, one passing the raising test must raise on its. Every copy
+still runs against the gold at generation (calibrate.py) and is kept only if
+the gold fails it, and a block only whole (copy_blocks.whole_blocks).
+
+Pure: parsed test functions in, TestCopy records out.
+"""
+from __future__ import annotations
+
+import ast
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from taskforge.analysis.testindex import TestRef
+from taskforge.models import TestCopy
+
+RAISES = frozenset({"raises", "assertRaises", "assertRaisesRegex", "assertRaisesRegexp"})
+EQUALS = frozenset({"assertEqual", "assertEquals"})
+MAX_BLOCKS = 3                 # blocks per raising site: more would mostly repeat its inputs
+MAX_INPUT = 200                # characters of an input's source: a longer one stays as it is
+
+
+@dataclass(frozen=True)
+class Raising:
+    """An input a test expects to raise: the literal it passes (`node`), in a
+    call of `callee` whose positional arity is `arity`."""
+    fn: ast.FunctionDef | ast.AsyncFunctionDef
+    ref: TestRef
+    callee: str
+    arity: int
+    node: ast.Constant
+
+
+@dataclass(frozen=True)
+class Accepted:
+    """An input a test shows the feature accepting: the literal first
+    argument of a call whose result an equality checks."""
+    fn: ast.FunctionDef | ast.AsyncFunctionDef
+    ref: TestRef
+    callee: str
+    arity: int
+    node: ast.Constant
+
+
+def _name(e: ast.expr) -> str | None:
+    if isinstance(e, ast.Name):
+        return e.id
+    if isinstance(e, ast.Attribute):
+        return e.attr
+    return None
+
+
+def _body(fn: ast.AST):
+    """Every node of a function, nested definitions left out, with its parent."""
+    stack: list[tuple[ast.AST, ast.AST | None]] = [(c, fn) for c in ast.iter_child_nodes(fn)]
+    while stack:
+        node, parent = stack.pop()
+        yield node, parent
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        stack.extend((c, node) for c in ast.iter_child_nodes(node))
+
+
+def _input_call(call: ast.expr) -> tuple[str, ast.Call] | None:
+    """A plain call with positional arguments only: (callee as written, call)."""
+    if not isinstance(call, ast.Call) or call.keywords or not call.args \
+            or any(isinstance(a, ast.Starred) for a in call.args):
+        return None
+    callee = ast.unparse(call.func)
+    return (callee, call) if _name(call.func) not in (None, *RAISES, *EQUALS) else None
+
+
+def _plain(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and type(node.value) in (str, bytes, int, float) \
+        and len(repr(node.value)) <= MAX_INPUT
+
+
+def raising_inputs(fn, ref: TestRef) -> list[Raising]:
+    """Literal inputs `fn` expects to raise: the only statement of a
+    `with raises(E)` / `with self.assertRaises(E)` block is a call of one
+    argument, a literal, or the variable of an enclosing `for` over a
+    written-out list of literals (each of them then)."""
+    loops: dict[str, list[ast.expr]] = {}
+    for node, _ in _body(fn):
+        if isinstance(node, ast.For) and isinstance(node.target, ast.Name) \
+                and isinstance(node.iter, (ast.List, ast.Tuple)) and len(node.iter.elts) >= 2 \
+                and all(_plain(e) for e in node.iter.elts):
+            loops[node.target.id] = list(node.iter.elts)
+    stores: dict[str, int] = {}
+    for node, _ in _body(fn):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            stores[node.id] = stores.get(node.id, 0) + 1
+    out: list[Raising] = []
+    for node, _ in _body(fn):
+        if not isinstance(node, (ast.With, ast.AsyncWith)) or len(node.items) != 1 or len(node.body) != 1:
+            continue
+        cm = node.items[0].context_expr
+        if not (isinstance(cm, ast.Call) and _name(cm.func) in RAISES and cm.args) \
+                or not isinstance(node.body[0], ast.Expr):
+            continue
+        got = _input_call(node.body[0].value)
+        if got is None or len(got[1].args) != 1:
+            continue
+        callee, call = got
+        arg = call.args[0]
+        if _plain(arg):
+            out.append(Raising(fn, ref, callee, 1, arg))                      # type: ignore[arg-type]
+        elif isinstance(arg, ast.Name) and arg.id in loops and stores.get(arg.id) == 1:
+            out += [Raising(fn, ref, callee, 1, e) for e in loops[arg.id]]    # type: ignore[arg-type]
+    return out
+
+
+def accepted_inputs(fn, ref: TestRef) -> list[Accepted]:
+    """Literal inputs `fn` checks a result of: `assert f(LIT) == X`,
+    `self.assertEqual(f(LIT), X)` (either side), f called with one argument."""
+    out: list[Accepted] = []
+    for node, _ in _body(fn):
+        sides: list[ast.expr] = []
+        if isinstance(node, ast.Assert) and isinstance(node.test, ast.Compare) and len(node.test.ops) == 1 \
+                and isinstance(node.test.ops[0], ast.Eq):
+            sides = [node.test.left, node.test.comparators[0]]
+        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) \
+                and _name(node.value.func) in EQUALS and len(node.value.args) >= 2:
+            sides = list(node.value.args[:2])
+        for side in sides:
+            got = _input_call(side)
+            if got is not None and len(got[1].args) == 1 and _plain(got[1].args[0]):
+                out.append(Accepted(fn, ref, got[0], 1, got[1].args[0]))     # type: ignore[arg-type]
+    return out
+
+
+def _src(lines: list[str], node: ast.expr) -> str:
+    raw = lines[node.lineno - 1].encode("utf-8")
+    return raw[node.col_offset:node.end_col_offset].decode("utf-8")
+
+
+def exchange_blocks(tests: list[tuple[TestRef, ast.FunctionDef | ast.AsyncFunctionDef]], lines: list[str],
+                    rng: random.Random, render: Callable, edit: Callable) -> list[TestCopy]:
+    """Blocks of two copies, R(v) and E(g), for each raising site of `tests`
+    (one file's graded test functions) whose callee another of them shows
+    accepting an input of the same type. `render(lines, fn, edits)` gives a
+    copy's source (copies._named), `edit(line, start, end, text)` an edit."""
+    accepted = [a for ref, fn in tests for a in accepted_inputs(fn, ref)]
+    out: list[TestCopy] = []
+    for ref, fn in tests:
+        sites: dict[str, list[Raising]] = {}        # a callee the test expects to raise -> its inputs
+        for r in raising_inputs(fn, ref):
+            sites.setdefault(r.callee, []).append(r)
+        for inputs in sites.values():
+            # (raising input, accepted input) pairs, each input once: a site's
+            # blocks must not keep showing the same values
+            pairs = [(r, a) for r in inputs for a in accepted
+                     if a.callee == r.callee and a.fn is not fn
+                     and type(a.node.value) is type(r.node.value) and a.node.value != r.node.value]
+            rng.shuffle(pairs)
+            used: set[int] = set()
+            seen: set[object] = set()
+            for r, a in pairs:
+                if len(seen) >= MAX_BLOCKS:
+                    break
+                if a.node.value in seen or id(r.node) in used:
+                    continue
+                g, v = _src(lines, r.node), _src(lines, a.node)
+                if "\n" in g or "\n" in v:
+                    continue
+                copy_r = render(lines, fn, [edit(r.node.lineno, r.node.col_offset, r.node.end_col_offset, v)])
+                copy_e = render(lines, a.fn, [edit(a.node.lineno, a.node.col_offset, a.node.end_col_offset, g)])
+                if copy_r is None or copy_e is None:
+                    continue
+                seen.add(a.node.value)
+                used.add(id(r.node))
+                block = f"raises:{ref.func}:{r.node.lineno}:{r.node.col_offset}:{a.ref.func}:" \
+                        f"{a.node.lineno}:{a.node.col_offset}"
+                out.append(TestCopy(
+                    file=ref.file, cls=list(ref.cls), func=ref.func, kind="value", block=block, raising=True,
+                    group=f"{ref.func}@{r.node.lineno}:{r.node.col_offset}:0", source=copy_r,
+                    site=f"line {r.node.lineno}: input {g[:40]} exchanged for {v[:40]} (line {a.node.lineno})"))
+                out.append(TestCopy(
+                    file=a.ref.file, cls=list(a.ref.cls), func=a.ref.func, kind="value", block=block, raising=True,
+                    group=f"{a.ref.func}@{a.node.lineno}:{a.node.col_offset}:0", source=copy_e,
+                    site=f"line {a.node.lineno}: input {v[:40]} exchanged for {g[:40]} (line {r.node.lineno})"))
+    return out

@@ -1,0 +1,133 @@
+"""Copies that exchange a raising input with an accepted one (grade/copy_raises.py).
+
+The proof against round 17's forgers, on both backends, is in
+tests/test_redteam_channel.py (test_forging_a_raise_only_test_is_caught_by_exchanged_inputs).
+"""
+from __future__ import annotations
+
+import ast
+import random
+import textwrap
+
+import pytest
+
+from taskforge.analysis import testindex
+from taskforge.grade import copies as cp
+from taskforge.grade.copy_raises import MAX_BLOCKS, accepted_inputs, exchange_blocks, raising_inputs
+from taskforge.grade.verify import choose_copies
+from taskforge.models import TestCopy
+
+FILE = "tests/test_p.py"
+
+
+def _fns(code: str):
+    tree = ast.parse(textwrap.dedent(code))
+    return [(testindex.TestRef(FILE, (), f.name), f) for f in tree.body if isinstance(f, ast.FunctionDef)]
+
+
+@pytest.mark.parametrize("body, want", [
+    ("with pytest.raises(ValueError):\n    parse('x')", ["x"]),
+    ("with self.assertRaises(ValueError):\n    parse(b'x')", [b"x"]),
+    ("for bad in ['', 'a', 2]:\n    with pytest.raises(ValueError):\n        parse(bad)", ["", "a", 2]),
+    ("for bad in ['', 'a']:\n    with self.subTest(bad=bad):\n        with self.assertRaises(ValueError):\n"
+     "            parse(bad)", ["", "a"]),
+    # not an input it passes as written: nothing
+    ("for bad in ['', 'a']:\n    bad = bad.strip()\n    with pytest.raises(ValueError):\n        parse(bad)", []),
+    ("with pytest.raises(ValueError):\n    parse('x', strict=True)", []),
+    ("with pytest.raises(ValueError):\n    parse('x', 'y')", []),
+    ("with pytest.raises(ValueError):\n    y = 1\n    parse('x')", []),
+    ("with pytest.raises(ValueError):\n    parse(make('x'))", []),
+    ("with pytest.warns(UserWarning):\n    parse('x')", []),
+])
+def test_raising_inputs(body, want):
+    (ref, fn), = _fns("def test_r(self):\n" + textwrap.indent(body, "    "))
+    assert [r.node.value for r in raising_inputs(fn, ref)] == want
+
+
+@pytest.mark.parametrize("body, want", [
+    ("assert parse('1') == 1", ["1"]),
+    ("assert 1 == parse('1')", ["1"]),
+    # a constructor on the other side is a call the passing test makes without a raise too
+    ("self.assertEqual(parse('1'), Money('1'))\nself.assertEqual(Money('2'), m.parse('2'))", ["1", "1", "2", "2"]),
+    ("assert parse('1') != 1", []),
+    ("assert parse('1', 2) == 1", []),
+    ("assert parse(x) == 1", []),
+])
+def test_accepted_inputs(body, want):
+    (ref, fn), = _fns("def test_a():\n" + textwrap.indent(body, "    "))
+    assert sorted(a.node.value for a in accepted_inputs(fn, ref)) == want
+
+
+PARSE_TESTS = '''
+def test_accepts():
+    assert parse("12.5") == Money("12.50")
+    assert parse("$7") == Money("7")
+    assert other("zz") == 1
+    assert parse(7) == Money("7")
+
+
+def test_more():
+    self.assertEqual(parse("(3)"), Money("-3"))
+
+
+def test_rejects():
+    for bad in ["", "abc", "1.2.3", "$"]:
+        with pytest.raises(ValueError):
+            parse(bad)
+'''
+
+
+def _blocks(seed: int = 0):
+    tests = _fns(PARSE_TESTS)
+    lines = textwrap.dedent(PARSE_TESTS).splitlines(keepends=True)
+    return exchange_blocks(tests, lines, random.Random(seed), cp._named, cp.Edit)
+
+
+def test_each_block_is_a_raising_copy_and_an_accepting_copy_exchanging_two_inputs():
+    out = _blocks()
+    blocks: dict[str, list[TestCopy]] = {}
+    for c in out:
+        blocks.setdefault(c.block, []).append(c)
+    assert len(blocks) == MAX_BLOCKS
+    raised, taken = set(), set()
+    for members in blocks.values():
+        assert sorted(c.func for c in members) == ["test_accepts", "test_rejects"] or \
+            sorted(c.func for c in members) == ["test_more", "test_rejects"]
+        assert all(c.raising and c.kind == "value" for c in members)
+        r = next(c for c in members if c.func == "test_rejects")
+        e = next(c for c in members if c.func != "test_rejects")
+        gone = next(x for x in ('""', '"abc"', '"1.2.3"', '"$"') if x not in r.source)
+        came = next(x for x in ('"12.5"', '"$7"', '"(3)"') if x in r.source)
+        # the accepting copy gets exactly the input the raising copy lost
+        assert f"parse({gone})" in e.source and f"parse({came})" not in e.source
+        assert cp.NAME_TOKEN in r.source and cp.NAME_TOKEN in e.source
+        assert not cp.format_tell(r.site) and not cp.format_tell(e.site) and not cp.is_swap(r)
+        raised.add(gone)
+        taken.add(came)
+    # every block shows other inputs: no value is what the blocks keep repeating
+    assert len(raised) == len(taken) == MAX_BLOCKS
+    # an input of another type (7) or of another callee ("zz") is never drawn
+    assert not any("parse(7)" in c.source and c.func == "test_rejects" for c in out)
+    assert not any('"zz"' in c.source and c.func == "test_rejects" for c in out)
+
+
+def test_no_blocks_without_an_accepting_test_of_the_same_callee():
+    code = PARSE_TESTS.replace("parse(bad)", "load(bad)")
+    tests = _fns(code)
+    lines = textwrap.dedent(code).splitlines(keepends=True)
+    assert exchange_blocks(tests, lines, random.Random(0), cp._named, cp.Edit) == []
+
+
+def test_the_raising_test_is_protected_by_its_copies():
+    out = cp.mark_built(_blocks(), {FILE: None})
+    assert (FILE, (), "test_rejects") in cp.value_protected(out)
+
+
+def test_raising_blocks_are_planted_before_other_blocks():
+    raising = _blocks()
+    # blocks of ordinary exchanged values over the same tests, many of them
+    others = [TestCopy(file=FILE, func=f, kind="value", group=f"{f}@1:1:0", site="line 1: 1 -> 2",
+                       source="", block=f"b{i}") for i in range(20) for f in ("test_accepts", "test_more")]
+    for seed in range(10):
+        got = choose_copies(others + raising, random.Random(seed), limit=4)
+        assert any(c.raising for c in got), seed
