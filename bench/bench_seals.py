@@ -6,7 +6,9 @@ For each task (a directory with task.json and hidden/), the hidden test files
 as the task ships them are read as verify's seal step reads them
 (grade/verify.sealed_ids; the task's grading.unsealed left out): how many FAIL_TO_PASS ids have a sealed site,
 how many have a must-fail value copy, and how many have neither (a forger's
-target) before and after seals. No sandbox runs; the figures are the source's.
+target) before and after seals, and how many a seal would protect but for
+their answers, which another row of their test file shows (`shown`:
+grade/seals.leaky_tokens). No sandbox runs; the figures are the source's.
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from taskforge.grade.copies import test_ref  # noqa: E402
-from taskforge.grade.verify import sealed_ids  # noqa: E402
+from taskforge.grade.verify import sealed_ids, shown_ids  # noqa: E402
 
 
 def tasks_under(paths: list[str]) -> list[Path]:
@@ -38,7 +40,9 @@ def measure(task: Path) -> dict:
     literal = sealed_ids(task / "hidden", graded, skip)
     # built expectations the task keeps a shape of (grade/shapes.py) seal more
     sealed = sealed_ids(task / "hidden", graded, skip, rec.get("grading", {}).get("shapes") or None)
+    shown = shown_ids(task / "hidden", graded, skip, rec.get("grading", {}).get("shapes") or None) - sealed
     return {"task": task.name, "graded": len(graded), "sealed": len(sealed), "by_shape": len(sealed - literal),
+            "shown": len(shown),
             "shapes": len(rec.get("grading", {}).get("shapes") or {}), "copied": len(has_copy),
             "unprotected_before": len(set(graded) - has_copy),
             "unprotected_after": len(set(graded) - has_copy - sealed)}
@@ -50,14 +54,14 @@ def main() -> None:
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     rows = [measure(t) for t in tasks_under(a.paths)]
-    total = {k: sum(r[k] for r in rows) for k in ("graded", "sealed", "by_shape", "shapes", "copied",
+    total = {k: sum(r[k] for r in rows) for k in ("graded", "sealed", "by_shape", "shown", "shapes", "copied",
                                                   "unprotected_before", "unprotected_after")}
     if a.json:
         print(json.dumps({"tasks": rows, "total": total}))
         return
     for r in rows:
         print(f"{r['task'][:60]:60} graded {r['graded']:4} sealed {r['sealed']:4} (by shape {r['by_shape']:3}) "
-              f"copied {r['copied']:4} "
+              f"shown {r['shown']:4} copied {r['copied']:4} "
               f"unprotected {r['unprotected_before']:4} -> {r['unprotected_after']:4}")
     print(f"{len(rows)} tasks: {total}")
 

@@ -240,6 +240,11 @@ class GradingPlan(BaseModel):
     unsealed: list[str] = Field(default_factory=list)
     sealed_graded: int = 0            # graded ids whose test function has a sealed site
     seal_rules: int = 1               # grade/seals.SEAL_RULES the final check verified the gold under
+    # Graded ids a table seal would protect but for their answers, which another
+    # row of their test file shows beside their inputs (grade/seals.py,
+    # leaky_tokens): in `unprotected` unless a value copy protects them; a task
+    # that gives answers away (a lookup in the test module passes them).
+    answers_shown: list[str] = Field(default_factory=list)
     # grade/shapes.py: built expectations (`== Money("88.85")`) judged on the
     # host: shapes.shape_key -> the shape of the value the gold's run built
     shapes: dict[str, str] = Field(default_factory=dict)

@@ -53,6 +53,10 @@ SPANS_TESTS = textwrap.dedent('''\
             assert format_span(span) == text
 
 
+    def test_format_zero():
+        assert format_span(timedelta(0)) == "0s"
+
+
     def test_parse_rejects():
         for bad in ("", "2x", "h2", "1h 2m"):
             with pytest.raises(ValueError):
@@ -184,6 +188,7 @@ def test_rows_whose_answer_another_test_shows_are_sealed_but_not_counted():
     nothing: grading.unprotected lists them."""
     _, plan = _seal(SPANS_TESTS)
     assert plan.leaky == set(plan.parts[HEAD]) and HEAD not in plan.sealed_heads()
+    assert HEAD in plan.sealed_heads(shown=True)            # grading.answers_shown
     # a table only the graded test reads: the constant is emptied, nothing shows the answers
     alone = SPANS_TESTS.replace("@pytest.mark.parametrize(\"text, span, canonical\", CASES)\ndef test_parse",
                                 "def test_parse")
@@ -266,7 +271,7 @@ SPANS_CORE = textwrap.dedent('''\
         return "".join(out)
     ''')
 
-# A stub, and a makereport hook slipped into pluggy's list (round 17's
+# A stub (right for the one span test_format_zero asks), and a makereport hook slipped into pluggy's list (round 17's
 # hookimpl_inject) that clears the failure of every row of the table-driven
 # test it recognises by its parameters: no copy of that test exists (its table
 # builds timedeltas), so nothing else it forges can give it away.
@@ -276,7 +281,7 @@ FORGER = textwrap.dedent('''\
 
 
     def format_span(span: timedelta) -> str:
-        return ""
+        return "0s" if not span else ""
 
 
     class _Quiet:
@@ -369,7 +374,8 @@ def test_forging_a_shared_table_test_scores_0_with_table_seals_and_1_without(for
     # graded, sealed, and no copy (no copy could change a table of timedeltas); counted
     # unprotected all the same, since test_parse's table shows each row's answer (round 18)
     assert len(graded) == 6 and set(graded) <= set(rec.grading.unprotected), rec.grading
-    assert rec.grading.seal_rules >= 5 and not [c for c in rec.grading.copies if "test_format" in c.func]
+    assert set(rec.grading.answers_shown) == set(graded)
+    assert rec.grading.seal_rules >= 5 and not [c for c in rec.grading.copies if c.func == "test_format"]
 
     dest = tmp_path / "forger"
     shutil.copytree(task / "workspace", dest)

@@ -43,6 +43,7 @@ class Calibration:
     unstable: set[str] = field(default_factory=set)     # hidden ids the gold run did not report
     uncopied: set[str] = field(default_factory=set)     # graded ids with no value copy or seal: unprotected
     sealed: set[str] = field(default_factory=set)       # graded ids with a sealed site (verify.sealed_ids)
+    shown: set[str] = field(default_factory=set)        # ... but for answers another test shows (verify.shown_ids)
     seconds: float = 0.0                                 # bare test time of the gold run
     functions: int = 0                                   # hidden test functions
     rename: bool = True          # False: the tests break when renamed (order, names)
@@ -213,7 +214,7 @@ def final_check(task_dir: Path) -> None:
     """verify --gold must score 1 and --empty 0 on the finished task directory,
     and no hidden test may be defined in the workspace. Records the gold's own
     heuristic findings as exempt. Raises GradeCheckError."""
-    from taskforge.grade.verify import Defences, Solution, capture_shapes, has_built, sealed_ids, verify
+    from taskforge.grade.verify import Defences, Solution, capture_shapes, has_built, sealed_ids, shown_ids, verify
 
     rec = json.loads((task_dir / "task.json").read_text())
     shown = visible_hidden_tests(task_dir, rec["FAIL_TO_PASS"])
@@ -256,6 +257,8 @@ def final_check(task_dir: Path) -> None:
         left = set(rec["grading"].get("unprotected", [])) | (_uncopied(rec) & set(off))
         set_grading(task_dir, unsealed=off, unprotected=sorted(left),
                     protected=len(rec["FAIL_TO_PASS"]) - len(left),
+                    answers_shown=sorted(shown_ids(task_dir / "hidden", rec["FAIL_TO_PASS"], set(off),
+                                                   rec["grading"].get("shapes"))),
                     sealed_graded=len(sealed_ids(task_dir / "hidden", rec["FAIL_TO_PASS"], set(off),
                                                  rec["grading"].get("shapes"))))
         gold = gold_run()
@@ -263,7 +266,7 @@ def final_check(task_dir: Path) -> None:
         # Still not 1 (a copy's ids pytest numbered apart, say): graded as
         # before seals, rather than lose the task.
         left = _uncopied(rec)
-        set_grading(task_dir, sealed=False, unsealed=[], sealed_graded=0, unprotected=sorted(left),
+        set_grading(task_dir, sealed=False, unsealed=[], sealed_graded=0, answers_shown=[], unprotected=sorted(left),
                     protected=len(rec["FAIL_TO_PASS"]) - len(left))
         gold = gold_run()
     if gold.reward != 1.0:

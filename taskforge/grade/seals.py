@@ -119,12 +119,14 @@ class SealPlan:
     # reads, the same table written out twice): they hide nothing
     leaky: set[str] = field(default_factory=set)
 
-    def sealed_heads(self) -> set[str]:
+    def sealed_heads(self, shown: bool = False) -> set[str]:
         """Heads a value seal protects (polarity seals do not, see TRUTH; nor
-        do leaky row tokens)."""
+        do leaky row tokens, unless `shown`: then also the heads whose only
+        value seals are rows another test shows the answers of)."""
+        leaky = set() if shown else self.leaky
         return {h for h, t in self.required.items() if any(not polarity(self.expected.get(x, "")) for x in t)} \
-            | {h for h, p in self.parts.items() if set(p) - self.leaky} \
-            | {h for h, r in self.rows.items() if any(set(toks) - self.leaky for _, toks in r.values())}
+            | {h for h, p in self.parts.items() if set(p) - leaky} \
+            | {h for h, r in self.rows.items() if any(set(toks) - leaky for _, toks in r.values())}
 
     def old_suffix(self, head: str, suffix: str) -> str:
         """The id suffix the test had before its table was sealed."""

@@ -444,6 +444,19 @@ def sealed_ids(root: Path, graded: list[str], skip: AbstractSet[str] = frozenset
     return {nid for nid in graded if nid.partition("[")[0] in heads}
 
 
+def shown_ids(root: Path, graded: list[str], skip: AbstractSet[str] = frozenset(),
+              shapes: Mapping[str, str] | None = None) -> set[str]:
+    """Graded ids a seal would protect but for their answers, which another
+    row of their planted file shows beside their inputs (seals.leaky_tokens):
+    a lookup in the test module, or in the workspace's copy of it, passes
+    them (held-out round 18). Counted unprotected, and listed apart
+    (grading.answers_shown), since they say the task gives answers away."""
+    heads: set[str] = set()
+    for got in _task_seal_plans(root, graded, skip, shapes=shapes):
+        heads |= got.sealed_heads(shown=True) - got.sealed_heads()
+    return {nid for nid in graded if nid.partition("[")[0] in heads}
+
+
 def planted_set(rec, built_first: bool = True, raising: bool = True) -> list[cp.TestCopy]:
     """The copies every verify of this task plants: chosen once per task (seeded by
     the grading plan's secret), never drawn afresh.

@@ -22,7 +22,7 @@ from taskforge.errors import TaskforgeError, UserError
 from taskforge.grade.calibrate import Calibration, GradeCheckError, calibrate, final_check, verify_timeout
 from taskforge.grade.copies import protected_tests, test_ref, value_protected
 from taskforge.grade.seals import SEAL_RULES
-from taskforge.grade.verify import sealed_ids
+from taskforge.grade.verify import sealed_ids, shown_ids
 from taskforge.leaks.audit import LeakError, leak_checker
 from taskforge.models import (
     SCHEMA_VERSION,
@@ -191,6 +191,7 @@ class Settler:
         s.graded = sorted(set(f2p) - cal.unstable)
         # A test whose literal expectations are sealed needs no copy (grade/seals.py).
         cal.sealed = sealed_ids(self.src.path, s.graded)
+        cal.shown = shown_ids(self.src.path, s.graded)
         cal.uncopied = set(unprotected(s.graded, cal)) - cal.sealed
         if opts.require_copies and not set(s.graded) - cal.uncopied:
             v.ok = False
@@ -404,7 +405,7 @@ def _record_builder(tid, src, image, v: Verdict, ctx: Context, cov: CoverageMap,
                                                      {(s.module, s.path) for s in cand.symbols}
                                                      if m in ctx.index.modules}, set(f2p)),
         plant_seed=secrets.token_hex(16), sealed=True, sealed_graded=len(cal.sealed & set(f2p)),
-        seal_rules=SEAL_RULES)
+        answers_shown=sorted(cal.shown & set(f2p) - cal.sealed), seal_rules=SEAL_RULES)
     p2p = sorted(ctx.passing - v.hidden - v.vanished)
     own = {s.qualname for s in cand.symbols}
     exports = sorted(f"{m}.{n}" for (m, n) in v.exported      # re-exports of removed names
