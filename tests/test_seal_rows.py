@@ -141,6 +141,26 @@ def test_a_constant_no_other_code_reads_is_emptied():
     assert out.count('"1h30m"') == 4          # twice in each test's own table
 
 
+def test_a_constant_a_for_runs_through_is_written_out_and_sealed():
+    """hyperlink's test_clickRFC3986: `for (ref, expected) in RFC_CASES:`."""
+    code = textwrap.dedent('''\
+        RFC_CASES = [
+            ("g", "http://a/b/c/g"),
+            ("../g", "http://a/b/g"),
+        ]
+
+
+        def test_click():
+            for (ref, expected) in RFC_CASES:
+                assert click(ref) == expected
+        ''')
+    out, plan = _seal(code, "test_click")
+    assert "RFC_CASES = ()" in out and "http://a/b" not in out
+    assert sorted(plan.expected[t] for t in plan.required[HEAD]) == ["'http://a/b/c/g'", "'http://a/b/g'"] or \
+        sorted(plan.expected[t] for t in plan.required[HEAD]) == ['"http://a/b/c/g"', '"http://a/b/g"']
+    assert HEAD in plan.sealed_heads() and not plan.leaky
+
+
 @pytest.mark.parametrize("change", [
     "CASES = CASES + ((\"1s\", timedelta(seconds=1), None),)\n",        # assigned twice
     "def test_other():\n    assert len(CASES) == 6\n",                  # read elsewhere: kept

@@ -16,9 +16,9 @@ place) and picks its expectation in a branch (so neither equality is reached
 by every row). Measured on isodate and hyperlink (bench/bench_seals.py), such
 tests were 297 of 321 graded ids, none protected. Two pure steps reach them:
 
-- `inline_tables`: a target test's `parametrize(..., NAME)` over a module
-  constant (one assignment, a written-out list or tuple) gets the constant's
-  text in place of the name, which seal_function can then seal row by row; a
+- `inline_tables`: a target test's `parametrize(..., NAME)` or `for ... in
+  NAME:` over a module constant (one assignment, a written-out list or tuple)
+  gets the constant's text in place of the name, which seal_function can then seal row by row; a
   constant no other code reads any more is emptied, so its values are not in
   the sandbox either.
 - `row_paths`: which statements each row of a table reaches, following the
@@ -88,11 +88,13 @@ def inline_tables(code: str, tree: ast.Module, defs: Iterable[ast.FunctionDef | 
     cuts: list[tuple[int, int, int, int, str]] = []
     inlined: dict[str, int] = {}
     for fn in defs:
-        for dec in fn.decorator_list:
-            if not (isinstance(dec, ast.Call) and isinstance(dec.func, ast.Attribute)
-                    and dec.func.attr == "parametrize" and len(dec.args) == 2):
-                continue
-            arg = dec.args[1]
+        named = [dec.args[1] for dec in fn.decorator_list
+                 if isinstance(dec, ast.Call) and isinstance(dec.func, ast.Attribute)
+                 and dec.func.attr == "parametrize" and len(dec.args) == 2]
+        # ... and the rows a `for` in its body runs through (hyperlink's
+        # `for (ref, expected) in relativeLinkTestsForRFC3986:`)
+        named += [st.iter for st in _own_statements(fn) if isinstance(st, ast.For)]
+        for arg in named:
             assign = tables.get(arg.id) if isinstance(arg, ast.Name) else None
             if assign is None or assign.lineno >= fn.lineno:
                 continue
@@ -115,6 +117,19 @@ def inline_tables(code: str, tree: ast.Module, defs: Iterable[ast.FunctionDef | 
         head, tail = lines[l0 - 1][:c0], lines[l1 - 1][c1:]
         lines[l0 - 1:l1] = [head + text.encode("utf-8") + tail]
     return b"".join(lines).decode("utf-8")
+
+
+def _own_statements(fn: ast.AST) -> Iterable[ast.stmt]:
+    """Every statement of a function, nested definitions left out."""
+    stack = list(getattr(fn, "body", []))
+    while stack:
+        st = stack.pop()
+        yield st
+        if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        for name in ("body", "orelse", "finalbody", "handlers", "cases"):
+            for child in getattr(st, name, None) or []:
+                stack.extend(child.body if hasattr(child, "body") and not isinstance(child, ast.stmt) else [child])
 
 
 def row_cells(names: list[str], cells: list[ast.expr]) -> dict[str, Cell]:
