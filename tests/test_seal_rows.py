@@ -248,6 +248,22 @@ def test_what_a_branch_column_needs(body, sealed):
     assert bool(plan.parts.get(HEAD)) == bool(sealed)
 
 
+def test_rows_that_compare_nothing_are_not_counted():
+    """Round 18: isodate's test_time::test_format rows with no format reach
+    no assertion at all, so any stub passes them; their function counted them
+    protected all the same."""
+    code = SPANS_TESTS.replace(
+        "    if canonical:\n        assert format_span(span) == canonical\n"
+        "    else:\n        assert format_span(span) == text",
+        "    if canonical:\n        assert format_span(span) == canonical")
+    known = {"[2h-span0-None]", "[90m-span1-1h30m]", "[1h30m-span2-None]", "[45s-span3-None]",
+             "[3600s-span4-1h]", "[1h1s-span5-None]"}
+    _, plan = seal_source(code, {((), "test_format"): HEAD}, cp.find_def, {HEAD: known}, SEAL_RULES)
+    assert plan.bare[HEAD] == {"[2h-span0-None]", "[1h30m-span2-None]", "[45s-span3-None]", "[1h1s-span5-None]"}
+    _, plan = _seal(SPANS_TESTS)
+    assert not plan.bare.get(HEAD)
+
+
 def test_a_falsy_cell_keeps_its_branch():
     code = SPANS_TESTS.replace('("2h", timedelta(hours=2), None)', '("2h", timedelta(hours=2), "")')
     out, plan = _seal(code)

@@ -113,11 +113,16 @@ class SealPlan:
         for k, r in other.rows.items():
             self.rows.setdefault(k, {}).update(r)
         self.leaky |= other.leaky
+        for k, b in other.bare.items():
+            self.bare.setdefault(k, set()).update(b)
 
     # tokens of table rows whose expected value stands in another row of the
     # planted file beside the row's own inputs (a shared constant another test
     # reads, the same table written out twice): they hide nothing
     leaky: set[str] = field(default_factory=set)
+    # head -> id suffixes of table rows no value seal reaches (a row whose
+    # branch compares nothing, in a function sealed by its rows' tokens only)
+    bare: dict[str, set[str]] = field(default_factory=dict)
 
     def sealed_heads(self, shown: bool = False) -> set[str]:
         """Heads a value seal protects (polarity seals do not, see TRUTH; nor
@@ -1071,6 +1076,7 @@ def seal_function(fn: ast.FunctionDef | ast.AsyncFunctionDef, ed: _Edits, plan: 
         ed.replace(node, call)
     for h in heads:
         plan.required.setdefault(h, set()).update(tokens)
+    tokened: set[int] = set()                                   # rows of the table that got a token
     by_row: dict[int, tuple[ast.Constant, set[str]]] = {}      # a row with its own id -> its tokens
     # rows whose ids pytest numbered apart: (table, row) -> (row node, old suffix, tokens)
     numbered: dict[tuple[int, int], tuple[ast.Call, ast.expr, str, set[str]]] = {}
@@ -1086,6 +1092,8 @@ def seal_function(fn: ast.FunctionDef | ast.AsyncFunctionDef, ed: _Edits, plan: 
             part = id_part(lit, n, i, as_str, known) if lit is not None else ""
             # a column picked in a branch: a token only in the rows that reach its equality
             tok = tokenize(cell, chain_of(n)) if n not in branch_rows or i in branch_rows[n] else None
+            if tok is not None:
+                tokened.add(i)
             if tok is not None and row_texts is not None:
                 row_texts.append((tok, ast.unparse(cell), [ast.unparse(x) for j, x in enumerate(cells)
                                                            if j != col and not _trivial(x)]))
@@ -1101,6 +1109,14 @@ def seal_function(fn: ast.FunctionDef | ast.AsyncFunctionDef, ed: _Edits, plan: 
                     plan.parts.setdefault(h, {})[tok] = part
             else:
                 by_row.setdefault(id(rid), (rid, set()))[1].add(tok)
+    if rules >= 5 and len(calls) == 1 and id(calls[0]) in tables and tokened \
+            and not any(not polarity(plan.expected.get(t, "")) for t in tokens):
+        # sealed by its rows' tokens alone: a row that got none is protected by nothing
+        suffixes = _row_suffixes(calls[0], tables[id(calls[0])], callables, known)
+        if suffixes is not None:
+            for h in heads:
+                plan.bare.setdefault(h, set()).update(
+                    sfx for i, sfx in enumerate(suffixes) if i not in tokened and sfx in known)
     for rid, toks in by_row.values():
         new = "p" + secrets.token_hex(6)
         ed.replace(rid, repr(new))
@@ -1238,6 +1254,24 @@ def _float_constant(e: ast.expr) -> str | None:
         except ValueError:
             return None
     return None
+
+
+def _row_suffixes(call: ast.Call, table: tuple[list[str], list], callables: frozenset[str],
+                  known: AbstractSet[str]) -> list[str] | None:
+    """Each row's id suffix as pytest makes it ("[a-b0]"), where the table has
+    no ids= (None otherwise); the caller keeps only those the task knows."""
+    names, rows = table
+    if any(k.arg == "ids" for k in call.keywords):
+        return None
+    parts = []
+    for i, (cells, rid) in enumerate(rows):
+        if rid is not None:
+            parts.append(_escaped(str(rid.value)))
+            continue
+        lits = [literal_cell(x, callables) for x in cells]
+        parts.append("-".join(id_part(lit, names[j], i, False, known) if lit is not None else
+                              _float_constant(cells[j]) or f"{names[j]}{i}" for j, lit in enumerate(lits)))
+    return [f"[{m}]" for m in pytest_unique(parts)]
 
 
 def _numbered_rows(call: ast.Call, table: tuple[list[str], list], callables: frozenset[str],

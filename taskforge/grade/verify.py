@@ -439,9 +439,14 @@ def sealed_ids(root: Path, graded: list[str], skip: AbstractSet[str] = frozenset
                shapes: Mapping[str, str] | None = None) -> set[str]:
     """Graded ids whose test function seal_tree seals with a value (not only
     a direction), read from the task's own test files under `root`; the test
-    functions of the ids in `skip` (grading.unsealed) left out."""
-    heads = set().union(*(got.sealed_heads() for got in _task_seal_plans(root, graded, skip, shapes=shapes)))
-    return {nid for nid in graded if nid.partition("[")[0] in heads}
+    functions of the ids in `skip` (grading.unsealed) left out, and the rows of
+    a table no value seal reaches (SealPlan.bare)."""
+    heads: set[str] = set()
+    bare: set[str] = set()
+    for got in _task_seal_plans(root, graded, skip, shapes=shapes):
+        heads |= got.sealed_heads()
+        bare |= {h + sfx for h, b in got.bare.items() for sfx in b}
+    return {nid for nid in graded if nid.partition("[")[0] in heads and nid not in bare}
 
 
 def shown_ids(root: Path, graded: list[str], skip: AbstractSet[str] = frozenset(),
@@ -452,9 +457,11 @@ def shown_ids(root: Path, graded: list[str], skip: AbstractSet[str] = frozenset(
     them (held-out round 18). Counted unprotected, and listed apart
     (grading.answers_shown), since they say the task gives answers away."""
     heads: set[str] = set()
+    bare: set[str] = set()
     for got in _task_seal_plans(root, graded, skip, shapes=shapes):
         heads |= got.sealed_heads(shown=True) - got.sealed_heads()
-    return {nid for nid in graded if nid.partition("[")[0] in heads}
+        bare |= {h + sfx for h, b in got.bare.items() for sfx in b}
+    return {nid for nid in graded if nid.partition("[")[0] in heads and nid not in bare}
 
 
 def planted_set(rec, built_first: bool = True, raising: bool = True) -> list[cp.TestCopy]:
