@@ -31,6 +31,10 @@ def _fns(code: str):
     ("for bad in ['', 'a', 2]:\n    with pytest.raises(ValueError):\n        parse(bad)", ["", "a", 2]),
     ("for bad in ['', 'a']:\n    with self.subTest(bad=bad):\n        with self.assertRaises(ValueError):\n"
      "            parse(bad)", ["", "a"]),
+    ("with pytest.raises(ValueError):\n    _ = parse('x')", ["x"]),
+    ("self.assertRaises(ValueError, parse, 'x')", ["x"]),
+    ("pytest.raises(ValueError, m.parse, 'x')", ["x"]),
+    ("self.assertRaises(ValueError, parse, 'x', 'y')", []),
     # not an input it passes as written: nothing
     ("for bad in ['', 'a']:\n    bad = bad.strip()\n    with pytest.raises(ValueError):\n        parse(bad)", []),
     ("with pytest.raises(ValueError):\n    parse('x', strict=True)", []),
@@ -83,28 +87,32 @@ def _blocks(seed: int = 0):
     return exchange_blocks(tests, lines, random.Random(seed), cp._named, cp.Edit)
 
 
-def test_each_block_is_a_raising_copy_and_an_accepting_copy_exchanging_two_inputs():
+def test_each_block_exchanges_two_inputs_and_shows_every_raising_input_accepted():
     out = _blocks()
     blocks: dict[str, list[TestCopy]] = {}
     for c in out:
         blocks.setdefault(c.block, []).append(c)
     assert len(blocks) == MAX_BLOCKS
+    bad = ('""', '"abc"', '"1.2.3"', '"$"')
     raised, taken = set(), set()
     for members in blocks.values():
-        assert sorted(c.func for c in members) == ["test_accepts", "test_rejects"] or \
-            sorted(c.func for c in members) == ["test_more", "test_rejects"]
         assert all(c.raising and c.kind == "value" for c in members)
-        r = next(c for c in members if c.func == "test_rejects")
-        e = next(c for c in members if c.func != "test_rejects")
-        gone = next(x for x in ('""', '"abc"', '"1.2.3"', '"$"') if x not in r.source)
+        r, = [c for c in members if c.func == "test_rejects"]
+        accepting = [c for c in members if c.func != "test_rejects"]
+        assert {c.func for c in accepting} <= {"test_accepts", "test_more"}
+        gone = next(x for x in bad if x not in r.source)
         came = next(x for x in ('"12.5"', '"$7"', '"(3)"') if x in r.source)
-        # the accepting copy gets exactly the input the raising copy lost
-        assert f"parse({gone})" in e.source and f"parse({came})" not in e.source
-        assert cp.NAME_TOKEN in r.source and cp.NAME_TOKEN in e.source
-        assert not cp.format_tell(r.site) and not cp.format_tell(e.site) and not cp.is_swap(r)
+        # every input the raising test has, the one it lost included, is given
+        # to exactly one accepting copy; the exchanged one is one of them
+        given = sorted(x for c in accepting for x in bad if f"parse({x})" in c.source)
+        assert given == sorted(bad)
+        assert len(accepting) == len(bad)
+        assert any(f"parse({gone})" in c.source and f"parse({came})" not in c.source for c in accepting)
+        for c in (r, *accepting):
+            assert cp.NAME_TOKEN in c.source and not cp.format_tell(c.site) and not cp.is_swap(c)
         raised.add(gone)
         taken.add(came)
-    # every block shows other inputs: no value is what the blocks keep repeating
+    # the blocks show other inputs: no value is what they keep repeating
     assert len(raised) == len(taken) == MAX_BLOCKS
     # an input of another type (7) or of another callee ("zz") is never drawn
     assert not any("parse(7)" in c.source and c.func == "test_rejects" for c in out)
@@ -129,5 +137,5 @@ def test_raising_blocks_are_planted_before_other_blocks():
     others = [TestCopy(file=FILE, func=f, kind="value", group=f"{f}@1:1:0", site="line 1: 1 -> 2",
                        source="", block=f"b{i}") for i in range(20) for f in ("test_accepts", "test_more")]
     for seed in range(10):
-        got = choose_copies(others + raising, random.Random(seed), limit=4)
+        got = choose_copies(others + raising, random.Random(seed), limit=8)
         assert any(c.raising for c in got), seed

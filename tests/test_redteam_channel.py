@@ -25,6 +25,7 @@ RUNTIME = ROOT / "taskforge" / "sandbox" / "runtime"
 HIDE = ROOT / "docs" / "redteam" / "2026-12-06-heldout-corpus-12" / "x_hide_failures.patch"
 ROUND16 = ROOT / "docs" / "redteam" / "2026-12-06-heldout-corpus-13"
 ROUND17 = ROOT / "docs" / "redteam" / "2026-12-06-heldout-corpus-14"
+ROUND19 = ROOT / "docs" / "redteam" / "2026-12-06-heldout-corpus-16"
 
 
 def _guard_on_pipe(monkeypatch, name: str):
@@ -190,6 +191,82 @@ def test_forging_a_raise_only_test_is_caught_by_exchanged_inputs(parse_amount, b
     assert got.error is None and got.reward == 0.0, got.model_dump_json(indent=1)
     assert any("copy-passed" in t and "test_rejects_garbage" in t for t in got.tampering), \
         got.model_dump_json(indent=1)
+
+
+def test_what_says_a_raise_is_expected_and_the_method_order_are_checked(monkeypatch):
+    """Held-out round 19: a parse without validation that raised only inside
+    a raise the test expects (its context's __enter__ / __exit__ set as class
+    attributes), for inputs it had not seen accepted, with unittest's method
+    order set so that the accepting tests ran first. Each replacement is now
+    an identity the guard checks."""
+    import unittest
+
+    import _pytest.raises
+
+    guard, r, w = _guard_on_pipe(monkeypatch, "tf_guard")
+    monkeypatch.setitem(sys.modules, "tf_guard", guard)
+    try:
+        base = guard._critical()
+        for holder, name, key in [
+                (unittest.case._AssertRaisesContext, "__enter__", "unittest._AssertRaisesContext.__enter__"),
+                (unittest.TestLoader, "sortTestMethodsUsing", "unittest.TestLoader.sortTestMethodsUsing"),
+                (_pytest.raises.RaisesExc, "__enter__", "_pytest.raises.RaisesExc.__enter__"),
+                (_pytest.raises.RaisesExc, "__exit__", "_pytest.raises.RaisesExc.__exit__")]:
+            original = getattr(holder, name)
+
+            def stand_in(*a, _original=original, **k):
+                return _original(*a, **k)
+            with monkeypatch.context() as m:
+                m.setattr(holder, name, stand_in)
+                assert {k for k, v in guard._critical().items() if base.get(k) != v} == {key}
+    finally:
+        os.close(r)
+        os.close(w)
+
+
+@pytest.fixture(scope="module")
+def from_roman(fixture_repos, base_image, tmp_path_factory):
+    from taskforge.orchestrate.pipeline import Options, generate
+
+    out = tmp_path_factory.mktemp("roman")
+    report = generate(str(fixture_repos["textkit"]), out, Options(max_tasks=1, jobs=2, only=("from_roman",)))
+    return out / next(t for t in report.tasks if "from_roman" in t)
+
+
+@pytest.mark.parametrize("backend", [pytest.param("docker", marks=pytest.mark.docker),
+                                     pytest.param("bwrap", marks=pytest.mark.bwrap)])
+def test_raising_only_where_a_raise_is_expected_scores_0(from_roman, backend, tmp_path, request):
+    """Held-out round 19's tk_ctx: from_roman with no validation ("IIII" is
+    4) that, called inside a `pytest.raises` (found by walking up to the
+    caller's frame, which no audit event shows), raises for any input it has
+    not answered outside one. With a block holding only the exchanged pair it
+    scored 1 on both backends: the other bad inputs were never seen accepted.
+    Every input of the raising site now goes into an accepting copy too, so
+    in either order of the tests something fails that the gold passes: 1 with
+    the raising copies off, 0 with them; the gold 1."""
+    from taskforge.grade.defences import Defences
+    from taskforge.grade.verify import Solution, verify
+    from taskforge.package.store import load_task
+
+    task = from_roman
+    if backend == "bwrap":
+        request.getfixturevalue("bwrap_env")(task)
+    rec = load_task(task).record
+    blocks: dict[str, list] = {}
+    for c in rec.grading.copies:
+        if c.raising:
+            blocks.setdefault(c.block, []).append(c)
+    # each block: the raising test's copy, and one accepting copy per input of its site
+    assert blocks and all(len(b) == 5 for b in blocks.values()), blocks.keys()
+    dest = tmp_path / "tk_ctx"
+    shutil.copytree(task / "workspace", dest)
+    subprocess.run(["git", "apply", str(ROUND19 / "tk_ctx.patch")], cwd=dest, check=True)
+    off = verify(task, Solution.from_dir(dest), backend=backend, defences=Defences(raise_copies=False))
+    assert off.error is None and off.reward == 1.0, off.model_dump_json(indent=1)
+    got = verify(task, Solution.from_dir(dest), backend=backend)
+    assert got.error is None and got.reward == 0.0, got.model_dump_json(indent=1)
+    gold = verify(task, Solution.gold(), backend=backend)
+    assert gold.error is None and gold.reward == 1.0, gold.model_dump_json(indent=1)
 
 
 PROXY = r"""

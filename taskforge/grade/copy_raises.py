@@ -23,7 +23,12 @@ a test protects is *which inputs raise*. A block of two copies asks that:
 
 Planted together (a block, copies.choose_copies), each of the two inputs then
 stands once where it must raise and once where it must not, in an original
-and in a copy alike: which is which is the feature's own question. Sound as
+and in a copy alike: which is which is the feature's own question. Every
+other input of the raising site goes into a copy of an accepting test too (it
+fails there as g does): held-out round 19 raised, only where a raise was
+expected, for inputs it had not seen accepted before, and so told v from the
+rest by memory; now every input of the site is seen accepted somewhere, and
+whether before the raising test runs is the copies' random order. Sound as
 far as the graded tests are: a solution passing the accepting test cannot
 raise on its input, one passing the raising test must raise on its. Every copy
 still runs against the gold at generation (calibrate.py) and is kept only if
@@ -43,7 +48,7 @@ from taskforge.models import TestCopy
 
 RAISES = frozenset({"raises", "assertRaises", "assertRaisesRegex", "assertRaisesRegexp"})
 EQUALS = frozenset({"assertEqual", "assertEquals"})
-MAX_BLOCKS = 3                 # blocks per raising site: more would mostly repeat its inputs
+MAX_BLOCKS = 2                 # blocks per raising site: each holds a copy per input of the site
 MAX_INPUT = 200                # characters of an input's source: a longer one stays as it is
 
 
@@ -119,13 +124,20 @@ def raising_inputs(fn, ref: TestRef) -> list[Raising]:
             stores[node.id] = stores.get(node.id, 0) + 1
     out: list[Raising] = []
     for node, _ in _body(fn):
-        if not isinstance(node, (ast.With, ast.AsyncWith)) or len(node.items) != 1 or len(node.body) != 1:
-            continue
-        cm = node.items[0].context_expr
-        if not (isinstance(cm, ast.Call) and _name(cm.func) in RAISES and cm.args) \
-                or not isinstance(node.body[0], ast.Expr):
-            continue
-        got = _input_call(node.body[0].value)
+        call: ast.expr | None = None
+        if isinstance(node, (ast.With, ast.AsyncWith)) and len(node.items) == 1 and len(node.body) == 1:
+            cm = node.items[0].context_expr
+            only = node.body[0]
+            if isinstance(cm, ast.Call) and _name(cm.func) in RAISES and cm.args and (
+                    isinstance(only, ast.Expr) or isinstance(only, ast.Assign) and len(only.targets) == 1
+                    and isinstance(only.targets[0], ast.Name)):
+                call = only.value                 # `f(x)` or `_ = f(x)`
+        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) \
+                and _name(node.value.func) in RAISES and len(node.value.args) == 3 and not node.value.keywords:
+            # the callable form: assertRaises(E, f, x) / pytest.raises(E, f, x)
+            _, f, x = node.value.args
+            call = ast.Call(func=f, args=[x], keywords=[])
+        got = _input_call(call) if call is not None else None
         if got is None or len(got[1].args) != 1:
             continue
         callee, call = got
@@ -194,6 +206,32 @@ def exchange_blocks(tests: list[tuple[TestRef, ast.FunctionDef | ast.AsyncFuncti
                 copy_e = render(lines, a.fn, [edit(a.node.lineno, a.node.col_offset, a.node.end_col_offset, g)])
                 if copy_r is None or copy_e is None:
                     continue
+                # every other input of the site answered outside a raise too,
+                # each in a copy of an accepting test: "raise, where a raise is
+                # expected, any input not seen accepted" (held-out round 19)
+                # then meets each of them accepted somewhere first as often as not
+                extra: list[TestCopy] = []
+                for other in inputs:
+                    if other is r:
+                        continue
+                    hosts = [b for b in accepted if b.callee == r.callee and b.fn is not fn
+                             and type(b.node.value) is type(other.node.value) and b.node.value != other.node.value]
+                    if not hosts:
+                        extra = []
+                        break
+                    b = rng.choice(hosts)
+                    text = render(lines, b.fn, [edit(b.node.lineno, b.node.col_offset, b.node.end_col_offset,
+                                                     _src(lines, other.node))])
+                    if text is None or "\n" in _src(lines, other.node):
+                        extra = []
+                        break
+                    extra.append(TestCopy(
+                        file=b.ref.file, cls=list(b.ref.cls), func=b.ref.func, kind="value", raising=True,
+                        group=f"{b.ref.func}@{b.node.lineno}:{b.node.col_offset}:0", source=text, block="",
+                        site=f"line {b.node.lineno}: input {_src(lines, b.node)[:40]} exchanged for "
+                             f"{_src(lines, other.node)[:40]} (line {other.node.lineno})"))
+                if len(extra) != len(inputs) - 1:
+                    continue
                 seen.add(a.node.value)
                 used.add(id(r.node))
                 block = f"raises:{ref.func}:{r.node.lineno}:{r.node.col_offset}:{a.ref.func}:" \
@@ -206,4 +244,5 @@ def exchange_blocks(tests: list[tuple[TestRef, ast.FunctionDef | ast.AsyncFuncti
                     file=a.ref.file, cls=list(a.ref.cls), func=a.ref.func, kind="value", block=block, raising=True,
                     group=f"{a.ref.func}@{a.node.lineno}:{a.node.col_offset}:0", source=copy_e,
                     site=f"line {a.node.lineno}: input {v[:40]} exchanged for {g[:40]} (line {r.node.lineno})"))
+                out += [m.model_copy(update={"block": block}) for m in extra]
     return out

@@ -130,6 +130,25 @@ def _critical():
             items[f"unittest.TestCaseFunction.{name}"] = tcf.__dict__.get(name)
     except (ImportError, AttributeError):
         pass
+    # Whether a call runs inside a raise the test expects, and in which order a
+    # TestCase's methods run: held-out round 19 set the raise contexts'
+    # __enter__/__exit__ (and the loader's sort) as class attributes, to raise
+    # only where a raise was expected, for inputs it had not seen accepted.
+    items["unittest._AssertRaisesContext.__enter__"] = unittest.case._AssertRaisesContext.__enter__
+    items["unittest._AssertRaisesBaseContext.handle"] = unittest.case._AssertRaisesBaseContext.handle
+    items["unittest.TestLoader.sortTestMethodsUsing"] = unittest.TestLoader.__dict__.get("sortTestMethodsUsing")
+    items["unittest.TestLoader.getTestCaseNames"] = unittest.TestLoader.getTestCaseNames
+    for mod, names in (("_pytest.raises", ("RaisesExc", "RaisesGroup", "AbstractRaises")),
+                       ("_pytest.python_api", ("RaisesContext",))):
+        try:
+            module = __import__(mod, fromlist=["_"])
+        except ImportError:
+            continue
+        for cls_name in names:
+            cls = getattr(module, cls_name, None)
+            for meth in ("__enter__", "__exit__", "matches"):
+                if cls is not None and hasattr(cls, meth):
+                    items[f"{mod}.{cls_name}.{meth}"] = getattr(cls, meth)
     try:
         import _pytest.subtests
 
