@@ -139,3 +139,27 @@ def test_raising_blocks_are_planted_before_other_blocks():
     for seed in range(10):
         got = choose_copies(others + raising, random.Random(seed), limit=8)
         assert any(c.raising for c in got), seed
+
+
+def test_in_a_class_the_raising_family_sorts_after_the_accepting_one():
+    """unittest runs a class's methods in name order (held-out round 19's
+    lg_noord won when the raising test ran first)."""
+    cls = ("TestParse",)
+    block = "raises:test_rejects:9:20:test_accepts:3:30"
+    copies = [TestCopy(file=FILE, cls=list(cls), func=f, kind="value", site="s", source="", block=block,
+                       raising=True) for f in ("test_rejects", "test_accepts", "test_more")]
+    for seed in range(20):
+        rng = random.Random(seed)
+        names = {(cls, f): f"test_{rng.getrandbits(48):012x}" for f in ("test_rejects", "test_accepts",
+                                                                          "test_more", "test_other")}
+        named = [(c, f"test_{rng.getrandbits(48):012x}") for c in copies]
+        remap = cp.raising_last(names, named, rng)
+        new = {k: remap.get(n, n) for k, n in names.items()}
+        late = [new[(cls, "test_rejects")], remap.get(named[0][1], named[0][1])]
+        early = [new[(cls, "test_accepts")], new[(cls, "test_more")]] + [remap.get(n, n) for _, n in named[1:]]
+        assert max(early) < min(late), seed
+        assert new[(cls, "test_other")] == names[(cls, "test_other")]          # outside the block: untouched
+        assert sorted(remap) == sorted(remap.values())                         # the same names, traded
+    # functions (no class) run in file order: nothing traded
+    flat = [(c.model_copy(update={"cls": []}), n) for c, n in named]
+    assert cp.raising_last({((), "test_rejects"): "test_a"}, flat, random.Random(0)) == {}
