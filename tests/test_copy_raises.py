@@ -163,3 +163,19 @@ def test_in_a_class_the_raising_family_sorts_after_the_accepting_one():
     # functions (no class) run in file order: nothing traded
     flat = [(c.model_copy(update={"cls": []}), n) for c, n in named]
     assert cp.raising_last({((), "test_rejects"): "test_a"}, flat, random.Random(0)) == {}
+
+
+def test_inputs_shown_elsewhere_are_never_exchanged():
+    """Held-out round 20 named the original raising test as the member whose
+    input nothing else shows valid: `"MCMXCIV"` stood in to_roman's table
+    beside from_roman's tests, `'$1,234.56'` in parse_amount's docstring."""
+    from taskforge.grade.copy_raises import shown_elsewhere
+
+    code = textwrap.dedent(PARSE_TESTS) + '\n\ndef test_other():\n    assert fmt(7) == "$7"\n'
+    tree = ast.parse(code)
+    shown = shown_elsewhere(tree, 'def parse(text):\n    """Reads amounts such as \'12.5\'."""\n')
+    assert shown("$7") and shown("12.5") and not shown("(3)") and not shown("abc")
+    tests = _fns(code)
+    out = exchange_blocks(tests, code.splitlines(keepends=True), random.Random(0), cp._named, cp.Edit, shown)
+    raising = [c for c in out if c.func == "test_rejects"]
+    assert raising and all('"(3)"' in c.source for c in raising)

@@ -26,6 +26,7 @@ HIDE = ROOT / "docs" / "redteam" / "2026-12-06-heldout-corpus-12" / "x_hide_fail
 ROUND16 = ROOT / "docs" / "redteam" / "2026-12-06-heldout-corpus-13"
 ROUND17 = ROOT / "docs" / "redteam" / "2026-12-06-heldout-corpus-14"
 ROUND19 = ROOT / "docs" / "redteam" / "2026-12-06-heldout-corpus-16"
+ROUND20 = ROOT / "docs" / "redteam" / "2026-12-06-heldout-corpus-17"
 
 
 def _guard_on_pipe(monkeypatch, name: str):
@@ -267,6 +268,59 @@ def test_raising_only_where_a_raise_is_expected_scores_0(from_roman, backend, tm
     assert got.error is None and got.reward == 0.0, got.model_dump_json(indent=1)
     gold = verify(task, Solution.gold(), backend=backend)
     assert gold.error is None and gold.reward == 1.0, gold.model_dump_json(indent=1)
+
+
+@pytest.mark.parametrize("attack", ["tk_warnsrc", "tk_coin"])
+@pytest.mark.parametrize("backend", [pytest.param("docker", marks=pytest.mark.docker),
+                                     pytest.param("bwrap", marks=pytest.mark.bwrap)])
+def test_reading_the_planted_file_through_warnings_scores_0(from_roman, backend, attack, tmp_path, request):
+    """Held-out round 20 (1 on both backends): the planted file read through
+    pytest's warning reports, the original raising test picked among its
+    copies (by what else the file shows valid, or by a coin), and a raise
+    only at its line. Now the line is never read and no exchanged input is
+    shown elsewhere (copy_raises.shown_elsewhere)."""
+    from taskforge.grade.verify import Solution, verify
+
+    task = from_roman
+    if backend == "bwrap":
+        request.getfixturevalue("bwrap_env")(task)
+    dest = tmp_path / attack
+    shutil.copytree(task / "workspace", dest)
+    subprocess.run(["git", "apply", str(ROUND20 / f"{attack}.patch")], cwd=dest, check=True)
+    got = verify(task, Solution.from_dir(dest), backend=backend)
+    assert got.error is None and got.reward == 0.0, got.model_dump_json(indent=1)
+
+
+WARNED = '''
+import warnings
+SECRET = "planted-secret-value"
+
+
+def test_a():
+    warnings.warn_explicit("m", UserWarning, __file__, 3)
+
+
+def test_b(request):
+    stats = request.config.pluginmanager.get_plugin("terminalreporter").stats
+    text = " ".join(str(getattr(w, "message", "")) for w in stats.get("warnings", []))
+    print("SEEN" if "planted-secret" in text else "CLEAN")
+'''
+
+
+@pytest.mark.parametrize("guard, seen", [(True, "CLEAN"), (False, "SEEN")])
+def test_a_warning_pointed_at_a_test_line_does_not_read_it(tmp_path, guard, seen):
+    """Held-out round 20: `warnings.warn_explicit(msg, W, "tests/test_x.py", n)`
+    for every n had pytest's reporter read each planted line into
+    `terminalreporter.stats`, which package code reaches by attribute reads;
+    the original raising test was then told from its copy by the inputs other
+    tests show valid. The guard blanks the line before the report is made."""
+    (tmp_path / "test_w.py").write_text(WARNED)
+    env = {**os.environ, "TF_RESULT_FD": "1", "PYTHONPATH": str(RUNTIME)}
+    cmd = [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", "test_w.py"]
+    if guard:
+        cmd[3:3] = ["-p", "tf_guard"]
+    out = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120).stdout
+    assert seen in out, out[-2000:]
 
 
 PROXY = r"""

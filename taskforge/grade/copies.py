@@ -1289,8 +1289,11 @@ def _propose(root: Path, nodeids: list[str], seed: str, sites_per_test: int, val
         fn = find_def(entry[0], ref) if entry is not None else None
         if entry is not None and fn is not None and (ref.cls or not used_by_name(entry[0], ref.func)):
             by_file.setdefault(ref.file, []).append((ref, fn))
+    package = copy_raises.package_text(root) if by_file else ""
     for file, tests in by_file.items():
-        out += copy_raises.exchange_blocks(tests, parsed[file][1], own, _named, Edit)     # type: ignore[index]
+        tree, lines = parsed[file][0], parsed[file][1]                                  # type: ignore[index]
+        out += copy_raises.exchange_blocks(tests, lines, own, _named, Edit,
+                                           copy_raises.shown_elsewhere(tree, package))
     return mark_built(out, parsed)
 
 

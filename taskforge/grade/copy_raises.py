@@ -40,16 +40,20 @@ from __future__ import annotations
 
 import ast
 import random
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from taskforge.analysis.testindex import TestRef
 from taskforge.models import TestCopy
+from taskforge.repo.layout import is_test_path
 
 RAISES = frozenset({"raises", "assertRaises", "assertRaisesRegex", "assertRaisesRegexp"})
 EQUALS = frozenset({"assertEqual", "assertEquals"})
 MAX_BLOCKS = 2                 # blocks per raising site: each holds a copy per input of the site
 MAX_INPUT = 200                # characters of an input's source: a longer one stays as it is
+MAX_PACKAGE_TEXT = 8 << 20     # characters of the package's own source read for examples
 
 
 @dataclass(frozen=True)
@@ -168,16 +172,58 @@ def accepted_inputs(fn, ref: TestRef) -> list[Accepted]:
     return out
 
 
+def package_text(root: Path) -> str:
+    """The repository's own Python source outside its tests (bounded): where
+    docstrings show inputs as examples, which the statement then quotes."""
+    parts: list[str] = []
+    total = 0
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root).as_posix()
+        if rel.startswith(".git/") or is_test_path(rel):
+            continue
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        total += len(text)
+        if total > MAX_PACKAGE_TEXT:
+            break
+        parts.append(text)
+    return "\n".join(parts)
+
+
+def shown_elsewhere(tree: ast.Module, package: str) -> Callable[[object], bool]:
+    """Whether an input is shown outside the two places a block exchanges it
+    between: as a literal twice or more in the test module (another test's
+    table: textkit's `(1994, "MCMXCIV")` beside from_roman's tests), or quoted
+    in the package's source (a docstring's example, which the statement
+    quotes: ledger's `'$1,234.56'`). Held-out round 20 told the original
+    raising test from its copy by exactly that: the member holding the input
+    shown valid elsewhere is the copy."""
+    counts: Counter[tuple[type, object]] = Counter((type(n.value), n.value) for n in ast.walk(tree)
+                     if isinstance(n, ast.Constant) and type(n.value) in (str, bytes, int, float))
+
+    def shown(value: object) -> bool:
+        if counts[(type(value), value)] > 1:
+            return True
+        if isinstance(value, str):
+            return any(form in package for form in (repr(value), f'"{value}"', f"'{value}'", f"``{value}``"))
+        return False
+    return shown
+
+
 def _src(lines: list[str], node: ast.expr) -> str:
     raw = lines[node.lineno - 1].encode("utf-8")
     return raw[node.col_offset:node.end_col_offset].decode("utf-8")
 
 
 def exchange_blocks(tests: list[tuple[TestRef, ast.FunctionDef | ast.AsyncFunctionDef]], lines: list[str],
-                    rng: random.Random, render: Callable, edit: Callable) -> list[TestCopy]:
+                    rng: random.Random, render: Callable, edit: Callable,
+                    shown: Callable[[object], bool] = lambda value: False) -> list[TestCopy]:
     """Blocks of two copies, R(v) and E(g), for each raising site of `tests`
     (one file's graded test functions) whose callee another of them shows
-    accepting an input of the same type. `render(lines, fn, edits)` gives a
+    accepting an input of the same type; never an exchanged input `shown`
+    elsewhere (shown_elsewhere). `render(lines, fn, edits)` gives a
     copy's source (copies._named), `edit(line, start, end, text)` an edit."""
     accepted = [a for ref, fn in tests for a in accepted_inputs(fn, ref)]
     out: list[TestCopy] = []
@@ -189,7 +235,8 @@ def exchange_blocks(tests: list[tuple[TestRef, ast.FunctionDef | ast.AsyncFuncti
             # (raising input, accepted input) pairs, each input once: a site's
             # blocks must not keep showing the same values
             pairs = [(r, a) for r in inputs for a in accepted
-                     if a.callee == r.callee and a.fn is not fn
+                     if a.callee == r.callee and a.fn is not fn and not shown(a.node.value)
+                     and not shown(r.node.value)
                      and type(a.node.value) is type(r.node.value) and a.node.value != r.node.value]
             rng.shuffle(pairs)
             used: set[int] = set()

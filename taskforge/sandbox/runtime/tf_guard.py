@@ -713,6 +713,20 @@ def pytest_sessionstart(session):
     _emit({"$report_type": "SessionStart", "pid": os.getpid()})
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_warning_recorded(warning_message, when, nodeid, location):
+    """The source line a warning points at is never read for its report: a
+    package chose the file and line (`warnings.warn_explicit(msg, W,
+    "tests/test_x.py", n)`) for every n, and pytest's reporter read it each
+    planted line into `terminalreporter.stats`, reachable by attribute reads
+    (held-out round 20 told the original raising test from its copy so)."""
+    if getattr(warning_message, "line", "") is None:
+        try:
+            warning_message.line = ""
+        except Exception:
+            pass
+
+
 def pytest_collection_finish(session):
     _check_plugins(session.config)
     _check_integrity()
