@@ -13,7 +13,7 @@ import pytest
 
 from taskforge.analysis import testindex
 from taskforge.grade import copies as cp
-from taskforge.grade.copy_raises import MAX_BLOCKS, accepted_inputs, exchange_blocks, raising_inputs
+from taskforge.grade.copy_raises import MAX_BLOCKS, MAX_EXCHANGED, accepted_inputs, exchange_blocks, raising_inputs
 from taskforge.grade.verify import choose_copies
 from taskforge.models import TestCopy
 
@@ -87,33 +87,38 @@ def _blocks(seed: int = 0):
     return exchange_blocks(tests, lines, random.Random(seed), cp._named, cp.Edit)
 
 
-def test_each_block_exchanges_two_inputs_and_shows_every_raising_input_accepted():
+def test_a_block_exchanges_one_raising_input_and_shows_every_input_accepted():
     out = _blocks()
     blocks: dict[str, list[TestCopy]] = {}
     for c in out:
         blocks.setdefault(c.block, []).append(c)
     assert len(blocks) == MAX_BLOCKS
     bad = ('""', '"abc"', '"1.2.3"', '"$"')
-    raised, taken = set(), set()
+    good = ('"12.5"', '"$7"', '"(3)"')
+    places = set()
     for members in blocks.values():
         assert all(c.raising and c.kind == "value" for c in members)
-        r, = [c for c in members if c.func == "test_rejects"]
+        raising = [c for c in members if c.func == "test_rejects"]
         accepting = [c for c in members if c.func != "test_rejects"]
         assert {c.func for c in accepting} <= {"test_accepts", "test_more"}
-        gone = next(x for x in bad if x not in r.source)
-        came = next(x for x in ('"12.5"', '"$7"', '"(3)"') if x in r.source)
-        # every input the raising test has, the one it lost included, is given
-        # to exactly one accepting copy; the exchanged one is one of them
+        # MAX_EXCHANGED copies of the raising test, all missing the same input,
+        # each holding a different accepted one: pairwise one step apart
+        assert len(raising) == MAX_EXCHANGED
+        gone = {x for c in raising for x in bad if x not in c.source}
+        assert len(gone) == 1
+        came = [x for c in raising for x in good if x in c.source]
+        assert len(set(came)) == MAX_EXCHANGED
+        # every input of the site is given to exactly one accepting copy
         given = sorted(x for c in accepting for x in bad if f"parse({x})" in c.source)
-        assert given == sorted(bad)
-        assert len(accepting) == len(bad)
-        assert any(f"parse({gone})" in c.source and f"parse({came})" not in c.source for c in accepting)
-        for c in (r, *accepting):
+        assert given == sorted(bad) and len(accepting) == len(bad)
+        # the lost input sits in a test that lent an input, in place of that input
+        host = next(c for c in accepting if f"parse({next(iter(gone))})" in c.source)
+        assert any(f"parse({x})" not in host.source for x in came)
+        for c in members:
             assert cp.NAME_TOKEN in c.source and not cp.format_tell(c.site) and not cp.is_swap(c)
-        raised.add(gone)
-        taken.add(came)
-    # the blocks show other inputs: no value is what they keep repeating
-    assert len(raised) == len(taken) == MAX_BLOCKS
+        places |= gone
+    # alternative blocks exchange different inputs
+    assert len(places) == MAX_BLOCKS
     # an input of another type (7) or of another callee ("zz") is never drawn
     assert not any("parse(7)" in c.source and c.func == "test_rejects" for c in out)
     assert not any('"zz"' in c.source and c.func == "test_rejects" for c in out)

@@ -51,7 +51,8 @@ from taskforge.repo.layout import is_test_path
 
 RAISES = frozenset({"raises", "assertRaises", "assertRaisesRegex", "assertRaisesRegexp"})
 EQUALS = frozenset({"assertEqual", "assertEquals"})
-MAX_BLOCKS = 2                 # blocks per raising site: each holds a copy per input of the site
+MAX_BLOCKS = 2                 # alternative blocks per raising site (verify plants one)
+MAX_EXCHANGED = 2              # copies of the raising test in a block, all exchanging the same input
 MAX_INPUT = 200                # characters of an input's source: a longer one stays as it is
 MAX_PACKAGE_TEXT = 8 << 20     # characters of the package's own source read for examples
 
@@ -220,10 +221,11 @@ def _src(lines: list[str], node: ast.expr) -> str:
 def exchange_blocks(tests: list[tuple[TestRef, ast.FunctionDef | ast.AsyncFunctionDef]], lines: list[str],
                     rng: random.Random, render: Callable, edit: Callable,
                     shown: Callable[[object], bool] = lambda value: False) -> list[TestCopy]:
-    """Blocks of two copies, R(v) and E(g), for each raising site of `tests`
-    (one file's graded test functions) whose callee another of them shows
-    accepting an input of the same type; never an exchanged input `shown`
-    elsewhere (shown_elsewhere). `render(lines, fn, edits)` gives a
+    """Blocks of copies (_block) for each raising site of `tests` (one
+    file's graded test functions) whose callee another of them shows
+    accepting an input of the same type, up to MAX_BLOCKS alternatives at
+    different inputs; never an exchanged input `shown` elsewhere
+    (shown_elsewhere). `render(lines, fn, edits)` gives a
     copy's source (copies._named), `edit(line, start, end, text)` an edit."""
     accepted = [a for ref, fn in tests for a in accepted_inputs(fn, ref)]
     out: list[TestCopy] = []
@@ -232,64 +234,75 @@ def exchange_blocks(tests: list[tuple[TestRef, ast.FunctionDef | ast.AsyncFuncti
         for r in raising_inputs(fn, ref):
             sites.setdefault(r.callee, []).append(r)
         for inputs in sites.values():
-            # (raising input, accepted input) pairs, each input once: a site's
-            # blocks must not keep showing the same values
-            pairs = [(r, a) for r in inputs for a in accepted
-                     if a.callee == r.callee and a.fn is not fn and not shown(a.node.value)
-                     and not shown(r.node.value)
-                     and type(a.node.value) is type(r.node.value) and a.node.value != r.node.value]
-            rng.shuffle(pairs)
-            used: set[int] = set()
-            seen: set[object] = set()
-            for r, a in pairs:
-                if len(seen) >= MAX_BLOCKS:
+            places = [r for r in inputs if not shown(r.node.value) and "\n" not in _src(lines, r.node)]
+            rng.shuffle(places)
+            made = 0
+            for r in places:                       # alternatives: verify plants one block a test
+                if made >= MAX_BLOCKS:
                     break
-                if a.node.value in seen or id(r.node) in used:
-                    continue
-                g, v = _src(lines, r.node), _src(lines, a.node)
-                if "\n" in g or "\n" in v:
-                    continue
-                copy_r = render(lines, fn, [edit(r.node.lineno, r.node.col_offset, r.node.end_col_offset, v)])
-                copy_e = render(lines, a.fn, [edit(a.node.lineno, a.node.col_offset, a.node.end_col_offset, g)])
-                if copy_r is None or copy_e is None:
-                    continue
-                # every other input of the site answered outside a raise too,
-                # each in a copy of an accepting test: "raise, where a raise is
-                # expected, any input not seen accepted" (held-out round 19)
-                # then meets each of them accepted somewhere first as often as not
-                extra: list[TestCopy] = []
-                for other in inputs:
-                    if other is r:
-                        continue
-                    hosts = [b for b in accepted if b.callee == r.callee and b.fn is not fn
-                             and type(b.node.value) is type(other.node.value) and b.node.value != other.node.value]
-                    if not hosts:
-                        extra = []
-                        break
-                    b = rng.choice(hosts)
-                    text = render(lines, b.fn, [edit(b.node.lineno, b.node.col_offset, b.node.end_col_offset,
-                                                     _src(lines, other.node))])
-                    if text is None or "\n" in _src(lines, other.node):
-                        extra = []
-                        break
-                    extra.append(TestCopy(
-                        file=b.ref.file, cls=list(b.ref.cls), func=b.ref.func, kind="value", raising=True,
-                        group=f"{b.ref.func}@{b.node.lineno}:{b.node.col_offset}:0", source=text, block="",
-                        site=f"line {b.node.lineno}: input {_src(lines, b.node)[:40]} exchanged for "
-                             f"{_src(lines, other.node)[:40]} (line {other.node.lineno})"))
-                if len(extra) != len(inputs) - 1:
-                    continue
-                seen.add(a.node.value)
-                used.add(id(r.node))
-                block = f"raises:{ref.func}:{r.node.lineno}:{r.node.col_offset}:{a.ref.func}:" \
-                        f"{a.node.lineno}:{a.node.col_offset}"
-                out.append(TestCopy(
-                    file=ref.file, cls=list(ref.cls), func=ref.func, kind="value", block=block, raising=True,
-                    group=f"{ref.func}@{r.node.lineno}:{r.node.col_offset}:0", source=copy_r,
-                    site=f"line {r.node.lineno}: input {g[:40]} exchanged for {v[:40]} (line {a.node.lineno})"))
-                out.append(TestCopy(
-                    file=a.ref.file, cls=list(a.ref.cls), func=a.ref.func, kind="value", block=block, raising=True,
-                    group=f"{a.ref.func}@{a.node.lineno}:{a.node.col_offset}:0", source=copy_e,
-                    site=f"line {a.node.lineno}: input {v[:40]} exchanged for {g[:40]} (line {r.node.lineno})"))
-                out += [m.model_copy(update={"block": block}) for m in extra]
+                got = _block(fn, ref, r, inputs, accepted, lines, rng, render, edit, shown)
+                out += got
+                made += bool(got)
+    return out
+
+
+def _host(accepted: list[Accepted], r: Raising, fn, value: object,
+          shown: Callable[[object], bool] | None = None) -> list[Accepted]:
+    """Accepting calls of r's callee, in another test, whose input has the
+    type of `value` and is not it (and, given `shown`, is shown nowhere else)."""
+    return [a for a in accepted if a.callee == r.callee and a.fn is not fn
+            and type(a.node.value) is type(value) and a.node.value != value
+            and (shown is None or not shown(a.node.value))]
+
+
+def _block(fn, ref: TestRef, r: Raising, inputs: list[Raising], accepted: list[Accepted], lines: list[str],
+           rng: random.Random, render: Callable, edit: Callable, shown: Callable[[object], bool]
+           ) -> list[TestCopy]:
+    """One block at the raising input `r`: up to MAX_EXCHANGED copies of the
+    raising test, each with `r` replaced by another input accepting tests
+    show (all at the same place, so that original and copies are each one
+    step from every other: no member is the centre a reader could pick, and
+    a blind pick is right one time in MAX_EXCHANGED + 1), one copy of an
+    accepting test holding `r`, and one holding each other input of the site
+    ("raise, where a raise is expected, any input not seen accepted", held-out
+    round 19, then meets every input accepted somewhere). [] when it cannot
+    be made whole."""
+    g = _src(lines, r.node)
+    pool = _host(accepted, r, fn, r.node.value, shown)
+    rng.shuffle(pool)
+    chosen: list[Accepted] = []
+    for a in pool:
+        if len(chosen) < MAX_EXCHANGED and a.node.value not in {c.node.value for c in chosen} \
+                and "\n" not in _src(lines, a.node):
+            chosen.append(a)
+    if not chosen:
+        return []
+    block = f"raises:{ref.func}:{r.node.lineno}:{r.node.col_offset}"
+    out: list[TestCopy] = []
+    for a in chosen:
+        v = _src(lines, a.node)
+        text = render(lines, fn, [edit(r.node.lineno, r.node.col_offset, r.node.end_col_offset, v)])
+        if text is None:
+            return []
+        out.append(TestCopy(
+            file=ref.file, cls=list(ref.cls), func=ref.func, kind="value", block=block, raising=True,
+            group=f"{ref.func}@{r.node.lineno}:{r.node.col_offset}:0", source=text,
+            site=f"line {r.node.lineno}: input {g[:40]} exchanged for {v[:40]} (line {a.node.lineno})"))
+    # each input of the site, `r` first, into one copy of an accepting test
+    # (for `r`, one of the tests that lent an input: each lent input then
+    # stands once where it must raise and once where it must not, as `r` does)
+    for other in [r, *(x for x in inputs if x is not r)]:
+        hosts = [rng.choice(chosen)] if other is r else _host(accepted, r, fn, other.node.value)
+        if not hosts or "\n" in _src(lines, other.node):
+            return []
+        b = rng.choice(hosts)
+        text = render(lines, b.fn, [edit(b.node.lineno, b.node.col_offset, b.node.end_col_offset,
+                                         _src(lines, other.node))])
+        if text is None:
+            return []
+        out.append(TestCopy(
+            file=b.ref.file, cls=list(b.ref.cls), func=b.ref.func, kind="value", block=block, raising=True,
+            group=f"{b.ref.func}@{b.node.lineno}:{b.node.col_offset}:0", source=text,
+            site=f"line {b.node.lineno}: input {_src(lines, b.node)[:40]} exchanged for "
+                 f"{_src(lines, other.node)[:40]} (line {other.node.lineno})"))
     return out
