@@ -938,7 +938,9 @@ def test_a_deprecation_warning_pointing_at_a_graded_test_is_not_charged(tmp_path
     warnings.formatwarning and linecache, with no package or test frame on the
     stack: charged as a graded-test read since red team 13's fix, an honest 0."""
     mons, log = _warning_case(tmp_path, '"pass a Decimal"')
-    assert "assert rate(21) == 42" in log           # the report shows the test's line
+    # the report names the warning; since held-out round 20 the guard blanks the
+    # line it points at before pytest formats it, so nothing reads the file
+    assert "pass a Decimal" in log and "assert rate(21) == 42" not in log
     assert not any(m["kind"] == "graded-test-read" for m in mons), mons
 
 
