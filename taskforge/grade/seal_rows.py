@@ -93,7 +93,7 @@ def inline_tables(code: str, tree: ast.Module, defs: Iterable[ast.FunctionDef | 
                  and dec.func.attr == "parametrize" and len(dec.args) == 2]
         # ... and the rows a `for` in its body runs through (hyperlink's
         # `for (ref, expected) in relativeLinkTestsForRFC3986:`)
-        named += [st.iter for st in _own_statements(fn) if isinstance(st, ast.For)]
+        named += [st.iter for st in statements(fn) if isinstance(st, ast.For)]
         for arg in named:
             assign = tables.get(arg.id) if isinstance(arg, ast.Name) else None
             if assign is None or assign.lineno >= fn.lineno:
@@ -119,8 +119,8 @@ def inline_tables(code: str, tree: ast.Module, defs: Iterable[ast.FunctionDef | 
     return b"".join(lines).decode("utf-8")
 
 
-def _own_statements(fn: ast.AST) -> Iterable[ast.stmt]:
-    """Every statement of a function, nested definitions left out."""
+def statements(fn: ast.AST):
+    """Every statement of a function, nested blocks included, nested definitions not."""
     stack = list(getattr(fn, "body", []))
     while stack:
         st = stack.pop()
@@ -129,7 +129,10 @@ def _own_statements(fn: ast.AST) -> Iterable[ast.stmt]:
             continue
         for name in ("body", "orelse", "finalbody", "handlers", "cases"):
             for child in getattr(st, name, None) or []:
-                stack.extend(child.body if hasattr(child, "body") and not isinstance(child, ast.stmt) else [child])
+                if isinstance(child, ast.stmt):
+                    stack.append(child)
+                elif hasattr(child, "body"):             # except handlers, match cases
+                    stack.extend(child.body)
 
 
 def row_cells(names: list[str], cells: list[ast.expr]) -> dict[str, Cell]:

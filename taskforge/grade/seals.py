@@ -43,6 +43,7 @@ from taskforge.analysis.pyparse import dotted_parts, literal_eval
 from taskforge.analysis.pyparse import parse as parse_python
 from taskforge.analysis.testindex import TestRef, test_ref
 from taskforge.grade.seal_rows import condition_reads, inline_tables, row_cells, row_paths
+from taskforge.grade.seal_rows import statements as _statements
 from taskforge.grade.shapes import buildable, built_side, shape_key, shape_matches
 from taskforge.grade.shapes import built as shape_built
 
@@ -808,22 +809,6 @@ def id_part(cell: "Expected", name: str, index: int, as_str: bool = False,
     if v is None or isinstance(v, (bool, int, float, complex)):
         return str(v)
     return f"{name}{index}"
-
-
-def _statements(fn: ast.AST):
-    """Every statement of a function, nested blocks included, nested definitions not."""
-    stack = list(getattr(fn, "body", []))
-    while stack:
-        st = stack.pop()
-        yield st
-        if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            continue
-        for name in ("body", "orelse", "finalbody", "handlers", "cases"):
-            for child in getattr(st, name, None) or []:
-                if isinstance(child, ast.stmt):
-                    stack.append(child)
-                elif hasattr(child, "body"):             # except handlers, match cases
-                    stack.extend(child.body)
 
 
 def seal_function(fn: ast.FunctionDef | ast.AsyncFunctionDef, ed: _Edits, plan: SealPlan,
