@@ -204,6 +204,13 @@ class TestCopy(BaseModel):
     # An input a test expects to raise exchanged with one another test shows
     # accepted (grade/copy_raises.py), in a block of the two copies.
     raising: bool = False
+    # The inputs (repr) a copy of a raising block trades: the exchanged input
+    # and the one put in its place (copy_raises._block).
+    trades: list[str] = Field(default_factory=list)
+    # A near twin of an input of a raising site, in the raising test's shape
+    # (copy_raises.fresh_copies): the input it renames (repr); must pass or
+    # must fail as the gold decided. "": not such a copy.
+    fresh: str = ""
 
 
 class GradingPlan(BaseModel):

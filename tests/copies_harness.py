@@ -89,7 +89,7 @@ def planted_samples(files: list[tuple[Path, str]], style: cp.CopyStyle, corpus: 
                                                               if m.matched})
             for v in range(verifies):
                 rng = random.Random(f"{seed}:{rel}:{v}")
-                chosen = choose_copies(proposed, rng)
+                chosen = _without_twins(choose_copies(proposed, rng))
                 if not chosen:
                     continue
                 (work / rel).write_text(text, encoding="utf-8")
@@ -182,6 +182,14 @@ def held_out(files: list[tuple[Path, str]]) -> list:
     return [f for f in files if hash_of("fit:" + f[1]) % 4 == 0]
 
 
+def _without_twins(chosen: list) -> list:
+    """The copies a forger must tell from their originals. Near twins of a
+    raising input (copy_raises.fresh_copies) call the callee bare: a reader
+    sees them for what they are, and they stand against a memorised
+    blacklist, not against a forger (who fails them by raising there)."""
+    return [m for m in chosen if not m.fresh]
+
+
 def task_wins(files: list[tuple[Path, str]], corpus: Corpus, w: list[float], crossed: bool,
               tests_per_task: int = 2, seed: str = "tasks") -> list[tuple[int, int, int, str]]:
     """Whole tasks as a forger meets them: each file's tests, `tests_per_task`
@@ -212,7 +220,7 @@ def task_wins(files: list[tuple[Path, str]], corpus: Corpus, w: list[float], cro
                     refs = [r for r in map(cp.test_ref, task_ids) if r is not None]
                     proposed = proposed + copy_cross.crosses(
                         work, proposed, tseed, {copy_cross.key_of_ref(r): 1 for r in refs})
-                chosen = choose_copies(proposed, random.Random(tseed))
+                chosen = _without_twins(choose_copies(proposed, random.Random(tseed)))
                 if not chosen:
                     continue
                 by_test: dict[tuple, list] = {}

@@ -13,7 +13,15 @@ import pytest
 
 from taskforge.analysis import testindex
 from taskforge.grade import copies as cp
-from taskforge.grade.copy_raises import MAX_BLOCKS, MAX_EXCHANGED, accepted_inputs, exchange_blocks, raising_inputs
+from taskforge.grade.copy_raises import (
+    MAX_BLOCKS,
+    MAX_EXCHANGED,
+    accepted_inputs,
+    exchange_blocks,
+    fresh_copies,
+    fresh_value,
+    raising_inputs,
+)
 from taskforge.grade.verify import choose_copies
 from taskforge.models import TestCopy
 
@@ -184,3 +192,106 @@ def test_inputs_shown_elsewhere_are_never_exchanged():
     out = exchange_blocks(tests, code.splitlines(keepends=True), random.Random(0), cp._named, cp.Edit, shown)
     raising = [c for c in out if c.func == "test_rejects"]
     assert raising and all('"(3)"' in c.source for c in raising)
+
+
+# ------------------------------------------------------- near twins, called bare
+
+@pytest.mark.parametrize("value", ["abc", "1.2.3", "IIII", "VX", "--5", b"ab", 4000, -12, 7, "aA1a"])
+def test_a_twin_renames_one_letter_or_digit_everywhere_to_one_of_its_kind(value):
+    """Renaming keeps which characters repeat and where: "IIII" stays four
+    of a kind, "1.2.3" keeps its two dots (round 21: a one-letter change,
+    "IIII" -> "IMII", asked a rule no graded test asks)."""
+    for seed in range(30):
+        new = fresh_value(value, random.Random(seed))
+        assert new is not None and new != value and type(new) is type(value)
+        a, b = str(value), str(new)
+        if isinstance(value, bytes):
+            a, b = value.decode(), new.decode()
+        assert len(a) == len(b)
+        if isinstance(value, int):
+            assert (new < 0) == (value < 0) and b.lstrip("-")[0] != "0"
+        assert all((a[i] == a[j]) == (b[i] == b[j]) for i in range(len(a)) for j in range(len(a)))
+        changed = {(x, y) for x, y in zip(a, b) if x != y}
+        assert len(changed) == 1
+        (x, y), = changed
+        assert y not in a and x.isdigit() == y.isdigit() and x.isupper() == y.isupper()
+
+
+def test_a_twin_prefers_the_letters_the_accepted_inputs_use():
+    got = {fresh_value("IIII", random.Random(seed), "MCMXCIVxlii ") for seed in range(50)}
+    assert got == {"MMMM", "CCCC", "XXXX", "VVVV"}
+
+
+@pytest.mark.parametrize("value", ["", "$", "   ", 0, 1.5, True, None])
+def test_nothing_to_change_gives_no_twin(value):
+    assert fresh_value(value, random.Random(0)) is None
+
+
+@pytest.mark.parametrize("body", [
+    "with pytest.raises(ValueError):\n    parse('x1')",
+    "with pytest.raises(ValueError):\n    _ = parse('x1')",
+    "with pytest.raises(ValueError): parse('x1')",
+    "with pytest.raises(ValueError) as exc:\n    parse('x1')\nassert 'x' in str(exc.value)",
+    "self.assertRaises(ValueError, m.parse, 'x1')",
+    "for bad in ['', 'x1']:\n    with self.subTest(bad=bad):\n        with self.assertRaises(ValueError):\n"
+    "            parse(bad)",
+])
+def test_a_twin_is_the_raising_test_on_the_twin(body):
+    """Shaped as its original, the raise still expected (round 21 told a
+    twin called bare from a real call by the test frame's locals); a loop's
+    list cut to the twin alone."""
+    code = "def test_r(self):\n" + textwrap.indent(body, "    ") + "\n"
+    tests = _fns(code)
+    lines = code.splitlines(keepends=True)
+    out = fresh_copies(tests, lines, random.Random(0), cp._named, cp.Edit)
+    assert out and all(c.fresh == "'x1'" and c.func == "test_r" and not c.raising for c in out)
+    original = ast.dump(ast.parse(cp.base_text(lines, tests[0][1]).replace(cp.NAME_TOKEN, "t")))
+    for c in out:
+        tree = ast.parse(c.source.replace(cp.NAME_TOKEN, "t"))
+        consts = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+        twin = next(v for v in consts if len(v) == 2 and v[0].isalpha() and v[1].isdigit() and v != "x1")
+        assert "x1" not in consts and "" not in consts                   # a loop keeps only the twin
+        back = ast.dump(ast.parse(c.source.replace(cp.NAME_TOKEN, "t").replace(repr(twin), "'x1'")))
+        if "for bad" not in body:
+            assert back == original                                      # the same test but for the input
+    assert len({c.source for c in out}) == len(out)
+
+
+def test_accepted_inputs_are_twinned_in_their_digits_only():
+    code = textwrap.dedent(PARSE_TESTS)
+    out = fresh_copies(_fns(code), code.splitlines(keepends=True), random.Random(3), cp._named, cp.Edit)
+    sources = {c.fresh for c in out}
+    assert {"'abc'", "'1.2.3'", "'12.5'", "'$7'", "'(3)'", "7"} <= sources
+    assert "''" not in sources and "'$'" not in sources and "'zz'" not in sources   # nothing to rename; another callee
+    for c in out:
+        assert c.func == "test_rejects"                                  # all in the raising test's shape
+        if c.fresh in ("'12.5'", "'$7'", "'(3)'"):
+            twin = c.site.split("twinned as ")[1].split(",")[0]
+            kept = [ch for ch in c.fresh if not ch.isdigit()]
+            assert twin != c.fresh and [ch for ch in twin if not ch.isdigit()] == kept
+
+
+def test_twins_are_never_planted_for_the_input_the_planted_block_exchanged():
+    """Twins of some of the values standing at a block's exchanged place (the
+    original's raising input, the accepted ones its copies hold) and not of
+    the others would tell them apart: no twin of any input a planted block
+    trades."""
+    tests = _fns(PARSE_TESTS)
+    lines = textwrap.dedent(PARSE_TESTS).splitlines(keepends=True)
+    twins = fresh_copies(tests, lines, random.Random(1), cp._named, cp.Edit)
+    for seed in range(20):
+        got = choose_copies(_blocks(seed) + twins, random.Random(seed))
+        blocks = {c.block for c in got if c.raising}
+        traded = {v for c in got if c.raising for v in c.trades}
+        assert len(blocks) == 1 and len(traded) >= 1 + MAX_EXCHANGED
+        planted = [c for c in got if c.fresh]
+        assert planted and len(planted) <= 4 and not {c.fresh for c in planted} & traded
+
+
+@pytest.mark.parametrize("body", [
+    # another raising statement would stay as written, the block's exchanged input perhaps
+    "with pytest.raises(ValueError):\n    parse('x1')\nwith pytest.raises(ValueError):\n    parse('y2')",
+])
+def test_no_twin_where_it_would_keep_the_original_s_inputs(body):
+    code = "def test_r(self):\n" + textwrap.indent(body, "    ") + "\n"
+    assert fresh_copies(_fns(code), code.splitlines(keepends=True), random.Random(0), cp._named, cp.Edit) == []

@@ -190,7 +190,7 @@ def test_copy_findings():
     matched, out = decide.copy_findings(m, {"test_1": {"": P}, "test_2": {"[a]": F}}, False, Policy.SCORE)
     assert matched == 0 and [f.kind for f in out] == [K.COPY_PASSED, K.COPY_PASSED]
     assert out[0].detail == "a must-fail copy of test_f passed (line 3: 1 -> 2)"
-    assert out[1].detail == "a copy of test_g did not end as on the gold: [b]: missing (gold passed)"
+    assert out[1].detail == "a copy of test_g did not end as on the gold (line 3: 1 -> 2): [b]: missing (gold passed)"
     assert all(f.severity is Severity.FATAL for f in out)
     # A solution wrong anyway is charged nothing more; the tally still counts.
     matched, out = decide.copy_findings(m, {"test_1": {"": F}}, True, Policy.SCORE)

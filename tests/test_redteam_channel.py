@@ -27,6 +27,7 @@ ROUND16 = ROOT / "docs" / "redteam" / "2026-12-06-heldout-corpus-13"
 ROUND17 = ROOT / "docs" / "redteam" / "2026-12-06-heldout-corpus-14"
 ROUND19 = ROOT / "docs" / "redteam" / "2026-12-06-heldout-corpus-16"
 ROUND20 = ROOT / "docs" / "redteam" / "2026-12-06-heldout-corpus-17"
+ROUND21 = ROOT / "docs" / "redteam" / "2026-12-06-heldout-corpus-18"
 
 
 def _guard_on_pipe(monkeypatch, name: str):
@@ -268,6 +269,61 @@ def test_raising_only_where_a_raise_is_expected_scores_0(from_roman, backend, tm
     assert got.error is None and got.reward == 0.0, got.model_dump_json(indent=1)
     gold = verify(task, Solution.gold(), backend=backend)
     assert gold.error is None and gold.reward == 1.0, gold.model_dump_json(indent=1)
+
+
+@pytest.mark.parametrize("task_name, attack, honest", [
+    ("from_roman", (ROUND19, "tk_memo"), (ROUND19, "tk_h_round")),
+    ("from_roman", (ROUND21, "fr_ctx"), (ROUND21, "fr_pow10")),
+    ("parse_amount", (ROUND19, "lg_memo"), (ROUND19, "lg_dec")),
+    ("parse_amount", (ROUND21, "lg_exact"), (ROUND19, "lg_h_sub")),
+])
+@pytest.mark.parametrize("backend", [pytest.param("docker", marks=pytest.mark.docker),
+                                     pytest.param("bwrap", marks=pytest.mark.bwrap)])
+def test_a_memorised_blacklist_of_raising_inputs_is_caught_by_near_twins(task_name, attack, honest, backend,
+                                                                         tmp_path, request):
+    """Held-out round 19's tk_memo and lg_memo (and round 21's lg_exact): no
+    validation of their own (from_roman sums symbols; parse_amount strips
+    any number of minus signs) and the hidden test's raising inputs memorised
+    as a blacklist; round 21's fr_ctx adds a raise in any call its test frame's
+    locals show to expect nothing (a twin called bare, as twins first were).
+    Every exchanged block reuses the tests' own inputs, so all scored 1. Near
+    twins, the raising test on a renamed input, decided as the gold decides
+    ("IIII" -> "XXXX" must raise, "VX" -> "IX" must not; copy_raises.fresh_copies),
+    ask for the feature on inputs no test shows: 1 with the twins off, 0 with
+    them. Honest solutions that validate in their own way keep 1: a round trip
+    through to_roman, Decimal's own checks, a stricter regex raising a
+    ValueError subclass, and round 21's fr_pow10, a rule-set validator that
+    accepts "IM" (a one-letter twin, "IIII" -> "IMII", gave it 0; renaming
+    keeps the pattern of the input's letters). What the model reads of the
+    grade names no hidden input."""
+    from taskforge.grade.answer import public_reason
+    from taskforge.grade.defences import Defences
+    from taskforge.grade.verify import Solution, planted_set, verify
+    from taskforge.package.store import load_task
+
+    task = request.getfixturevalue(task_name)
+    if backend == "bwrap":
+        request.getfixturevalue("bwrap_env")(task)
+    rec = load_task(task).record
+    twins = [c for c in planted_set(rec) if c.fresh]
+    traded = {v for c in planted_set(rec) if c.raising for v in c.trades}
+    assert twins and traded and not {c.fresh for c in twins} & traded
+
+    def solve(where: tuple[Path, str]) -> Solution:
+        dest = tmp_path / where[1]
+        shutil.copytree(task / "workspace", dest)
+        subprocess.run(["git", "apply", str(where[0] / f"{where[1]}.patch")], cwd=dest, check=True)
+        return Solution.from_dir(dest)
+    cheat = solve(attack)
+    off = verify(task, cheat, backend=backend, defences=Defences(raise_twins=False))
+    assert off.error is None and off.reward == 1.0, off.model_dump_json(indent=1)
+    got = verify(task, cheat, backend=backend)
+    assert got.error is None and got.reward == 0.0, got.model_dump_json(indent=1)
+    caught = [f for f in got.findings if "twinned as" in f.detail]
+    assert caught, got.model_dump_json(indent=1)
+    assert all("twinned" not in public_reason(f) for f in got.findings)
+    fair = verify(task, solve(honest), backend=backend)
+    assert fair.error is None and fair.reward == 1.0, fair.model_dump_json(indent=1)
 
 
 @pytest.mark.parametrize("attack", ["tk_warnsrc", "tk_coin"])

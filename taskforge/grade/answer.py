@@ -10,6 +10,8 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from taskforge.errors import InfraError
+from taskforge.grade.findings import FindingKind as K
+from taskforge.grade.findings import Source
 from taskforge.grade.verify import Solution, verify
 from taskforge.package.store import load_task
 from taskforge.package.writer import unsafe_diff
@@ -49,13 +51,27 @@ def extract_diff(text: str) -> str:
     return text
 
 
+def public_reason(f) -> str:
+    """A fatal finding as the model may read it. A copy's finding names the
+    hidden input it changed (`input 'VX' twinned as 'IX'`), and the monitor's
+    details echo what the solution did while the tests ran (a path it opened,
+    which it may spell from what it read): either, fed back to a policy,
+    carries the hidden tests out of the sandbox (held-out round 21 read every
+    hidden input in two verifies). Those give only their kind; the patch
+    guard's, the scan's and the grader's others are about the answer itself.
+    VerifyResult keeps everything for the trainer."""
+    if f.kind is K.COPY_PASSED or f.source is Source.MONITOR:
+        return f.kind.value
+    return f.text()
+
+
 def _from_verify(v, t0: float) -> RewardResult:
     if v.error:
         reason = f"infrastructure: {v.error}"
     elif v.resolved:
         reason = "resolved"
     else:
-        fatal = [f.text() for f in v.findings if f.severity.value == "fatal"]
+        fatal = [public_reason(f) for f in v.findings if f.severity.value == "fatal"]
         parts = []
         if fatal:
             parts.append(fatal[0])

@@ -1294,6 +1294,10 @@ def _propose(root: Path, nodeids: list[str], seed: str, sites_per_test: int, val
         tree, lines = parsed[file][0], parsed[file][1]                                  # type: ignore[index]
         out += copy_raises.exchange_blocks(tests, lines, own, _named, Edit,
                                            copy_raises.shown_elsewhere(tree, package))
+    # ... and near twins of their inputs, called bare, from a stream of their own
+    twins = random.Random(own.random())
+    for file, tests in by_file.items():
+        out += copy_raises.fresh_copies(tests, parsed[file][1], twins, _named, Edit)   # type: ignore[index]
     return mark_built(out, parsed)
 
 
@@ -1708,13 +1712,15 @@ def is_complement(copy: TestCopy) -> bool:
 def protected_tests(copies: Iterable[TestCopy]) -> set[tuple[str, tuple[str, ...], str]]:
     """(file, classes, function) of the tests a value copy protects: one that
     only negates an assertion does not (an object making every such assertion
-    true fails it exactly as the gold does: red team of 2026-12-05, 8)."""
+    true fails it exactly as the gold does: red team of 2026-12-05, 8), nor
+    does a near twin of an input (copy_raises.fresh_copies): it asks the
+    feature on a new input, and a forger may pass it as the gold does."""
     # A test with a package-built expectation (`Money("88.85")`) is protected
     # only by copies that change one: the package's constructor sees that
     # literal, so a solution can echo it, and copies elsewhere in the test
     # pass such an echo by failing on their own site (red team 13, c09).
     return {(m.file, tuple(m.cls), m.func) for m in copies if m.kind == "value" and not is_complement(m)
-            and (m.built or not m.test_built)}
+            and not m.fresh and (m.built or not m.test_built)}
 
 
 def is_swap(m: TestCopy) -> bool:

@@ -55,6 +55,8 @@ MAX_BLOCKS = 2                 # alternative blocks per raising site (verify pla
 MAX_EXCHANGED = 2              # copies of the raising test in a block, all exchanging the same input
 MAX_INPUT = 200                # characters of an input's source: a longer one stays as it is
 MAX_PACKAGE_TEXT = 8 << 20     # characters of the package's own source read for examples
+MAX_FRESH = 6                  # twins made from each input of a raising site's callee (fresh_copies)
+DIGITS_ONLY = "\0"              # fresh_value's alphabet for an accepted input: its digits renamed only
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,11 @@ class Raising:
     callee: str
     arity: int
     node: ast.Constant
+    # The statement expecting the raise (the `with`, or the callable form's
+    # expression) and the `for`'s written-out list the input stands in, if any:
+    # what a fresh copy (fresh_copies) takes out or replaces.
+    stmt: ast.stmt | None = None
+    loop: ast.expr | None = None
 
 
 @dataclass(frozen=True)
@@ -117,12 +124,12 @@ def raising_inputs(fn, ref: TestRef) -> list[Raising]:
     `with raises(E)` / `with self.assertRaises(E)` block is a call of one
     argument, a literal, or the variable of an enclosing `for` over a
     written-out list of literals (each of them then)."""
-    loops: dict[str, list[ast.expr]] = {}
+    loops: dict[str, ast.List | ast.Tuple] = {}
     for node, _ in _body(fn):
         if isinstance(node, ast.For) and isinstance(node.target, ast.Name) \
                 and isinstance(node.iter, (ast.List, ast.Tuple)) and len(node.iter.elts) >= 2 \
                 and all(_plain(e) for e in node.iter.elts):
-            loops[node.target.id] = list(node.iter.elts)
+            loops[node.target.id] = node.iter
     stores: dict[str, int] = {}
     for node, _ in _body(fn):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
@@ -147,10 +154,13 @@ def raising_inputs(fn, ref: TestRef) -> list[Raising]:
             continue
         callee, call = got
         arg = call.args[0]
+        stmt = node
         if _plain(arg):
-            out.append(Raising(fn, ref, callee, 1, arg))                      # type: ignore[arg-type]
+            out.append(Raising(fn, ref, callee, 1, arg, stmt))                # type: ignore[arg-type]
         elif isinstance(arg, ast.Name) and arg.id in loops and stores.get(arg.id) == 1:
-            out += [Raising(fn, ref, callee, 1, e) for e in loops[arg.id]]    # type: ignore[arg-type]
+            table = loops[arg.id]
+            out += [Raising(fn, ref, callee, 1, e, stmt, table)               # type: ignore[arg-type]
+                    for e in table.elts]
     return out
 
 
@@ -286,6 +296,7 @@ def _block(fn, ref: TestRef, r: Raising, inputs: list[Raising], accepted: list[A
             return []
         out.append(TestCopy(
             file=ref.file, cls=list(ref.cls), func=ref.func, kind="value", block=block, raising=True,
+            trades=[repr(r.node.value), repr(a.node.value)],
             group=f"{ref.func}@{r.node.lineno}:{r.node.col_offset}:0", source=text,
             site=f"line {r.node.lineno}: input {g[:40]} exchanged for {v[:40]} (line {a.node.lineno})"))
     # each input of the site, `r` first, into one copy of an accepting test
@@ -302,7 +313,134 @@ def _block(fn, ref: TestRef, r: Raising, inputs: list[Raising], accepted: list[A
             return []
         out.append(TestCopy(
             file=b.ref.file, cls=list(b.ref.cls), func=b.ref.func, kind="value", block=block, raising=True,
+            trades=[repr(r.node.value), repr(b.node.value)] if other is r else [],
             group=f"{b.ref.func}@{b.node.lineno}:{b.node.col_offset}:0", source=text,
             site=f"line {b.node.lineno}: input {_src(lines, b.node)[:40]} exchanged for "
                  f"{_src(lines, other.node)[:40]} (line {other.node.lineno})"))
+    return out
+
+
+# ------------------------------------------------------------------ fresh inputs
+
+def fresh_value(value: object, rng: random.Random, alphabet: str = "") -> object | None:
+    """A near twin of a raising input: one letter or digit of it renamed,
+    every occurrence alike, to another of its kind the input does not use,
+    one `alphabet` has where it can (the letters the callee's accepted inputs
+    use). Renaming keeps which characters repeat and where, so the input's
+    defect most likely survives: "IIII" -> "XXXX" (four of a kind), "VX" ->
+    "VC" (a V subtracted), "1.2.3" -> "1.7.3" (two dots), "--5" -> "--4".
+    Round 21 showed why not any one-letter change: "IIII" -> "IMII" asks a
+    rule no graded test asks, and a lenient, defensible validator scored 0 on
+    it. A number has one digit renamed, never its first to 0. None where
+    there is nothing to rename (`""`, `"$"`, 0, a float)."""
+    if isinstance(value, bool) or not isinstance(value, (str, bytes, int)):
+        return None
+    if isinstance(value, int):
+        if value == 0:
+            return None          # a boundary, not a pattern
+        text = str(abs(value))
+        olds = sorted(set(text))
+        rng.shuffle(olds)
+        for old in olds:
+            pool = [d for d in "0123456789" if d not in text and not (d == "0" and text[0] == old)]
+            if pool:
+                new = int(text.replace(old, rng.choice(pool)))
+                return -new if value < 0 else new
+        return None
+    text = value.decode("latin-1") if isinstance(value, bytes) else value
+    olds = sorted({ch for ch in text if ch.isascii() and (ch.isdigit() if alphabet == DIGITS_ONLY
+                                                          else ch.isalnum())})
+    rng.shuffle(olds)
+    for old in olds:
+        kind = str.isdigit if old.isdigit() else str.isupper if old.isupper() else str.islower
+        every = "0123456789" if old.isdigit() else \
+            "ABCDEFGHIJKLMNOPQRSTUVWXYZ" if old.isupper() else "abcdefghijklmnopqrstuvwxyz"
+        own = sorted({x for x in alphabet if x.isascii() and x.isalnum() and kind(x) and x not in text})
+        pool = own or [x for x in every if x not in text]
+        if any(ch == old and (i == 0 or not text[i - 1].isdigit()) for i, ch in enumerate(text)):
+            pool = [x for x in pool if x != "0"]        # no leading zero made ("12.5" -> "02.5")
+        if pool:
+            new_text = text.replace(old, rng.choice(pool))
+            return new_text.encode("latin-1") if isinstance(value, bytes) else new_text
+    return None
+
+
+def _twin_edits(lines: list[str], r: Raising, value: object, edit: Callable) -> list:
+    """Edits that put `value` where r's input stands, the raise still expected:
+    a `for`'s list cut to the one value (the others, the planted block's
+    exchanged input perhaps among them, would point at the original), else
+    the literal replaced."""
+    lit = repr(value)
+    if r.loop is not None:
+        t = r.loop
+        return [edit(t.lineno, t.col_offset, t.end_col_offset, f"({lit},)", t.end_lineno)]
+    return [edit(r.node.lineno, r.node.col_offset, r.node.end_col_offset, lit, r.node.end_lineno)]
+
+
+def fresh_copies(tests: list[tuple[TestRef, ast.FunctionDef | ast.AsyncFunctionDef]], lines: list[str],
+                 rng: random.Random, render: Callable, edit: Callable) -> list[TestCopy]:
+    """Copies of a raising test, the raise still expected, on a near twin
+    (fresh_value) of an input of the callee: of a raising input (letters or
+    digits renamed), or of an input another test shows accepted (digits only:
+    `"12.5"` -> `"17.5"`), up to MAX_FRESH per input. Calibration runs them on
+    the gold and keeps each with the gold's outcome, so a twin the gold
+    rejects must pass and one it accepts must fail (verify asks every copy to
+    end as on the gold).
+
+    Why: the exchanged blocks only ever reuse inputs the graded tests show, so
+    a solution with the hidden suite's raising inputs memorised as a blacklist,
+    and no validation of its own, passed every block (held-out round 19,
+    tk_memo/lg_memo). A twin is an input no test shows: a solution must decide
+    it as the feature does. Shaped as the raising test (round 21 told a twin
+    called bare from a real call by the test frame's locals), and of both
+    outcomes, so that "raise, where a raise is expected, on any input not
+    memorised" fails the accepted twins. The risk is an honest solution
+    deciding a twin otherwise than the gold where the statement is silent;
+    renaming keeps the shape of an input whose outcome a graded test fixes.
+
+    `fresh` names the input renamed: verify plants no twin of an input a
+    planted block trades (its twins would point at the original's input)."""
+    out: list[TestCopy] = []
+    literals = {(type(n.value), n.value) for _, fn in tests for n in ast.walk(fn) if isinstance(n, ast.Constant)}
+    raising = [r for ref, fn in tests for r in raising_inputs(fn, ref)]
+    accepted = [a for ref, fn in tests for a in accepted_inputs(fn, ref)]
+    letters: dict[str, set[str]] = {}           # what the callee's accepted inputs are made of
+    for a in accepted:
+        if isinstance(a.node.value, str):
+            letters.setdefault(a.callee, set()).update(a.node.value)
+    hosts: dict[str, Raising] = {}              # a callee -> a raising statement to hold its twins
+    for r in raising:
+        if len({id(x.stmt) for x in raising if x.fn is r.fn}) == 1:
+            # (other raising statements would stay in the twin as written,
+            # the planted block's exchanged input perhaps among them)
+            hosts.setdefault(r.callee, r)
+    sources: list[tuple[Raising, object, str]] = []
+    done: set[tuple[str, object]] = set()
+    for r in raising:
+        if r.callee in hosts and (r.callee, r.node.value) not in done:
+            done.add((r.callee, r.node.value))
+            sources.append((hosts[r.callee], r.node.value, "".join(sorted(letters.get(r.callee, ())))))
+    for a in accepted:
+        if a.callee in hosts and (a.callee, a.node.value) not in done:
+            done.add((a.callee, a.node.value))
+            sources.append((hosts[a.callee], a.node.value, DIGITS_ONLY))
+    for host, source, alphabet in sources:
+        seen: set[object] = set()
+        for _ in range(8 * MAX_FRESH):
+            if len(seen) >= MAX_FRESH:
+                break
+            value = fresh_value(source, rng, alphabet)
+            if value is None:
+                break
+            if value in seen or (type(value), value) in literals:
+                continue
+            text = render(lines, host.fn, _twin_edits(lines, host, value, edit))
+            if text is None:
+                break
+            seen.add(value)
+            out.append(TestCopy(
+                file=host.ref.file, cls=list(host.ref.cls), func=host.ref.func, kind="value",
+                fresh=repr(source), group=f"{host.ref.func}@fresh:{host.node.lineno}:{host.node.col_offset}",
+                source=text, site=f"line {host.node.lineno}: input {repr(source)[:40]} twinned as "
+                                  f"{repr(value)[:40]}, decided as the gold decides it"))
     return out

@@ -221,7 +221,7 @@ def copy_findings(copies: Mapping[str, TestCopy], planted: Mapping[str, Mapping[
             continue
         passed = [s for s, want in m.expect.items() if want == "failed" and got.get(s) == "passed"]
         detail = (f"a must-fail copy of {m.func} passed ({m.site})" if passed else
-                  f"a copy of {m.func} did not end as on the gold: {profile_diff(m.expect, got)}")
+                  f"a copy of {m.func} did not end as on the gold ({m.site}): {profile_diff(m.expect, got)}")
         out.append(finding(K.COPY_PASSED, Source.GRADER, detail, policy=pol))
     return matched, out
 

@@ -28,6 +28,7 @@ import shutil
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from itertools import zip_longest
 from pathlib import Path
 from typing import AbstractSet, Literal, cast
 
@@ -57,6 +58,8 @@ from taskforge.sandbox.warm import Lease, WarmPool
 
 INFRA_RETRIES = 2
 DEFAULT_TIMEOUT = 900.0
+MAX_TWINS_PER_TEST = 4                  # near twins of a raising site's inputs a test (copy_raises.fresh_copies)
+MAX_TWINS = 12                          # ... and in all
 MAX_PLANTED = copy_cross.BUDGET          # copies planted per verify, or one per test that has any where more
 BOUNDS = Bounds()
 # Bounds as good as none: what the naive grader (and `bounds=False`) walks with.
@@ -177,7 +180,8 @@ def choose_copies(candidates: list[cp.TestCopy], rng: random.Random, limit: int 
     for m in candidates:
         if m.cross:
             crossed.setdefault((m.file, tuple(m.cls), m.func), []).append(m)
-    candidates = [m for m in candidates if not m.cross]
+    twins = [m for m in candidates if m.fresh]
+    candidates = [m for m in candidates if not m.cross and not m.fresh]
     blocks: dict[str, list[cp.TestCopy]] = {}
     for m in candidates:
         if m.block:
@@ -234,7 +238,36 @@ def choose_copies(candidates: list[cp.TestCopy], rng: random.Random, limit: int 
     _widen(single, {k: v for k, v in crossed.items() if k in single}, limit - len(out))
     for k in keys:
         out += single.get(k, [])
-    return out[:limit]
+    out = out[:limit]
+    return out + _twins(twins, {(m.file, v) for m in out if m.raising for v in m.trades}, rng)
+
+
+def _twins(twins: list[cp.TestCopy], traded: set[tuple[str, str]], rng: random.Random
+           ) -> list[cp.TestCopy]:
+    """Near twins of a raising site's inputs (copy_raises.fresh_copies), up
+    to MAX_TWINS_PER_TEST a test and MAX_TWINS in all, beyond the budget (each
+    is one call), never of an input a planted block trades: twins of some of
+    the values that stand at the exchanged place and not of the others would
+    tell the original's value from its copies'."""
+    by_test: dict[tuple, dict[tuple[str, bool], list[cp.TestCopy]]] = {}
+    for m in sorted(twins, key=lambda m: (m.fresh, m.site)):
+        if (m.file, m.fresh) not in traded:
+            # by input and by the gold's outcome: twins it rejects and twins it accepts alike
+            kind = (m.fresh, "failed" in m.expect.values())
+            by_test.setdefault((m.file, tuple(m.cls), m.func), {}).setdefault(kind, []).append(m)
+    out: list[cp.TestCopy] = []
+    for k in sorted(by_test):
+        sides: list[list[list[cp.TestCopy]]] = [[], []]      # groups of twins the gold rejects, accepts
+        for (_, accepts), pool in sorted(by_test[k].items()):
+            rng.shuffle(pool)
+            sides[accepts].append(pool)
+        for side in sides:
+            rng.shuffle(side)
+        # a twin of each input and outcome before a second of any, the two outcomes in turn
+        groups = [g for pair in zip_longest(*sides) for g in pair if g is not None]
+        spread = [pool[i] for i in range(max(map(len, groups))) for pool in groups if i < len(pool)]
+        out += spread[:MAX_TWINS_PER_TEST]
+    return out[:MAX_TWINS]
 
 
 def _widen(planted: dict[tuple, list[cp.TestCopy]], crossed: dict[tuple, list[cp.TestCopy]],
@@ -346,8 +379,9 @@ def _scan(task: Task, tree: Path, defences: Defences) -> list[Finding]:
     scanned = static.scan_solution(tree, task.workspace, defences.policy, allowed,
                                    skip=set(rec.protected_files), **scan_bounds)
     g = rec.grading
-    guarded = {(m.file, tuple(m.cls), m.func) for m in planted_set(rec, defences.built_copies, defences.raise_copies)
-               if not cp.is_complement(m)} if defences.copies and g.copies else set()
+    guarded = {(m.file, tuple(m.cls), m.func) for m in planted_set(rec, defences.built_copies, defences.raise_copies,
+                                  defences.raise_twins)
+               if not cp.is_complement(m) and not m.fresh} if defences.copies and g.copies else set()
     if g.hidden_functions and len(guarded) >= g.hidden_functions:
         scanned = [f.model_copy(update={"severity": Severity.REVIEW})
                    if f.kind is K.ALWAYS_EQUAL and f.severity is Severity.FATAL else f
@@ -368,7 +402,8 @@ def _prepare(task: Task, solution: Solution, tree: Path, defences: Defences,
              for k, d in notes]
     if defences.static_scan:
         found += _scan(task, tree, defences)
-    chosen = planted_set(rec, defences.built_copies, defences.raise_copies) if defences.copies else []
+    chosen = planted_set(rec, defences.built_copies, defences.raise_copies,
+                                  defences.raise_twins) if defences.copies else []
     if capture:                 # every stored copy: each one's built expectations are kept
         chosen = [c for c in rec.grading.copies if not cp.format_tell(c.site)]
     plan = cp.plant(tree, rec.FAIL_TO_PASS, chosen,
@@ -464,7 +499,7 @@ def shown_ids(root: Path, graded: list[str], skip: AbstractSet[str] = frozenset(
     return {nid for nid in graded if nid.partition("[")[0] in heads and nid not in bare}
 
 
-def planted_set(rec, built_first: bool = True, raising: bool = True) -> list[cp.TestCopy]:
+def planted_set(rec, built_first: bool = True, raising: bool = True, twins: bool = True) -> list[cp.TestCopy]:
     """The copies every verify of this task plants: chosen once per task (seeded by
     the grading plan's secret), never drawn afresh.
 
@@ -488,6 +523,8 @@ def planted_set(rec, built_first: bool = True, raising: bool = True) -> list[cp.
         kept = [c for c in kept if not c.built]
     if not raising:             # ... and without the exchanged raising inputs
         kept = [c for c in kept if not c.raising]
+    if not twins:               # ... and without near twins of them (round 19's blacklists)
+        kept = [c for c in kept if not c.fresh]
     return choose_copies(kept, random.Random(f"plant:{seed}"))
 
 
