@@ -28,6 +28,7 @@ ROUND17 = ROOT / "docs" / "redteam" / "2026-12-06-heldout-corpus-14"
 ROUND19 = ROOT / "docs" / "redteam" / "2026-12-06-heldout-corpus-16"
 ROUND20 = ROOT / "docs" / "redteam" / "2026-12-06-heldout-corpus-17"
 ROUND21 = ROOT / "docs" / "redteam" / "2026-12-06-heldout-corpus-18"
+ROUND22 = ROOT / "docs" / "redteam" / "2026-12-06-heldout-corpus-19"
 
 
 def _guard_on_pipe(monkeypatch, name: str):
@@ -187,7 +188,8 @@ def test_forging_a_raise_only_test_is_caught_by_exchanged_inputs(parse_amount, b
     dest = tmp_path / attack
     shutil.copytree(task / "workspace", dest)
     subprocess.run(["git", "apply", str(ROUND17 / f"{attack}.patch")], cwd=dest, check=True)
-    off = verify(task, Solution.from_dir(dest), backend=backend, defences=Defences(raise_copies=False))
+    off = verify(task, Solution.from_dir(dest), backend=backend,
+                 defences=Defences(raise_copies=False, raise_twins=False))   # (twins of accepted inputs catch it too)
     assert off.error is None and off.reward == 1.0, off.model_dump_json(indent=1)
     got = verify(task, Solution.from_dir(dest), backend=backend)
     assert got.error is None and got.reward == 0.0, got.model_dump_json(indent=1)
@@ -263,7 +265,8 @@ def test_raising_only_where_a_raise_is_expected_scores_0(from_roman, backend, tm
     dest = tmp_path / "tk_ctx"
     shutil.copytree(task / "workspace", dest)
     subprocess.run(["git", "apply", str(ROUND19 / "tk_ctx.patch")], cwd=dest, check=True)
-    off = verify(task, Solution.from_dir(dest), backend=backend, defences=Defences(raise_copies=False))
+    off = verify(task, Solution.from_dir(dest), backend=backend,
+                 defences=Defences(raise_copies=False, raise_twins=False))   # (its twins catch it too)
     assert off.error is None and off.reward == 1.0, off.model_dump_json(indent=1)
     got = verify(task, Solution.from_dir(dest), backend=backend)
     assert got.error is None and got.reward == 0.0, got.model_dump_json(indent=1)
@@ -274,8 +277,9 @@ def test_raising_only_where_a_raise_is_expected_scores_0(from_roman, backend, tm
 @pytest.mark.parametrize("task_name, attack, honest", [
     ("from_roman", (ROUND19, "tk_memo"), (ROUND19, "tk_h_round")),
     ("from_roman", (ROUND21, "fr_ctx"), (ROUND21, "fr_pow10")),
+    ("from_roman", (ROUND21, "fr_exact"), (ROUND22, "tk_h5")),
     ("parse_amount", (ROUND19, "lg_memo"), (ROUND19, "lg_dec")),
-    ("parse_amount", (ROUND21, "lg_exact"), (ROUND19, "lg_h_sub")),
+    ("parse_amount", (ROUND21, "lg_exact"), (ROUND22, "lg_h1")),
 ])
 @pytest.mark.parametrize("backend", [pytest.param("docker", marks=pytest.mark.docker),
                                      pytest.param("bwrap", marks=pytest.mark.bwrap)])
@@ -292,10 +296,15 @@ def test_a_memorised_blacklist_of_raising_inputs_is_caught_by_near_twins(task_na
     ask for the feature on inputs no test shows: 1 with the twins off, 0 with
     them. Honest solutions that validate in their own way keep 1: a round trip
     through to_roman, Decimal's own checks, a stricter regex raising a
-    ValueError subclass, and round 21's fr_pow10, a rule-set validator that
+    ValueError subclass, round 21's fr_pow10, a rule-set validator that
     accepts "IM" (a one-letter twin, "IIII" -> "IMII", gave it 0; renaming
-    keeps the pattern of the input's letters). What the model reads of the
-    grade names no hidden input."""
+    keeps the pattern of the input's letters), round 22's tk_h5, which allows
+    "MMMM" (a twin's letters now come from what the raising and accepted
+    inputs both use), and lg_h1, a strict regex. (The plant seed is drawn at
+    generation, so only cheats every planted set catches are here: a
+    blacklist that also raises on every renaming of the memorised inputs is
+    caught only where an accepted twin, "VX" -> "VI", is planted.) What the
+    model reads of the grade names no hidden input."""
     from taskforge.grade.answer import public_reason
     from taskforge.grade.defences import Defences
     from taskforge.grade.verify import Solution, planted_set, verify

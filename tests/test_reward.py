@@ -278,10 +278,11 @@ def test_export_gives_each_trainer_its_shape_and_keeps_the_answer_out(tasks, sha
 
 
 def test_the_model_reads_no_hidden_input_and_no_text_its_solution_chose():
-    """A copy's finding names the hidden input it changed, and a monitor
-    finding echoes a path the solution opened (held-out round 21 spelled the
-    hidden inputs it read into such paths): the reason a model reads gives
-    their kind only; the patch guard's own words stay."""
+    """A copy's finding names the hidden input it changed, a monitor finding
+    echoes a path the solution opened, a grader's finding what the run left
+    (held-out rounds 21 and 22 spelled the hidden inputs they read into such
+    details): the reason a model reads gives their kind only; the patch
+    guard's own words stay."""
     from taskforge.grade.answer import public_reason
     from taskforge.grade.findings import FindingKind as K
     from taskforge.grade.findings import Policy, Source, finding
@@ -289,7 +290,8 @@ def test_the_model_reads_no_hidden_input_and_no_text_its_solution_chose():
     copy = finding(K.COPY_PASSED, Source.GRADER, "a must-fail copy of test_r passed (input 'VX' twinned as 'IX')",
                    policy=Policy.SCORE)
     probe = finding(K.PROC_ACCESS, Source.MONITOR, "opens /proc/self/X'--5'|B62", policy=Policy.SCORE)
+    left = finding(K.OVER_LIMIT, Source.GRADER, "the run left n='VX'|'IIII'/d/d/d", policy=Policy.SCORE)
     patch = finding(K.PATCH_REJECTED, Source.GRADER, "a path outside the workspace", policy=Policy.SCORE)
-    assert "VX" in copy.text() and "--5" in probe.text()
-    assert public_reason(copy) == "copy-passed" and public_reason(probe) == probe.kind.value
+    assert "VX" in copy.text() and "--5" in probe.text() and "IIII" in left.text()
+    assert [public_reason(f) for f in (copy, probe, left)] == [f.kind.value for f in (copy, probe, left)]
     assert public_reason(patch) == patch.text()

@@ -52,17 +52,18 @@ def extract_diff(text: str) -> str:
 
 
 def public_reason(f) -> str:
-    """A fatal finding as the model may read it. A copy's finding names the
-    hidden input it changed (`input 'VX' twinned as 'IX'`), and the monitor's
-    details echo what the solution did while the tests ran (a path it opened,
-    which it may spell from what it read): either, fed back to a policy,
-    carries the hidden tests out of the sandbox (held-out round 21 read every
-    hidden input in two verifies). Those give only their kind; the patch
-    guard's, the scan's and the grader's others are about the answer itself.
-    VerifyResult keeps everything for the trainer."""
-    if f.kind is K.COPY_PASSED or f.source is Source.MONITOR:
-        return f.kind.value
-    return f.text()
+    """A fatal finding as the model may read it: its kind, and its words only
+    where they are about the submitted patch itself (the patch guard's, the
+    static scan's). Everything found while or after the tests ran can carry
+    what the solution read in the sandbox: a copy's finding names the hidden
+    input it changed, the monitor's echo paths it opened, and the grader's
+    spell what it left behind (a directory named from the hidden inputs,
+    held-out round 22) or a line it wrote to the result pipe. Round 21 read
+    every hidden input out of such details in two verifies. VerifyResult
+    keeps everything for the trainer."""
+    if f.kind is K.PATCH_REJECTED or f.source is Source.STATIC:
+        return f.text()
+    return f.kind.value
 
 
 def _from_verify(v, t0: float) -> RewardResult:

@@ -45,6 +45,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from taskforge.analysis.pyparse import literal_eval
 from taskforge.analysis.testindex import TestRef
 from taskforge.models import TestCopy
 from taskforge.repo.layout import is_test_path
@@ -322,13 +323,17 @@ def _block(fn, ref: TestRef, r: Raising, inputs: list[Raising], accepted: list[A
 
 # ------------------------------------------------------------------ fresh inputs
 
-def fresh_value(value: object, rng: random.Random, alphabet: str = "") -> object | None:
-    """A near twin of a raising input: one letter or digit of it renamed,
-    every occurrence alike, to another of its kind the input does not use,
-    one `alphabet` has where it can (the letters the callee's accepted inputs
-    use). Renaming keeps which characters repeat and where, so the input's
-    defect most likely survives: "IIII" -> "XXXX" (four of a kind), "VX" ->
-    "VC" (a V subtracted), "1.2.3" -> "1.7.3" (two dots), "--5" -> "--4".
+def fresh_value(value: object, rng: random.Random, alphabets: tuple[str, ...] = ()) -> object | None:
+    """A near twin of an input: one letter or digit of it renamed, every
+    occurrence alike, to another of its kind the input does not use, from the
+    first of `alphabets` that has one (for a raising input, the letters the
+    callee's raising and accepted inputs both use, then the raising ones',
+    then the accepted ones': "IIII" -> "XXXX", not "MMMM", which a validator
+    allowing M{0,4} accepts (held-out round 22), nor "AAAA", which any parser
+    rejects; `DIGITS_ONLY` first: only its digits renamed). Renaming keeps
+    which characters repeat and where, so the input's defect most likely
+    survives: "IIII" -> "XXXX" (four of a kind), "VX" -> "VC" (a V
+    subtracted), "1.2.3" -> "1.7.3" (two dots), "--5" -> "--4".
     Round 21 showed why not any one-letter change: "IIII" -> "IMII" asks a
     rule no graded test asks, and a lenient, defensible validator scored 0 on
     it. A number has one digit renamed, never its first to 0. None where
@@ -348,15 +353,16 @@ def fresh_value(value: object, rng: random.Random, alphabet: str = "") -> object
                 return -new if value < 0 else new
         return None
     text = value.decode("latin-1") if isinstance(value, bytes) else value
-    olds = sorted({ch for ch in text if ch.isascii() and (ch.isdigit() if alphabet == DIGITS_ONLY
-                                                          else ch.isalnum())})
+    digits_only = DIGITS_ONLY in alphabets
+    olds = sorted({ch for ch in text if ch.isascii() and (ch.isdigit() if digits_only else ch.isalnum())})
     rng.shuffle(olds)
     for old in olds:
         kind = str.isdigit if old.isdigit() else str.isupper if old.isupper() else str.islower
         every = "0123456789" if old.isdigit() else \
             "ABCDEFGHIJKLMNOPQRSTUVWXYZ" if old.isupper() else "abcdefghijklmnopqrstuvwxyz"
-        own = sorted({x for x in alphabet if x.isascii() and x.isalnum() and kind(x) and x not in text})
-        pool = own or [x for x in every if x not in text]
+        pool = next((own for own in (sorted({x for x in alphabet if x.isascii() and x.isalnum() and kind(x)
+                                             and x not in text}) for alphabet in alphabets) if own),
+                    [x for x in every if x not in text])
         if any(ch == old and (i == 0 or not text[i - 1].isdigit()) for i, ch in enumerate(text)):
             pool = [x for x in pool if x != "0"]        # no leading zero made ("12.5" -> "02.5")
         if pool:
@@ -365,16 +371,42 @@ def fresh_value(value: object, rng: random.Random, alphabet: str = "") -> object
     return None
 
 
+def _raise_call(r: Raising) -> ast.Call | None:
+    """The `raises(E)` / `assertRaises(E, ...)` call of r's statement."""
+    stmt = r.stmt
+    if isinstance(stmt, (ast.With, ast.AsyncWith)):
+        cm = stmt.items[0].context_expr
+        return cm if isinstance(cm, ast.Call) else None
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+        return stmt.value
+    return None
+
+
+def _twin_host(r: Raising) -> bool:
+    """Whether r's statement can hold a twin: a raise expected of a class
+    alone (a message pattern would be the original input's, which a twin's
+    message need not match, for the gold too)."""
+    call = _raise_call(r)
+    return call is not None and _name(call.func) in ("raises", "assertRaises") and bool(call.args) \
+        and not call.keywords
+
+
 def _twin_edits(lines: list[str], r: Raising, value: object, edit: Callable) -> list:
-    """Edits that put `value` where r's input stands, the raise still expected:
-    a `for`'s list cut to the one value (the others, the planted block's
-    exchanged input perhaps among them, would point at the original), else
-    the literal replaced."""
+    """Edits that put `value` where r's input stands, a raise of any
+    Exception expected (which class the gold raises on an input no test shows
+    is not the test's to fix: the twin asks whether it raises): a `for`'s list
+    cut to the one value (the others, the planted block's exchanged input
+    perhaps among them, would point at the original), else the literal
+    replaced."""
     lit = repr(value)
+    call = _raise_call(r)
+    assert call is not None                 # _twin_host chose r
+    e = call.args[0]
+    out = [edit(e.lineno, e.col_offset, e.end_col_offset, "Exception", e.end_lineno)]
     if r.loop is not None:
         t = r.loop
-        return [edit(t.lineno, t.col_offset, t.end_col_offset, f"({lit},)", t.end_lineno)]
-    return [edit(r.node.lineno, r.node.col_offset, r.node.end_col_offset, lit, r.node.end_lineno)]
+        return out + [edit(t.lineno, t.col_offset, t.end_col_offset, f"({lit},)", t.end_lineno)]
+    return out + [edit(r.node.lineno, r.node.col_offset, r.node.end_col_offset, lit, r.node.end_lineno)]
 
 
 def fresh_copies(tests: list[tuple[TestRef, ast.FunctionDef | ast.AsyncFunctionDef]], lines: list[str],
@@ -404,32 +436,35 @@ def fresh_copies(tests: list[tuple[TestRef, ast.FunctionDef | ast.AsyncFunctionD
     literals = {(type(n.value), n.value) for _, fn in tests for n in ast.walk(fn) if isinstance(n, ast.Constant)}
     raising = [r for ref, fn in tests for r in raising_inputs(fn, ref)]
     accepted = [a for ref, fn in tests for a in accepted_inputs(fn, ref)]
-    letters: dict[str, set[str]] = {}           # what the callee's accepted inputs are made of
-    for a in accepted:
-        if isinstance(a.node.value, str):
-            letters.setdefault(a.callee, set()).update(a.node.value)
+    letters: dict[tuple[str, bool], set[str]] = {}     # what the callee's raising, accepted inputs are made of
+    for own, xs in ((True, raising), (False, accepted)):
+        for x in xs:
+            if isinstance(x.node.value, str):
+                letters.setdefault((x.callee, own), set()).update(x.node.value)
     hosts: dict[str, Raising] = {}              # a callee -> a raising statement to hold its twins
     for r in raising:
-        if len({id(x.stmt) for x in raising if x.fn is r.fn}) == 1:
+        if len({id(x.stmt) for x in raising if x.fn is r.fn}) == 1 and _twin_host(r):
             # (other raising statements would stay in the twin as written,
             # the planted block's exchanged input perhaps among them)
             hosts.setdefault(r.callee, r)
-    sources: list[tuple[Raising, object, str]] = []
+    sources: list[tuple[Raising, object, tuple[str, ...]]] = []
     done: set[tuple[str, object]] = set()
     for r in raising:
         if r.callee in hosts and (r.callee, r.node.value) not in done:
             done.add((r.callee, r.node.value))
-            sources.append((hosts[r.callee], r.node.value, "".join(sorted(letters.get(r.callee, ())))))
+            bad, good = letters.get((r.callee, True), set()), letters.get((r.callee, False), set())
+            sources.append((hosts[r.callee], r.node.value,
+                            tuple("".join(sorted(x)) for x in (bad & good, bad, good))))
     for a in accepted:
         if a.callee in hosts and (a.callee, a.node.value) not in done:
             done.add((a.callee, a.node.value))
-            sources.append((hosts[a.callee], a.node.value, DIGITS_ONLY))
-    for host, source, alphabet in sources:
+            sources.append((hosts[a.callee], a.node.value, (DIGITS_ONLY,)))
+    for host, source, alphabets in sources:
         seen: set[object] = set()
         for _ in range(8 * MAX_FRESH):
             if len(seen) >= MAX_FRESH:
                 break
-            value = fresh_value(source, rng, alphabet)
+            value = fresh_value(source, rng, alphabets)
             if value is None:
                 break
             if value in seen or (type(value), value) in literals:
@@ -440,7 +475,25 @@ def fresh_copies(tests: list[tuple[TestRef, ast.FunctionDef | ast.AsyncFunctionD
             seen.add(value)
             out.append(TestCopy(
                 file=host.ref.file, cls=list(host.ref.cls), func=host.ref.func, kind="value",
-                fresh=repr(source), group=f"{host.ref.func}@fresh:{host.node.lineno}:{host.node.col_offset}",
+                fresh=repr(source), trades=[repr(value)],
+                group=f"{host.ref.func}@fresh:{host.node.lineno}:{host.node.col_offset}",
                 source=text, site=f"line {host.node.lineno}: input {repr(source)[:40]} twinned as "
                                   f"{repr(value)[:40]}, decided as the gold decides it"))
     return out
+
+
+def digit_twin(m: TestCopy) -> bool:
+    """Whether a twin (fresh_copies) renamed digits only, as every twin of an
+    accepted input does: it does not show its input was a raising one."""
+    try:
+        source, twin = literal_eval(m.fresh), literal_eval(m.trades[0] if m.trades else "None")
+    except (ValueError, SyntaxError):
+        return False
+    if isinstance(source, int) and isinstance(twin, int):
+        return True
+    if not (isinstance(source, (str, bytes)) and isinstance(twin, (str, bytes))) \
+            or type(twin) is not type(source) or len(source) != len(twin):
+        return False
+    text = source.decode("latin-1") if isinstance(source, bytes) else source
+    other = twin.decode("latin-1") if isinstance(twin, bytes) else twin
+    return all(a == b or a.isdigit() for a, b in zip(text, str(other)))

@@ -37,7 +37,7 @@ from taskforge.env.pytestcfg import without_reruns
 from taskforge.errors import InfraError, TaskforgeError, UserError
 from taskforge.fsutil import copy_tree, rmtree, share_with_sandbox
 from taskforge.grade import copies as cp
-from taskforge.grade import copy_cross, decide, static
+from taskforge.grade import copy_cross, copy_raises, decide, static
 from taskforge.grade.bounds import Bounds, in_workspace, patch_breach, patch_facts, survey
 from taskforge.grade.cases import GradingCase, case_of
 from taskforge.grade.decide import MAX_MONITOR_FINDINGS  # noqa: F401 - re-exported
@@ -58,8 +58,8 @@ from taskforge.sandbox.warm import Lease, WarmPool
 
 INFRA_RETRIES = 2
 DEFAULT_TIMEOUT = 900.0
-MAX_TWINS_PER_TEST = 4                  # near twins of a raising site's inputs a test (copy_raises.fresh_copies)
-MAX_TWINS = 12                          # ... and in all
+MAX_TWINS_PER_TEST = 16                 # near twins of a raising site's inputs a test (copy_raises.fresh_copies)
+MAX_TWINS = 32                          # ... and in all
 MAX_PLANTED = copy_cross.BUDGET          # copies planted per verify, or one per test that has any where more
 BOUNDS = Bounds()
 # Bounds as good as none: what the naive grader (and `bounds=False`) walks with.
@@ -239,23 +239,47 @@ def choose_copies(candidates: list[cp.TestCopy], rng: random.Random, limit: int 
     for k in keys:
         out += single.get(k, [])
     out = out[:limit]
-    return out + _twins(twins, {(m.file, v) for m in out if m.raising for v in m.trades}, rng)
+    trades: dict[tuple[str, str], set[str]] = {}
+    for m in out:
+        if m.raising:
+            trades.setdefault((m.file, m.block), set()).update(m.trades)
+    return out + _twins(twins, trades, rng)
 
 
-def _twins(twins: list[cp.TestCopy], traded: set[tuple[str, str]], rng: random.Random
+def _twins(twins: list[cp.TestCopy], blocks: Mapping[tuple[str, str], set[str]], rng: random.Random
            ) -> list[cp.TestCopy]:
     """Near twins of a raising site's inputs (copy_raises.fresh_copies), up
     to MAX_TWINS_PER_TEST a test and MAX_TWINS in all, beyond the budget (each
-    is one call), never of an input a planted block trades: twins of some of
-    the values that stand at the exchanged place and not of the others would
-    tell the original's value from its copies'."""
+    is one call). Of the inputs a planted block trades (`blocks`: (file,
+    block) -> the inputs' reprs), which stand at its exchanged place, the
+    original's and the copies' alike: one twin each, its digits renamed only
+    (as an accepted input's are, so it does not show its input was a raising
+    one), or none of any where one of them has no such twin; twins of some
+    and not others would tell the original's value from its copies'. Round 22
+    showed the cost of none: the block's raising input was the only one a
+    memorised blacklist's lenient parse let through."""
+    traded: dict[tuple[str, str], tuple[str, str]] = {}          # (file, input) -> its block
+    for (file, block), values in blocks.items():
+        for value in values:
+            traded[(file, value)] = (file, block)
+    kept: dict[tuple[str, str], list[cp.TestCopy]] = {}           # a block -> one twin of each input it trades
     by_test: dict[tuple, dict[tuple[str, bool], list[cp.TestCopy]]] = {}
     for m in sorted(twins, key=lambda m: (m.fresh, m.site)):
-        if (m.file, m.fresh) not in traded:
-            # by input and by the gold's outcome: twins it rejects and twins it accepts alike
-            kind = (m.fresh, "failed" in m.expect.values())
-            by_test.setdefault((m.file, tuple(m.cls), m.func), {}).setdefault(kind, []).append(m)
-    out: list[cp.TestCopy] = []
+        if (m.file, m.fresh) in traded:
+            continue
+        # by input and by the gold's outcome: twins it rejects and twins it accepts alike
+        kind = (m.fresh, "failed" in m.expect.values())
+        by_test.setdefault((m.file, tuple(m.cls), m.func), {}).setdefault(kind, []).append(m)
+    for where, values in sorted(blocks.items()):
+        picks = []
+        for value in sorted(values):
+            pool = sorted((m for m in twins if m.file == where[0] and m.fresh == value and copy_raises.digit_twin(m)),
+                          key=lambda m: m.site)
+            if not pool:
+                break
+            picks.append(rng.choice(pool))
+        kept[where] = picks if len(picks) == len(values) else []
+    out: list[cp.TestCopy] = [m for block in sorted(kept) for m in kept[block]]
     for k in sorted(by_test):
         sides: list[list[list[cp.TestCopy]]] = [[], []]      # groups of twins the gold rejects, accepts
         for (_, accepts), pool in sorted(by_test[k].items()):
