@@ -211,6 +211,10 @@ class TestCopy(BaseModel):
     # (copy_raises.fresh_copies): the input it renames (repr); must pass or
     # must fail as the gold decided. "": not such a copy.
     fresh: str = ""
+    # ... of an input a test shows accepted: kept only where the gold accepts
+    # it too (its digits renamed, a date may stop being one: "2021-02-28" ->
+    # "2021-02-29"; no graded test asks the feature to reject it).
+    fresh_accepted: bool = False
 
 
 class GradingPlan(BaseModel):

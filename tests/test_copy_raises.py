@@ -319,3 +319,23 @@ def test_the_inputs_a_planted_block_trades_get_one_digit_twin_each_or_none():
 def test_no_twin_where_it_would_keep_the_original_s_inputs(body):
     code = "def test_r(self):\n" + textwrap.indent(body, "    ") + "\n"
     assert fresh_copies(_fns(code), code.splitlines(keepends=True), random.Random(0), cp._named, cp.Edit) == []
+
+
+P, F = "passed", "failed"
+
+
+@pytest.mark.parametrize("fresh, accepted, a, b, kept", [
+    ("", False, {"": F}, {"": F}, True),                  # a must-fail copy the gold fails
+    ("", False, {"": P}, {"": P}, False),                 # ... the gold passes: no copy
+    ("'VX'", False, {"": P}, {"": P}, True),              # a raising input's twin the gold rejects: must pass
+    ("'VX'", False, {"": F}, {"": F}, True),              # ... one it accepts ("IX"): must fail
+    ("'12.5'", True, {"": F}, {"": F}, True),             # an accepted input's twin the gold accepts
+    ("'2021-02-28'", True, {"": P}, {"": P}, False),      # ... one it rejects ("2021-02-29"): no test asks that
+    ("'VX'", False, {"": P}, {"": F}, False),             # not the same twice
+    ("'VX'", False, {"": "error"}, {"": "error"}, False),
+    ("'VX'", False, {}, {}, False),
+])
+def test_which_copies_calibration_keeps(fresh, accepted, a, b, kept):
+    from taskforge.grade.calibrate import kept_outcomes
+    m = TestCopy(file=FILE, func="test_r", kind="value", site="s", source="", fresh=fresh, fresh_accepted=accepted)
+    assert kept_outcomes(m, a, b) is kept

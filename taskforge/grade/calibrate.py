@@ -17,6 +17,7 @@ import json
 import math
 import random
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import AbstractSet
@@ -122,10 +123,7 @@ def calibrate(worker, f2p: list[str], seed: str, timeout: float,
         if id(m) not in names[0] or id(m) not in names[1]:
             continue
         a, b = profiles[0][names[0][id(m)]], profiles[1][names[1][id(m)]]
-        # A must-fail copy fails somewhere under the gold; a near twin of an
-        # input (copy_raises.fresh_copies) keeps whichever outcome the gold gave.
-        wanted = bool(m.fresh) or "failed" in a.values()
-        if a == b and a and wanted and all(o in ("passed", "failed") for o in a.values()):
+        if kept_outcomes(m, a, b):
             kept = m.model_copy(update={"expect": dict(sorted(a.items()))})
             spent[id(kept)] = seconds.get(names[0][id(m)], 0.0)
             cal.copies.append(kept)
@@ -137,6 +135,20 @@ def calibrate(worker, f2p: list[str], seed: str, timeout: float,
     cal.copies = copy_cross.within_time(cal.copies, [spent.get(id(m), 0.0) for m in cal.copies],
                                         max(copy_cross.MIN_SECONDS, hidden_secs))
     return cal
+
+
+def kept_outcomes(m: cp.TestCopy, a: Mapping[str, str], b: Mapping[str, str]) -> bool:
+    """Whether a copy stays, given the gold's outcomes for it in the two runs
+    (planted before and after its original): the same both times, each a pass
+    or a failure, and a failure somewhere for a must-fail copy. A near twin
+    of an input (copy_raises.fresh_copies) keeps whichever outcome the gold
+    gave; a twin of an input a test shows accepted, only the gold's
+    acceptance (its test then fails: no raise where one was expected)."""
+    if not (a == b and a and all(o in ("passed", "failed") for o in a.values())):
+        return False
+    if m.fresh and not m.fresh_accepted:
+        return True
+    return "failed" in a.values()
 
 
 def verify_timeout(measured: float) -> float:

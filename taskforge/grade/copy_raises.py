@@ -417,7 +417,9 @@ def fresh_copies(tests: list[tuple[TestRef, ast.FunctionDef | ast.AsyncFunctionD
     `"12.5"` -> `"17.5"`), up to MAX_FRESH per input. Calibration runs them on
     the gold and keeps each with the gold's outcome, so a twin the gold
     rejects must pass and one it accepts must fail (verify asks every copy to
-    end as on the gold).
+    end as on the gold); a twin of an accepted input only where the gold
+    accepts it (`TestCopy.fresh_accepted`: what rejects it is no graded
+    test's question).
 
     Why: the exchanged blocks only ever reuse inputs the graded tests show, so
     a solution with the hidden suite's raising inputs memorised as a blacklist,
@@ -447,19 +449,19 @@ def fresh_copies(tests: list[tuple[TestRef, ast.FunctionDef | ast.AsyncFunctionD
             # (other raising statements would stay in the twin as written,
             # the planted block's exchanged input perhaps among them)
             hosts.setdefault(r.callee, r)
-    sources: list[tuple[Raising, object, tuple[str, ...]]] = []
+    sources: list[tuple[Raising, object, tuple[str, ...], bool]] = []
     done: set[tuple[str, object]] = set()
     for r in raising:
         if r.callee in hosts and (r.callee, r.node.value) not in done:
             done.add((r.callee, r.node.value))
             bad, good = letters.get((r.callee, True), set()), letters.get((r.callee, False), set())
             sources.append((hosts[r.callee], r.node.value,
-                            tuple("".join(sorted(x)) for x in (bad & good, bad, good))))
+                            tuple("".join(sorted(x)) for x in (bad & good, bad, good)), False))
     for a in accepted:
         if a.callee in hosts and (a.callee, a.node.value) not in done:
             done.add((a.callee, a.node.value))
-            sources.append((hosts[a.callee], a.node.value, (DIGITS_ONLY,)))
-    for host, source, alphabets in sources:
+            sources.append((hosts[a.callee], a.node.value, (DIGITS_ONLY,), True))
+    for host, source, alphabets, shown_accepted in sources:
         seen: set[object] = set()
         for _ in range(8 * MAX_FRESH):
             if len(seen) >= MAX_FRESH:
@@ -475,7 +477,7 @@ def fresh_copies(tests: list[tuple[TestRef, ast.FunctionDef | ast.AsyncFunctionD
             seen.add(value)
             out.append(TestCopy(
                 file=host.ref.file, cls=list(host.ref.cls), func=host.ref.func, kind="value",
-                fresh=repr(source), trades=[repr(value)],
+                fresh=repr(source), trades=[repr(value)], fresh_accepted=shown_accepted,
                 group=f"{host.ref.func}@fresh:{host.node.lineno}:{host.node.col_offset}",
                 source=text, site=f"line {host.node.lineno}: input {repr(source)[:40]} twinned as "
                                   f"{repr(value)[:40]}, decided as the gold decides it"))
