@@ -205,7 +205,8 @@ class TestCopy(BaseModel):
     # accepted (grade/copy_raises.py), in a block of the two copies.
     raising: bool = False
     # The inputs (repr) a copy of a raising block trades: the exchanged input
-    # and the one put in its place (copy_raises._block).
+    # and the one put in its place (copy_raises._block); for a near twin, the
+    # input it holds instead of `fresh` (copy_raises.digit_twin reads both).
     trades: list[str] = Field(default_factory=list)
     # A near twin of an input of a raising site, in the raising test's shape
     # (copy_raises.fresh_copies): the input it renames (repr); must pass or

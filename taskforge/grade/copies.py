@@ -1294,7 +1294,7 @@ def _propose(root: Path, nodeids: list[str], seed: str, sites_per_test: int, val
         tree, lines = parsed[file][0], parsed[file][1]                                  # type: ignore[index]
         out += copy_raises.exchange_blocks(tests, lines, own, _named, Edit,
                                            copy_raises.shown_elsewhere(tree, package))
-    # ... and near twins of their inputs, called bare, from a stream of their own
+    # ... and near twins of their inputs, from a stream of their own
     twins = random.Random(own.random())
     for file, tests in by_file.items():
         out += copy_raises.fresh_copies(tests, parsed[file][1], twins, _named, Edit)   # type: ignore[index]

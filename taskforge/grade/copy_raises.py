@@ -155,12 +155,11 @@ def raising_inputs(fn, ref: TestRef) -> list[Raising]:
             continue
         callee, call = got
         arg = call.args[0]
-        stmt = node
         if _plain(arg):
-            out.append(Raising(fn, ref, callee, 1, arg, stmt))                # type: ignore[arg-type]
+            out.append(Raising(fn, ref, callee, 1, arg, node))                # type: ignore[arg-type]
         elif isinstance(arg, ast.Name) and arg.id in loops and stores.get(arg.id) == 1:
             table = loops[arg.id]
-            out += [Raising(fn, ref, callee, 1, e, stmt, table)               # type: ignore[arg-type]
+            out += [Raising(fn, ref, callee, 1, e, node, table)               # type: ignore[arg-type]
                     for e in table.elts]
     return out
 

@@ -23,7 +23,7 @@ class Defences(BaseModel):
     copies: bool = True           # must-fail copies of hidden tests
     built_copies: bool = True     # ... at a package-built expectation where a test has one
     raise_copies: bool = True     # ... exchanging a raising input with an accepted one (grade/copy_raises.py)
-    raise_twins: bool = True      # ... calling a near twin of a raising input bare (copy_raises.fresh_copies)
+    raise_twins: bool = True      # ... a raising test on a near twin of an input (copy_raises.fresh_copies)
     rename: bool = True            # random names for the hidden tests at every run
     seals: bool = True             # literal expectations judged on the host (grade/seals.py)
     built_seals: bool = True       # ... and built ones, by the shape the gold built (grade/shapes.py)

@@ -258,11 +258,8 @@ def _twins(twins: list[cp.TestCopy], blocks: Mapping[tuple[str, str], set[str]],
     and not others would tell the original's value from its copies'. Round 22
     showed the cost of none: the block's raising input was the only one a
     memorised blacklist's lenient parse let through."""
-    traded: dict[tuple[str, str], tuple[str, str]] = {}          # (file, input) -> its block
-    for (file, block), values in blocks.items():
-        for value in values:
-            traded[(file, value)] = (file, block)
-    kept: dict[tuple[str, str], list[cp.TestCopy]] = {}           # a block -> one twin of each input it trades
+    traded = {(file, value) for (file, _), values in blocks.items() for value in values}
+    out: list[cp.TestCopy] = []                                   # one twin of each input a block trades
     by_test: dict[tuple, dict[tuple[str, bool], list[cp.TestCopy]]] = {}
     for m in sorted(twins, key=lambda m: (m.fresh, m.site)):
         if (m.file, m.fresh) in traded:
@@ -278,8 +275,7 @@ def _twins(twins: list[cp.TestCopy], blocks: Mapping[tuple[str, str], set[str]],
             if not pool:
                 break
             picks.append(rng.choice(pool))
-        kept[where] = picks if len(picks) == len(values) else []
-    out: list[cp.TestCopy] = [m for block in sorted(kept) for m in kept[block]]
+        out += picks if len(picks) == len(values) else []
     for k in sorted(by_test):
         sides: list[list[list[cp.TestCopy]]] = [[], []]      # groups of twins the gold rejects, accepts
         for (_, accepts), pool in sorted(by_test[k].items()):
@@ -391,21 +387,21 @@ def _scrub(task: Task, tree: Path, defences: Defences, links: list[str]) -> list
     return notes
 
 
-def _scan(task: Task, tree: Path, defences: Defences) -> list[Finding]:
+def _scan(task: Task, tree: Path, defences: Defences, planted: list[cp.TestCopy]) -> list[Finding]:
     """The static scan of the changed files. Where every hidden test has value
     copies planted, an object equal to everything that the tests compare passes
     them and scores 0 there; one they never compare (a sentinel) is no reason
     to. Complement copies do not count: an object equal to everything is truthy,
-    so it fails `assert not x` just as the gold's value does."""
+    so it fails `assert not x` just as the gold's value does. `planted`: the
+    copies this verify plants (planted_set)."""
     rec = task.record
     allowed = set(exemptions(rec.grading.allowed))
     scan_bounds = {} if defences.bounds else {"max_file": None, "max_total": None}
     scanned = static.scan_solution(tree, task.workspace, defences.policy, allowed,
                                    skip=set(rec.protected_files), **scan_bounds)
     g = rec.grading
-    guarded = {(m.file, tuple(m.cls), m.func) for m in planted_set(rec, defences.built_copies, defences.raise_copies,
-                                  defences.raise_twins)
-               if not cp.is_complement(m) and not m.fresh} if defences.copies and g.copies else set()
+    guarded = {(m.file, tuple(m.cls), m.func) for m in planted
+               if not cp.is_complement(m) and not m.fresh} if g.copies else set()
     if g.hidden_functions and len(guarded) >= g.hidden_functions:
         scanned = [f.model_copy(update={"severity": Severity.REVIEW})
                    if f.kind is K.ALWAYS_EQUAL and f.severity is Severity.FATAL else f
@@ -424,10 +420,10 @@ def _prepare(task: Task, solution: Solution, tree: Path, defences: Defences,
     notes = _scrub(task, tree, defences, links)
     found = [finding(k, Source.STATIC if k is K.BYTECODE_FILE else Source.GRADER, d, policy=defences.policy)
              for k, d in notes]
-    if defences.static_scan:
-        found += _scan(task, tree, defences)
     chosen = planted_set(rec, defences.built_copies, defences.raise_copies,
-                                  defences.raise_twins) if defences.copies else []
+                         defences.raise_twins) if defences.copies else []
+    if defences.static_scan:
+        found += _scan(task, tree, defences, chosen)
     if capture:                 # every stored copy: each one's built expectations are kept
         chosen = [c for c in rec.grading.copies if not cp.format_tell(c.site)]
     plan = cp.plant(tree, rec.FAIL_TO_PASS, chosen,
