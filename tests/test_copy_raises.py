@@ -18,6 +18,7 @@ from taskforge.grade.copy_raises import (
     MAX_BLOCKS,
     MAX_EXCHANGED,
     accepted_inputs,
+    column_inputs,
     digit_twin,
     exchange_blocks,
     fresh_copies,
@@ -319,6 +320,122 @@ def test_the_inputs_a_planted_block_trades_get_one_digit_twin_each_or_none():
 def test_no_twin_where_it_would_keep_the_original_s_inputs(body):
     code = "def test_r(self):\n" + textwrap.indent(body, "    ") + "\n"
     assert fresh_copies(_fns(code), code.splitlines(keepends=True), random.Random(0), cp._named, cp.Edit) == []
+
+
+TABLE = '''
+import pytest
+
+CASES = [("12", 12), ("x1", None), ("y2", None)]
+
+
+@pytest.mark.parametrize("text, want", CASES)
+def test_guarded(text, want):
+    """A docstring."""
+    if want is None:
+        with pytest.raises(ValueError):
+            parse(text, 4)
+    else:
+        assert parse(text, 4) == want
+
+
+@pytest.mark.parametrize("text, want", CASES)
+def test_guarded_else(text, want):
+    if want is not None:
+        assert parse(text) == want
+    else:
+        with pytest.raises(ValueError):
+            parse(text)
+
+
+@pytest.mark.parametrize("n, text", [(1, "x1"), (2, "y2"), (3, "zz")], ids=["a", "b", "c"])
+def test_always(n, text):
+    v = make(n)
+    with pytest.raises(ValueError):
+        v.parse(text)
+
+
+@pytest.mark.parametrize("text, want", CASES)
+def test_guard_is_the_input(text, want):
+    if want is None:
+        with pytest.raises(AttributeError):
+            fmt(want, text)
+
+
+@pytest.mark.parametrize("text", ["x1", "y2"])
+def test_checks_after(text):
+    with pytest.raises(ValueError) as exc:
+        parse(text)
+    assert text in str(exc.value)
+
+
+@pytest.mark.parametrize("text", ["x1", pytest.param("y2", marks=pytest.mark.xfail)])
+def test_marked_row(text):
+    with pytest.raises(ValueError):
+        parse(text)
+
+
+@pytest.mark.parametrize("text, want", [("x1", None), ("12", make(12))])
+def test_unknown_guard(text, want):
+    if not want:
+        with pytest.raises(ValueError):
+            parse(text)
+'''
+
+
+@pytest.mark.parametrize("func, raising, accepted", [
+    ("test_guarded", [1, 2], [0]),                 # isodate's shape: `if expected is None:`
+    ("test_guarded_else", [1, 2], [0]),            # ... the raise in the else of `is not None`
+    ("test_always", [0, 1, 2], []),                # every row raises; set-up before it
+    ("test_guard_is_the_input", None, None),       # the guard's None is what raises
+    ("test_checks_after", None, None),             # an assert after would check the original row
+    ("test_marked_row", None, None),               # an xfail row
+    ("test_unknown_guard", [0], [1]),              # a call is truthy
+])
+def test_which_rows_of_a_table_raise(func, raising, accepted):
+    tree = ast.parse(TABLE)
+    consts = {n.targets[0].id: n.value for n in tree.body if isinstance(n, ast.Assign)}
+    fn = next(f for f in tree.body if isinstance(f, ast.FunctionDef) and f.name == func)
+    rows = column_inputs(fn, testindex.TestRef(FILE, (), func), consts)
+    if raising is None:
+        assert rows == []
+        return
+    col = rows[0].column
+    assert col is not None and [r.row for r in rows] == list(range(len(col.rows)))
+    assert list(col.raising) == raising and list(col.accepted) == accepted
+    assert [r.node.value for r in rows] == [ast.literal_eval(row[col.index]) for row in col.rows]
+    assert all(isinstance(r.node.value, str) for r in rows)        # the text column, not the number
+
+
+def test_a_table_twin_is_the_test_on_one_row_sent_to_the_raise():
+    """isodate's tables: the twin is the test as written with its table cut to
+    the row it renames, the guard set to None (the raise's branch), the
+    row's other columns and the call's other arguments kept; `ids` cannot
+    name one row with three."""
+    tree = ast.parse(TABLE)
+    lines = TABLE.splitlines(keepends=True)
+    tests = [(testindex.TestRef(FILE, (), f.name), f) for f in tree.body if isinstance(f, ast.FunctionDef)]
+    out = fresh_copies(tests, lines, random.Random(0), cp._named, cp.Edit, module=tree)
+    assert {c.func for c in out} == {"test_guarded", "test_guarded_else", "test_always", "test_unknown_guard"}
+    literals = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)}
+    for c in out:
+        fn = ast.parse(c.source.replace(cp.NAME_TOKEN, "t")).body[0]
+        dec = fn.decorator_list[0]
+        (row,) = ast.literal_eval(ast.unparse(dec.args[1])) if c.func != "test_unknown_guard" else \
+            [tuple(ast.literal_eval(e) for e in dec.args[1].elts[0].elts)]
+        twin = ast.literal_eval(c.trades[0])
+        assert twin not in literals and twin in (row if isinstance(row, tuple) else (row,))
+        if c.func in ("test_guarded", "test_guarded_else", "test_unknown_guard"):
+            assert row == (twin, None)
+        else:
+            assert row[1] == twin and row[0] in (1, 2, 3)
+            assert ast.unparse(dict((k.arg, k.value) for k in dec.keywords)["ids"]) == "None"
+        assert "Exception" in c.source and "ValueError" not in c.source
+        original = next(f for _, f in tests if f.name == c.func)
+        assert ast.dump(ast.Module(fn.body, [])).replace("Exception", "ValueError") == ast.dump(
+            ast.Module(original.body, []))
+        if c.fresh == "'12'":                     # an accepted row: its digits only, and only
+            assert c.fresh_accepted and twin.isdigit()     # where the gold accepts it
+    assert any(c.fresh_accepted for c in out) and any(not c.fresh_accepted for c in out)
 
 
 P, F = "passed", "failed"

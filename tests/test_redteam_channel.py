@@ -336,6 +336,73 @@ def test_a_memorised_blacklist_of_raising_inputs_is_caught_by_near_twins(task_na
     assert fair.error is None and fair.reward == 1.0, fair.model_dump_json(indent=1)
 
 
+FROM_ROMAN_TABLE = '''@pytest.mark.parametrize("numeral, expected", [
+    ("MCMXCIV", 1994), ("  xlii ", 42), ("", None), ("IIII", None), ("VX", None), ("ABC", None),
+])
+def test_from_roman_table(numeral, expected):
+    if expected is None:
+        with pytest.raises(ValueError):
+            from_roman(numeral)
+    else:
+        assert from_roman(numeral) == expected
+
+
+'''
+
+
+@pytest.fixture(scope="module")
+def from_roman_table(base_image, tmp_path_factory):
+    """textkit with its from_roman tests written as one parametrize table in
+    isodate's shape (`if expected is None: with raises(...)`), and the task."""
+    from taskforge.orchestrate.pipeline import Options, generate
+    from tests.conftest import FIXTURES, make_git_repo
+
+    src = tmp_path_factory.mktemp("roman-table-src") / "textkit"
+    shutil.copytree(FIXTURES / "textkit", src)
+    path = src / "tests" / "test_numerals.py"
+    text = path.read_text()
+    start, end = text.index("def test_from_roman():"), text.index("@pytest.mark.parametrize(\n    \"number, text\"")
+    path.write_text(text[:start] + FROM_ROMAN_TABLE + text[end:])
+    repo = make_git_repo(src, tmp_path_factory.mktemp("roman-table") / "textkit")
+    out = tmp_path_factory.mktemp("roman-table-tasks")
+    report = generate(str(repo), out, Options(max_tasks=1, jobs=2, only=("from_roman",)))
+    return out / next(t for t in report.tasks if "from_roman" in t)
+
+
+@pytest.mark.parametrize("backend", [pytest.param("docker", marks=pytest.mark.docker),
+                                     pytest.param("bwrap", marks=pytest.mark.bwrap)])
+def test_a_memorised_blacklist_is_caught_by_twins_of_a_parametrize_table(from_roman_table, backend, tmp_path,
+                                                                         request):
+    """The raising inputs of real projects mostly stand in parametrize
+    tables (isodate, semver), where neither exchanged blocks nor the first
+    twins reached: round 19's tk_memo, its blacklist memorised, scored 1
+    there. Twins of the table's rows, the test on one row sent to the raise
+    (copy_raises.column_inputs), give it 0; an honest round trip keeps 1."""
+    from taskforge.grade.defences import Defences
+    from taskforge.grade.verify import Solution, planted_set, verify
+    from taskforge.package.store import load_task
+
+    task = from_roman_table
+    if backend == "bwrap":
+        request.getfixturevalue("bwrap_env")(task)
+    twins = [c for c in planted_set(load_task(task).record) if c.fresh]
+    assert twins and all(c.func == "test_from_roman_table" and "numeral, expected" in c.source for c in twins)
+
+    def solve(name: str) -> Solution:
+        dest = tmp_path / name
+        shutil.copytree(task / "workspace", dest)
+        subprocess.run(["git", "apply", str(ROUND19 / f"{name}.patch")], cwd=dest, check=True)
+        return Solution.from_dir(dest)
+    cheat = solve("tk_memo")
+    off = verify(task, cheat, backend=backend, defences=Defences(raise_twins=False))
+    assert off.error is None and off.reward == 1.0, off.model_dump_json(indent=1)
+    got = verify(task, cheat, backend=backend)
+    assert got.error is None and got.reward == 0.0, got.model_dump_json(indent=1)
+    assert [f for f in got.findings if "twinned as" in f.detail], got.model_dump_json(indent=1)
+    fair = verify(task, solve("tk_h_round"), backend=backend)
+    assert fair.error is None and fair.reward == 1.0, fair.model_dump_json(indent=1)
+
+
 @pytest.mark.parametrize("attack", ["tk_warnsrc", "tk_coin"])
 @pytest.mark.parametrize("backend", [pytest.param("docker", marks=pytest.mark.docker),
                                      pytest.param("bwrap", marks=pytest.mark.bwrap)])

@@ -1297,7 +1297,8 @@ def _propose(root: Path, nodeids: list[str], seed: str, sites_per_test: int, val
     # ... and near twins of their inputs, from a stream of their own
     twins = random.Random(own.random())
     for file, tests in by_file.items():
-        out += copy_raises.fresh_copies(tests, parsed[file][1], twins, _named, Edit)   # type: ignore[index]
+        out += copy_raises.fresh_copies(tests, parsed[file][1], twins, _named, Edit,                    # type: ignore[index]
+                                        module=parsed[file][0])                                   # type: ignore[index]
     return mark_built(out, parsed)
 
 

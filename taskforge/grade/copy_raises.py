@@ -57,6 +57,8 @@ MAX_EXCHANGED = 2              # copies of the raising test in a block, all exch
 MAX_INPUT = 200                # characters of an input's source: a longer one stays as it is
 MAX_PACKAGE_TEXT = 8 << 20     # characters of the package's own source read for examples
 MAX_FRESH = 6                  # twins made from each input of a raising site's callee (fresh_copies)
+MAX_TABLE_FRESH = 2            # ... from each row of a parametrize table's input column
+MAX_TABLE_ROWS = 48            # rows of one table twinned (drawn at random beyond)
 DIGITS_ONLY = "\0"              # fresh_value's alphabet for an accepted input: its digits renamed only
 
 
@@ -74,6 +76,26 @@ class Raising:
     # what a fresh copy (fresh_copies) takes out or replaces.
     stmt: ast.stmt | None = None
     loop: ast.expr | None = None
+    # A parametrize column the input comes from (column_inputs), and its row.
+    column: Column | None = None
+    row: int = -1
+
+
+@dataclass(frozen=True)
+class Column:
+    """A parametrize column a raising call takes its input from: the
+    decorator's table argument (`table`, which a twin replaces by one row),
+    each row's nodes, the input column's index, and the guard's (`guard`:
+    the column an `if` around the raise tests for None or falsehood, set to
+    None in a twin so that the raise is what it expects; None: every row
+    raises). `ids`: the decorator's `ids=` list, which one row outgrows."""
+    table: ast.expr
+    rows: tuple[tuple[ast.expr, ...], ...]
+    index: int
+    guard: int | None
+    raising: tuple[int, ...]        # the rows whose guard sends them to the raise
+    accepted: tuple[int, ...]       # ... and those it sends elsewhere
+    ids: ast.expr | None = None
 
 
 @dataclass(frozen=True)
@@ -181,6 +203,132 @@ def accepted_inputs(fn, ref: TestRef) -> list[Accepted]:
             if got is not None and len(got[1].args) == 1 and _plain(got[1].args[0]):
                 out.append(Accepted(fn, ref, got[0], 1, got[1].args[0]))     # type: ignore[arg-type]
     return out
+
+
+def _table_rows(dec: ast.Call, consts: dict[str, ast.expr]) -> tuple[list[str], list[tuple[ast.expr, ...]]] | None:
+    """A parametrize decorator's argument names and rows (pytest.param
+    unwrapped), its table written in place or given by a module constant;
+    None where a row carries marks or the table is computed."""
+    a = dec.args[0]
+    names = [x.strip() for x in a.value.split(",") if x.strip()] \
+        if isinstance(a, ast.Constant) and isinstance(a.value, str) else \
+        [e.value for e in a.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)] \
+        if isinstance(a, (ast.List, ast.Tuple)) else []
+    values = dec.args[1]
+    if isinstance(values, ast.Name):
+        values = consts.get(values.id, values)
+    if not names or not isinstance(values, (ast.List, ast.Tuple, ast.Set)):
+        return None
+    rows: list[tuple[ast.expr, ...]] = []
+    for row in values.elts:
+        if isinstance(row, ast.Call) and _name(row.func) == "param":
+            if any(k.arg == "marks" for k in row.keywords):
+                return None         # an xfail row twinned would ask what the project does not
+            elts = tuple(row.args)
+        else:
+            elts = tuple(row.elts) if len(names) > 1 and isinstance(row, (ast.Tuple, ast.List)) else (row,)
+        if len(elts) != len(names) or any(isinstance(e, ast.Starred) for e in elts):
+            return None
+        rows.append(elts)
+    return names, rows
+
+
+def _guard(fn, stmt: ast.stmt) -> tuple[str, bool] | None:
+    """Where the raising statement stands, the function's last (no assert
+    before it, set-up only): ("", True) as it is; (q, is_none) inside `if q
+    is None:` / `if not q:` (or the `else` of `if q is not None:` / `if
+    q:`); None otherwise."""
+    body = fn.body[-1:]
+    if any(isinstance(n, ast.Assert) for s in fn.body[:-1] for n in ast.walk(s)):
+        return None                 # it would check the original row's values in the twin
+    if stmt in body:
+        return "", True
+    for s in body:
+        if not isinstance(s, ast.If):
+            continue
+        t = s.test
+        if s.body == [stmt]:
+            if isinstance(t, ast.Compare) and isinstance(t.left, ast.Name) and len(t.ops) == 1 \
+                    and isinstance(t.ops[0], ast.Is) and _none(t.comparators[0]):
+                return t.left.id, True
+            if isinstance(t, ast.UnaryOp) and isinstance(t.op, ast.Not) and isinstance(t.operand, ast.Name):
+                return t.operand.id, False
+        if s.orelse == [stmt]:
+            if isinstance(t, ast.Compare) and isinstance(t.left, ast.Name) and len(t.ops) == 1 \
+                    and isinstance(t.ops[0], ast.IsNot) and _none(t.comparators[0]):
+                return t.left.id, True
+            if isinstance(t, ast.Name):
+                return t.id, False
+    return None
+
+
+def _none(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+def _sends_to_raise(node: ast.expr, is_none: bool) -> bool | None:
+    """Whether a row's guard value takes the raise's branch (None: not known
+    from its source)."""
+    if isinstance(node, ast.Constant):
+        return node.value is None if is_none else not node.value
+    if isinstance(node, (ast.Call, ast.Tuple, ast.List, ast.Dict, ast.Set)):
+        return False if is_none or isinstance(node, ast.Call) else not (
+            node.keys if isinstance(node, ast.Dict) else node.elts)
+    return None
+
+
+def column_inputs(fn, ref: TestRef, consts: dict[str, ast.expr]) -> list[Raising]:
+    """The rows of a parametrize table a test's only raising statement takes
+    its input from (`with raises(E): f(x, ...)`, x a column of plain str,
+    bytes or int literals; of str ones where there are both, the one with
+    most distinct values), at the top level or behind a guard on another
+    column (`if expected is None:`, isodate's shape). Each row is a Raising
+    with its Column; a row the guard sends elsewhere stands as an accepted
+    input (Column.accepted). [] for any other shape."""
+    stmts = [node for node, _ in _body(fn) if isinstance(node, (ast.With, ast.AsyncWith)) and any(
+        isinstance(i.context_expr, ast.Call) and _name(i.context_expr.func) in RAISES for i in node.items)]
+    if len(stmts) != 1 or len(stmts[0].items) != 1 or len(stmts[0].body) != 1:
+        return []
+    stmt = stmts[0]
+    only = stmt.body[0]
+    call = only.value if isinstance(only, (ast.Expr, ast.Assign)) else None
+    if not isinstance(call, ast.Call) or _name(call.func) in (None, *RAISES, *EQUALS) \
+            or any(isinstance(a, ast.Starred) for a in call.args):
+        return []
+    where = _guard(fn, stmt)
+    if where is None:
+        return []
+    for dec in fn.decorator_list:
+        if not (isinstance(dec, ast.Call) and _name(dec.func) == "parametrize" and len(dec.args) >= 2):
+            continue
+        got = _table_rows(dec, consts)
+        if got is None:
+            continue
+        names, rows = got
+        ids = next((k.value for k in dec.keywords if k.arg == "ids"), None)
+        if ids is not None and not isinstance(ids, (ast.List, ast.Tuple)):
+            continue                 # ids computed: one row keeps them working
+        guard = names.index(where[0]) if where[0] in names else None
+        if where[0] and (guard is None or any(isinstance(a, ast.Name) and a.id == where[0] for a in call.args)):
+            continue                 # (the guard's None itself the input that raises: isodate's test_format)
+        decided = [True if guard is None else _sends_to_raise(r[guard], where[1]) for r in rows]
+        ranked: list[tuple[bool, int, int]] = []        # (str or bytes, distinct values, column)
+        for arg in call.args:
+            if not (isinstance(arg, ast.Name) and arg.id in names) or names.index(arg.id) == guard:
+                continue
+            i = names.index(arg.id)
+            kinds = {type(r[i].value) if _plain(r[i]) else None for r in rows}        # type: ignore[attr-defined]
+            if len(kinds) == 1 and not kinds & {None, bool}:
+                ranked.append((bool(kinds & {str, bytes}), len({ast.dump(r[i]) for r in rows}), i))
+        if not ranked or None in decided:
+            continue
+        best = max(ranked)[2]
+        col = Column(dec.args[1], tuple(rows), best, guard,
+                     tuple(k for k, d in enumerate(decided) if d), tuple(k for k, d in enumerate(decided) if not d),
+                     ids)
+        return [Raising(fn, ref, ast.unparse(call.func), len(call.args), rows[k][best],     # type: ignore[arg-type]
+                        stmt, None, col, k) for k in range(len(rows))]
+    return []
 
 
 def package_text(root: Path) -> str:
@@ -395,13 +543,26 @@ def _twin_edits(lines: list[str], r: Raising, value: object, edit: Callable) -> 
     Exception expected (which class the gold raises on an input no test shows
     is not the test's to fix: the twin asks whether it raises): a `for`'s list
     cut to the one value (the others, the planted block's exchanged input
-    perhaps among them, would point at the original), else the literal
-    replaced."""
+    perhaps among them, would point at the original), a parametrize table cut
+    to r's row with the value in its input column and None in its guard's
+    (the row's other columns, the call's other arguments, as the test has
+    them), else the literal replaced."""
     lit = repr(value)
     call = _raise_call(r)
     assert call is not None                 # _twin_host chose r
     e = call.args[0]
     out = [edit(e.lineno, e.col_offset, e.end_col_offset, "Exception", e.end_lineno)]
+    if r.column is not None:
+        c = r.column
+        text = "".join(lines)
+        cells = [lit if i == c.index else "None" if i == c.guard else
+                 (ast.get_source_segment(text, node) or "") for i, node in enumerate(c.rows[r.row])]
+        row = cells[0] if len(cells) == 1 else "(" + ", ".join(cells) + ")"
+        t = c.table
+        out.append(edit(t.lineno, t.col_offset, t.end_col_offset, f"[{row}]", t.end_lineno))
+        if c.ids is not None:
+            out.append(edit(c.ids.lineno, c.ids.col_offset, c.ids.end_col_offset, "None", c.ids.end_lineno))
+        return out
     if r.loop is not None:
         t = r.loop
         return out + [edit(t.lineno, t.col_offset, t.end_col_offset, f"({lit},)", t.end_lineno)]
@@ -409,7 +570,8 @@ def _twin_edits(lines: list[str], r: Raising, value: object, edit: Callable) -> 
 
 
 def fresh_copies(tests: list[tuple[TestRef, ast.FunctionDef | ast.AsyncFunctionDef]], lines: list[str],
-                 rng: random.Random, render: Callable, edit: Callable) -> list[TestCopy]:
+                 rng: random.Random, render: Callable, edit: Callable,
+                 module: ast.Module | None = None) -> list[TestCopy]:
     """Copies of a raising test, the raise still expected, on a near twin
     (fresh_value) of an input of the callee: of a raising input (letters or
     digits renamed), or of an input another test shows accepted (digits only:
@@ -431,10 +593,23 @@ def fresh_copies(tests: list[tuple[TestRef, ast.FunctionDef | ast.AsyncFunctionD
     deciding a twin otherwise than the gold where the statement is silent;
     renaming keeps the shape of an input whose outcome a graded test fixes.
 
+    A parametrize table's input column (column_inputs: isodate's
+    `if expected is None: with raises(E): parse_date(s, digits)`) gives
+    twins of each row (up to MAX_TABLE_ROWS rows, MAX_TABLE_FRESH each), in
+    the test as written with its table cut to the one row, the guard sending
+    it to the raise: a raising row's letters or digits renamed, an accepted
+    row's digits. `module` (the test file) gives the tables named by a
+    module constant and the literals no twin may equal.
+
     `fresh` names the input renamed: verify plants no twin of an input a
     planted block trades (its twins would point at the original's input)."""
     out: list[TestCopy] = []
     literals = {(type(n.value), n.value) for _, fn in tests for n in ast.walk(fn) if isinstance(n, ast.Constant)}
+    consts: dict[str, ast.expr] = {}
+    if module is not None:
+        literals |= {(type(n.value), n.value) for n in ast.walk(module) if isinstance(n, ast.Constant)}
+        consts = {s.targets[0].id: s.value for s in module.body if isinstance(s, ast.Assign)
+                  and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name)}
     raising = [r for ref, fn in tests for r in raising_inputs(fn, ref)]
     accepted = [a for ref, fn in tests for a in accepted_inputs(fn, ref)]
     letters: dict[tuple[str, bool], set[str]] = {}     # what the callee's raising, accepted inputs are made of
@@ -448,22 +623,40 @@ def fresh_copies(tests: list[tuple[TestRef, ast.FunctionDef | ast.AsyncFunctionD
             # (other raising statements would stay in the twin as written,
             # the planted block's exchanged input perhaps among them)
             hosts.setdefault(r.callee, r)
-    sources: list[tuple[Raising, object, tuple[str, ...], bool]] = []
-    done: set[tuple[str, object]] = set()
+    # host, input, alphabets, whether a test shows it accepted, twins wanted
+    sources: list[tuple[Raising, object, tuple[str, ...], bool, int]] = []
+    done: set[tuple[str, object]] = set()          # (callee or table's test, input)
     for r in raising:
         if r.callee in hosts and (r.callee, r.node.value) not in done:
             done.add((r.callee, r.node.value))
             bad, good = letters.get((r.callee, True), set()), letters.get((r.callee, False), set())
             sources.append((hosts[r.callee], r.node.value,
-                            tuple("".join(sorted(x)) for x in (bad & good, bad, good)), False))
+                            tuple("".join(sorted(x)) for x in (bad & good, bad, good)), False, MAX_FRESH))
     for a in accepted:
         if a.callee in hosts and (a.callee, a.node.value) not in done:
             done.add((a.callee, a.node.value))
-            sources.append((hosts[a.callee], a.node.value, (DIGITS_ONLY,), True))
-    for host, source, alphabets, shown_accepted in sources:
+            sources.append((hosts[a.callee], a.node.value, (DIGITS_ONLY,), True, MAX_FRESH))
+    for ref, fn in tests:
+        rows = column_inputs(fn, ref, consts)
+        if not rows or not _twin_host(rows[0]):
+            continue
+        col = rows[0].column
+        assert col is not None                      # column_inputs gives rows of a column
+        bad = {ch for k in col.raising if isinstance(v := rows[k].node.value, str) for ch in v}
+        good = {ch for k in col.accepted if isinstance(v := rows[k].node.value, str) for ch in v}
+        picked = sorted(rng.sample(range(len(rows)), min(len(rows), MAX_TABLE_ROWS)))
+        for k in picked:
+            raises = k in col.raising
+            if (ref.func, rows[k].node.value) in done:
+                continue
+            done.add((ref.func, rows[k].node.value))
+            sources.append((rows[k], rows[k].node.value,
+                            tuple("".join(sorted(x)) for x in (bad & good, bad, good)) if raises
+                            else (DIGITS_ONLY,), not raises, MAX_TABLE_FRESH))
+    for host, source, alphabets, shown_accepted, wanted in sources:
         seen: set[object] = set()
         for _ in range(8 * MAX_FRESH):
-            if len(seen) >= MAX_FRESH:
+            if len(seen) >= wanted:
                 break
             value = fresh_value(source, rng, alphabets)
             if value is None:
