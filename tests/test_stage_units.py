@@ -587,3 +587,18 @@ def test_what_the_tests_check_is_capped():
     from taskforge.package.statement import checked_behaviours
     f2p = [f"tests/t.py::test_case_{i:03d}_works" for i in range(100)]
     assert len(checked_behaviours(f2p, ["p.f"], limit=40)) == 40
+
+
+@pytest.mark.parametrize("nid, out", [
+    ("tests/t.py::test_a[1-2]", False),
+    ("tests/t.py::test_clock[12:30:00]", True),                 # the clock: another id each run
+    ("tests/t.py::test_obj[<A at 0x7f3a2b1c9d00>]", True),      # a memory address
+    ("tests/t.py::test_12:30:00", False),                       # the name itself, not a parameter
+    ("tests/t.py::test_long[" + "a" * (32 << 10) + "]", True),  # past any command line (semver 3.2.0)
+    ("tests/t.py::test_long[" + "a" * 30_000 + "]", False),
+    ("tests/t.py::test_wide[" + "é" * 16_500 + "]", True),      # bytes, not characters
+])
+def test_which_baseline_ids_no_run_can_name(nid, out):
+    from taskforge.orchestrate.pipeline import unnameable
+
+    assert unnameable({nid, "tests/t.py::test_b"}) == ({nid} if out else set())
