@@ -24,6 +24,7 @@ from taskforge.grade.copy_raises import (
     fresh_copies,
     fresh_value,
     raising_inputs,
+    reshaped,
 )
 from taskforge.grade.verify import choose_copies
 from taskforge.models import TestCopy
@@ -258,7 +259,8 @@ def test_a_twin_is_the_raising_test_on_the_twin(body):
     for c in out:
         tree = ast.parse(c.source.replace(cp.NAME_TOKEN, "t"))
         consts = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
-        twin = next(v for v in consts if len(v) == 2 and v[0].isalpha() and v[1].isdigit() and v != "x1")
+        twin = ast.literal_eval(c.trades[0])
+        assert twin in consts and twin != "x1" and (len(twin) == 2 or twin in reshaped("x1"))
         assert "x1" not in consts and "" not in consts                   # a loop keeps only the twin
         assert "(Exception" in c.source and "ValueError" not in c.source    # any raise, not the test's class
         back = ast.dump(ast.parse(c.source.replace(cp.NAME_TOKEN, "t").replace(repr(twin), "'x1'")
@@ -273,7 +275,8 @@ def test_accepted_inputs_are_twinned_in_their_digits_only():
     out = fresh_copies(_fns(code), code.splitlines(keepends=True), random.Random(3), cp._named, cp.Edit)
     sources = {c.fresh for c in out}
     assert {"'abc'", "'1.2.3'", "'12.5'", "'$7'", "'(3)'", "7"} <= sources
-    assert "''" not in sources and "'$'" not in sources and "'zz'" not in sources   # nothing to rename; another callee
+    assert "''" not in sources and "'zz'" not in sources            # nothing to change; another callee
+    assert {c.trades[0] for c in out if c.fresh == "'$'"} <= {"'$$'"}   # nothing to rename: a shape only
     for c in out:
         assert c.func == "test_rejects"                                  # all in the raising test's shape
         if c.fresh in ("'12.5'", "'$7'", "'(3)'"):
@@ -436,6 +439,22 @@ def test_a_table_twin_is_the_test_on_one_row_sent_to_the_raise():
         if c.fresh == "'12'":                     # an accepted row: its digits only, and only
             assert c.fresh_accepted and twin.isdigit()     # where the gold accepts it
     assert any(c.fresh_accepted for c in out) and any(not c.fresh_accepted for c in out)
+
+
+@pytest.mark.parametrize("value, want", [
+    ("VX", ["X", "VVX", "XV", "V", "VXX"]),             # a bad numeral one step from good ones
+    ("IIII", ["III", "IIIII"]),                         # a run: each position gives the same
+    ("--5", ["-5", "---5", "-5-", "--", "--55"]),
+    ("1.05", [".05", "11.05", ".105", "105", "1..05", "10.5", "1.5", "1.005", "1.50", "1.0", "1.055"]),
+    ("10", ["0", "110", "1", "100"]),                   # never "01"
+    (105, [1105, 15, 1005, 150, 10, 1055]),             # never 015
+    (-12, [-2, -112, -21, -1, -122]),
+    (b"ab", [b"b", b"aab", b"ba", b"a", b"abb"]),
+    ("a", ["aa"]),                                      # never empty
+    ("", []), (0.5, []), (True, []),
+])
+def test_a_twin_of_another_shape_deletes_doubles_or_swaps_one_character(value, want):
+    assert reshaped(value) == want
 
 
 P, F = "passed", "failed"

@@ -280,6 +280,8 @@ def test_raising_only_where_a_raise_is_expected_scores_0(from_roman, backend, tm
     ("from_roman", (ROUND21, "fr_exact"), (ROUND22, "tk_h5")),
     ("parse_amount", (ROUND19, "lg_memo"), (ROUND19, "lg_dec")),
     ("parse_amount", (ROUND21, "lg_exact"), (ROUND22, "lg_h1")),
+    ("from_roman", (ROUND22, "tk_c4"), (ROUND22, "tk_h1")),
+    ("parse_amount", (ROUND22, "lg_c3"), (ROUND21, "lg_loosecomma")),
 ])
 @pytest.mark.parametrize("backend", [pytest.param("docker", marks=pytest.mark.docker),
                                      pytest.param("bwrap", marks=pytest.mark.bwrap)])
@@ -301,10 +303,16 @@ def test_a_memorised_blacklist_of_raising_inputs_is_caught_by_near_twins(task_na
     keeps the pattern of the input's letters), round 22's tk_h5, which allows
     "MMMM" (a twin's letters now come from what the raising and accepted
     inputs both use), and lg_h1, a strict regex. (The plant seed is drawn at
-    generation, so only cheats every planted set catches are here: a
-    blacklist that also raises on every renaming of the memorised inputs is
-    caught only where an accepted twin, "VX" -> "VI", is planted.) What the
-    model reads of the grade names no hidden input."""
+    generation, so only cheats nearly every planted set catches are here.)
+    Round 22's tk_c4 and lg_c3 also raise on every renaming of the memorised
+    inputs (tk_c4 less a hand table of the renamings of "VX" the gold
+    accepts): twins of another shape, a character deleted, doubled or
+    swapped ("VX" -> "XV" must not raise, "--5" -> "---5" must, "abc" ->
+    "ab" must; copy_raises.reshaped), mix the outcomes near every raising
+    input, so that only the feature's own check decides them (every one of
+    200 plantings catches both; lg_loosecomma, which accepts loose digit
+    grouping, keeps 1). What the model reads of the grade names no hidden
+    input."""
     from taskforge.grade.answer import public_reason
     from taskforge.grade.defences import Defences
     from taskforge.grade.verify import Solution, planted_set, verify
