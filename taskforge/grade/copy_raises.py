@@ -608,10 +608,10 @@ def fresh_copies(tests: list[tuple[TestRef, ast.FunctionDef | ast.AsyncFunctionD
     `fresh` names the input renamed: verify plants no twin of an input a
     planted block trades (its twins would point at the original's input)."""
     out: list[TestCopy] = []
-    literals = {(type(n.value), n.value) for _, fn in tests for n in ast.walk(fn) if isinstance(n, ast.Constant)}
+    nodes = ast.walk(module) if module is not None else (n for _, fn in tests for n in ast.walk(fn))
+    literals = {(type(n.value), n.value) for n in nodes if isinstance(n, ast.Constant)}
     consts: dict[str, ast.expr] = {}
     if module is not None:
-        literals |= {(type(n.value), n.value) for n in ast.walk(module) if isinstance(n, ast.Constant)}
         consts = {s.targets[0].id: s.value for s in module.body if isinstance(s, ast.Assign)
                   and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name)}
     raising = [r for ref, fn in tests for r in raising_inputs(fn, ref)]
@@ -627,19 +627,23 @@ def fresh_copies(tests: list[tuple[TestRef, ast.FunctionDef | ast.AsyncFunctionD
             # (other raising statements would stay in the twin as written,
             # the planted block's exchanged input perhaps among them)
             hosts.setdefault(r.callee, r)
-    # host, input, alphabets, whether a test shows it accepted, twins wanted
-    sources: list[tuple[Raising, object, tuple[str, ...], bool, int]] = []
+    # host, input, alphabets, whether a test shows it accepted, renamings and
+    # reshapings wanted (a raising input's only: a digit fewer or more in an
+    # accepted one asks what the tests never do, "$1,234.56" -> "$1,24.56" of
+    # a lenient gold)
+    sources: list[tuple[Raising, object, tuple[str, ...], bool, int, int]] = []
     done: set[tuple[str, object]] = set()          # (callee or table's test, input)
     for r in raising:
         if r.callee in hosts and (r.callee, r.node.value) not in done:
             done.add((r.callee, r.node.value))
             bad, good = letters.get((r.callee, True), set()), letters.get((r.callee, False), set())
             sources.append((hosts[r.callee], r.node.value,
-                            tuple("".join(sorted(x)) for x in (bad & good, bad, good)), False, MAX_FRESH))
+                            tuple("".join(sorted(x)) for x in (bad & good, bad, good)), False, MAX_FRESH,
+                            MAX_RESHAPED))
     for a in accepted:
         if a.callee in hosts and (a.callee, a.node.value) not in done:
             done.add((a.callee, a.node.value))
-            sources.append((hosts[a.callee], a.node.value, (DIGITS_ONLY,), True, MAX_FRESH))
+            sources.append((hosts[a.callee], a.node.value, (DIGITS_ONLY,), True, MAX_FRESH, 0))
     for ref, fn in tests:
         rows = column_inputs(fn, ref, consts)
         if not rows or not _twin_host(rows[0]):
@@ -656,8 +660,8 @@ def fresh_copies(tests: list[tuple[TestRef, ast.FunctionDef | ast.AsyncFunctionD
             done.add((ref.func, rows[k].node.value))
             sources.append((rows[k], rows[k].node.value,
                             tuple("".join(sorted(x)) for x in (bad & good, bad, good)) if raises
-                            else (DIGITS_ONLY,), not raises, MAX_TABLE_FRESH))
-    for host, source, alphabets, shown_accepted, wanted in sources:
+                            else (DIGITS_ONLY,), not raises, MAX_TABLE_FRESH, MAX_TABLE_FRESH if raises else 0))
+    for host, source, alphabets, shown_accepted, wanted, reshapes in sources:
         values: list[object] = []
         for _ in range(8 * MAX_FRESH):
             if len(values) >= wanted:
@@ -667,12 +671,10 @@ def fresh_copies(tests: list[tuple[TestRef, ast.FunctionDef | ast.AsyncFunctionD
                 break
             if value not in values and (type(value), value) not in literals:
                 values.append(value)
-        # (a raising input's only: a digit fewer or more in an accepted one asks
-        # what the tests never do, "$1,234.56" -> "$1,24.56" of a lenient gold)
-        shapes = [] if shown_accepted else [v for v in reshaped(source)
-                                            if v not in values and (type(v), v) not in literals]
+        shapes = [v for v in reshaped(source) if v not in values and (type(v), v) not in literals] \
+            if reshapes else []
         rng.shuffle(shapes)
-        values += shapes[:MAX_RESHAPED if wanted == MAX_FRESH else MAX_TABLE_FRESH]
+        values += shapes[:reshapes]
         for value in values:
             text = render(lines, host.fn, _twin_edits(lines, host, value, edit))
             if text is None:
