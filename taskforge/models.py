@@ -216,6 +216,10 @@ class TestCopy(BaseModel):
     # it too (its digits renamed, a date may stop being one: "2021-02-28" ->
     # "2021-02-29"; no graded test asks the feature to reject it).
     fresh_accepted: bool = False
+    # A value twin (copy_raises.valued_copies): an accepting test's equality on
+    # a near twin of its input, `f(x') == f(x')` as stored; verify judges it
+    # by the value the gold's run gave (GradingPlan.shapes[valued_key]).
+    valued: bool = False
 
 
 class GradingPlan(BaseModel):

@@ -190,7 +190,8 @@ def _site_values(text: str) -> dict[str, object]:
 def _plant(tmp_path: Path, style: cp.CopyStyle, seed: int):
     (tmp_path / "test_geo.py").write_text(TESTS)
     ids = [f"test_geo.py::{n.name}" for n in ast.parse(TESTS).body if isinstance(n, ast.FunctionDef)]
-    proposed = cp.propose(tmp_path, ids, f"task{seed}", style=style)
+    # (value twins are planted only where the gold's value was kept: planted_set)
+    proposed = [m for m in cp.propose(tmp_path, ids, f"task{seed}", style=style) if not m.valued]
     chosen = choose_copies(proposed, random.Random(seed))
     plan = cp.plant(tmp_path, ids, chosen, rng=random.Random(seed))
     return plan, _site_values((tmp_path / "test_geo.py").read_text())

@@ -23,8 +23,11 @@ from taskforge.grade.copy_raises import (
     exchange_blocks,
     fresh_copies,
     fresh_value,
+    letter_reshaped,
     raising_inputs,
     reshaped,
+    valued_copies,
+    valued_key,
 )
 from taskforge.grade.verify import choose_copies
 from taskforge.models import TestCopy
@@ -470,8 +473,97 @@ P, F = "passed", "failed"
     ("'VX'", False, {"": P}, {"": F}, False),             # not the same twice
     ("'VX'", False, {"": "error"}, {"": "error"}, False),
     ("'VX'", False, {}, {}, False),
+    ("'XV'", None, {"": P}, {"": P}, True),               # a value twin the gold takes: its value is kept
+    ("'XV'", None, {"": F}, {"": F}, False),              # ... one it refuses: no value to keep
 ])
 def test_which_copies_calibration_keeps(fresh, accepted, a, b, kept):
     from taskforge.grade.calibrate import kept_outcomes
-    m = TestCopy(file=FILE, func="test_r", kind="value", site="s", source="", fresh=fresh, fresh_accepted=accepted)
+    m = TestCopy(file=FILE, func="test_r", kind="value", site="s", source="", fresh=fresh,
+                 fresh_accepted=bool(accepted), valued=accepted is None)
     assert kept_outcomes(m, a, b) is kept
+
+
+@pytest.mark.parametrize("value, want", [
+    ("XV", ["V", "XXV", "VX", "X", "XVV"]),
+    ("  xi ", ["  i ", "  xxi ", "  ix ", "  x ", "  xii "]),
+    ("a", ["aa"]),                                      # never blank
+    ("1,2", []), ("", []), (12, []),                    # digits and separators stay
+    (b"ab", [b"b", b"aab", b"ba", b"a", b"abb"]),
+])
+def test_a_value_twin_reshapes_letters_only(value, want):
+    assert letter_reshaped(value) == want
+
+
+VALUED = """
+    from pkg import Money, from_roman, parse
+    import pytest
+
+    def test_parse():
+        assert parse("12.5") == Money("12.50")
+        assert parse("1") == Money("1")
+
+    def test_roman():
+        assert from_roman("XIV") == 14
+
+    def test_roman_bad():
+        with pytest.raises(ValueError):
+            from_roman("VX")
+
+    def test_in_a_loop():
+        for _ in range(2):
+            assert parse("7.5") == Money("7.50")
+"""
+
+
+def test_a_value_twin_is_the_equality_on_a_near_twin_with_the_call_on_both_sides():
+    """What verify seals by the gold's value (seals.seal_function's `twin`):
+    `f(x') == f(x')` in the test's own statement; digits renamed where the
+    input has some, letters reshaped where it has none; a raising input's
+    twins in its callee's first accepting statement; never the expectation a
+    class builds (`Money("12.50")`), never a statement in a loop."""
+    code = textwrap.dedent(VALUED)
+    out = valued_copies(_fns(code), code.splitlines(keepends=True), random.Random(0), cp._named, cp.Edit,
+                        ast.parse(code))
+    assert out and all(c.valued and c.kind == "value" and c.fresh for c in out)
+    by_source: dict[str, list[TestCopy]] = {}
+    for c in out:
+        by_source.setdefault(c.fresh, []).append(c)
+    assert set(by_source) == {"'12.5'", "'1'", "'XIV'", "'VX'"}     # not '12.50', '7.5'
+    for c in by_source["'12.5'"]:
+        twin = eval(c.trades[0])
+        assert twin != "12.5" and len(twin) == 4 and twin[2] == "." and c.func == "test_parse"
+        body = ast.parse(c.source).body[0].body                                    # type: ignore[attr-defined]
+        first, second = (ast.unparse(s) for s in body)
+        assert first == f"assert parse({twin!r}) == parse({twin!r})" and second == "assert parse('1') == Money('1')"
+    for c in by_source["'XIV'"]:
+        assert set(eval(c.trades[0])) <= set("XIV") and c.func == "test_roman"
+    for c in by_source["'VX'"]:                            # in the accepting test of from_roman
+        assert c.func == "test_roman" and f"from_roman({c.trades[0]})" in c.source
+    assert len({valued_key(c) for c in out}) == len(out)
+
+
+def test_a_value_twin_is_sealed_by_the_gold_value_kept_for_it():
+    from taskforge.grade.seals import CAPTURE, SHAPE, seal_source
+    code = "def test_t():\n    assert f('17.5') == f('17.5')\n    assert f('12.5') == 3\n"
+    find = cp.find_def
+    targets = {((), "test_t"): "t.py::test_t"}
+    kept = '{"n": "35/2"}'
+    sealed, plan = seal_source(code, targets, find, shapes={"twin:k": kept}, valued={"t.py::test_t": "twin:k"})
+    assert "f('17.5') == f('17.5')" not in sealed and "seal_shape((f('17.5'))" in sealed
+    assert SHAPE + kept in plan.expected.values() and any(plan.required.values())
+    captured, plan = seal_source(code, targets, find, capture=True, valued={"t.py::test_t": "twin:k"})
+    assert "seal_capture((f('17.5')), (f('17.5'))" in captured and CAPTURE + "twin:k" in plan.expected.values()
+    plain, _ = seal_source(code, targets, find, shapes={"twin:k": kept})      # not a twin: both sides in the sandbox
+    assert "seal_shape" not in plain and "seal_eq((f('17.5')), (f('17.5'))" in plain
+
+
+@pytest.mark.parametrize("shape, inexact", [
+    ('{"n": "35/2"}', False), ('{"n": "1994/1"}', False), ('{"n": "inf"}', False),
+    ('{"n": "7656119366529843/4503599627370496"}', True),                      # 1.7 as a float
+    ('{"o": [["m.Money"], {"amount": {"n": "3/10"}, "c": {"s": "USD"}}]}', False),
+    ('{"l": [{"n": "1/3"}, {"n": "1/4503599627370496"}]}', True),
+    ('{"c": ["1/2", "1/4503599627370496"]}', True), ("not json", True),
+])
+def test_a_float_no_short_decimal_gives_its_value_twin_no_kept_value(shape, inexact):
+    from taskforge.grade.shapes import inexact as is_inexact
+    assert is_inexact(shape) is inexact

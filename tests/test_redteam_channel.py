@@ -29,6 +29,7 @@ ROUND19 = ROOT / "docs" / "redteam" / "2026-12-06-heldout-corpus-16"
 ROUND20 = ROOT / "docs" / "redteam" / "2026-12-06-heldout-corpus-17"
 ROUND21 = ROOT / "docs" / "redteam" / "2026-12-06-heldout-corpus-18"
 ROUND22 = ROOT / "docs" / "redteam" / "2026-12-06-heldout-corpus-19"
+ROUND23 = ROOT / "docs" / "redteam" / "2026-12-06-heldout-corpus-20"
 
 
 def _guard_on_pipe(monkeypatch, name: str):
@@ -339,6 +340,51 @@ def test_a_memorised_blacklist_of_raising_inputs_is_caught_by_near_twins(task_na
     assert got.error is None and got.reward == 0.0, got.model_dump_json(indent=1)
     caught = [f for f in got.findings if "twinned as" in f.detail]
     assert caught, got.model_dump_json(indent=1)
+    assert all("twinned" not in public_reason(f) for f in got.findings)
+    fair = verify(task, solve(honest), backend=backend)
+    assert fair.error is None and fair.reward == 1.0, fair.model_dump_json(indent=1)
+
+
+@pytest.mark.parametrize("task_name, attack, honest", [
+    ("from_roman", "tk_c1", "tk_h2"),
+    ("parse_amount", "lg_c1", "lg_h1"),
+])
+@pytest.mark.parametrize("backend", [pytest.param("docker", marks=pytest.mark.docker),
+                                     pytest.param("bwrap", marks=pytest.mark.bwrap)])
+def test_a_lookup_of_memorised_values_is_caught_by_value_twins(task_name, attack, honest, backend, tmp_path,
+                                                                request):
+    """Held-out round 23's tk_c1 and lg_c1: the memorised accepted inputs'
+    values looked up, and an allowlist of the twins the gold takes (from_roman's
+    whole twin space was 31 strings; ledger's digit-renamed twins let through
+    by their digit pattern, returning Money(0)). Raising twins ask only
+    whether an input raises, and no copy of an equality test changed its
+    input: 1 on every task. Value twins, an equality on a near twin of its
+    input judged by the value the gold's run gave (copy_raises.valued_copies,
+    sealed on the host), ask the feature's value where no test shows it: 1
+    with them off, 0 with them on; an honest rule-set validator and a strict
+    regex parser keep 1."""
+    from taskforge.grade.answer import public_reason
+    from taskforge.grade.defences import Defences
+    from taskforge.grade.verify import Solution, planted_set, verify
+    from taskforge.package.store import load_task
+
+    task = request.getfixturevalue(task_name)
+    if backend == "bwrap":
+        request.getfixturevalue("bwrap_env")(task)
+    planted = [c for c in planted_set(load_task(task).record) if c.valued]
+    assert planted and all(c.source.count(eval(c.trades[0]).__repr__()) >= 2 for c in planted)
+
+    def solve(name: str) -> Solution:
+        dest = tmp_path / name
+        shutil.copytree(task / "workspace", dest)
+        subprocess.run(["git", "apply", str(ROUND23 / f"{name}.patch")], cwd=dest, check=True)
+        return Solution.from_dir(dest)
+    cheat = solve(attack)
+    off = verify(task, cheat, backend=backend, defences=Defences(value_twins=False))
+    assert off.error is None and off.reward == 1.0, off.model_dump_json(indent=1)
+    got = verify(task, cheat, backend=backend)
+    assert got.error is None and got.reward == 0.0, got.model_dump_json(indent=1)
+    assert [f for f in got.findings if "valued as the gold" in f.detail], got.model_dump_json(indent=1)
     assert all("twinned" not in public_reason(f) for f in got.findings)
     fair = verify(task, solve(honest), backend=backend)
     assert fair.error is None and fair.reward == 1.0, fair.model_dump_json(indent=1)

@@ -146,6 +146,8 @@ def kept_outcomes(m: cp.TestCopy, a: Mapping[str, str], b: Mapping[str, str]) ->
     acceptance (its test then fails: no raise where one was expected)."""
     if not (a == b and a and all(o in ("passed", "failed") for o in a.values())):
         return False
+    if m.valued:                # the gold takes the twin: its value is kept at the capture run
+        return all(o == "passed" for o in a.values())
     if m.fresh and not m.fresh_accepted:
         return True
     return "failed" in a.values()
@@ -245,10 +247,12 @@ def final_check(task_dir: Path) -> None:
             raise GradeCheckError(f"verify --gold did not run: {got.error}")
         return got
 
-    if rec.get("grading", {}).get("sealed") and rec["grading"].get("seal_rules", 1) >= 4 and has_built(
-            task_dir / "hidden", rec["FAIL_TO_PASS"], set(rec["grading"].get("unsealed", []))):
-        # Built expectations: what the gold's run builds at each is kept on the
-        # host (grade/shapes.py); the run below then checks the gold against them.
+    if rec.get("grading", {}).get("sealed") and rec["grading"].get("seal_rules", 1) >= 4 and (has_built(
+            task_dir / "hidden", rec["FAIL_TO_PASS"], set(rec["grading"].get("unsealed", [])))
+            or any(c.get("valued") for c in rec["grading"].get("copies", []))):
+        # Built expectations, and value twins' values: what the gold's run
+        # builds at each is kept on the host (grade/shapes.py); the run below
+        # then checks the gold against them.
         try:
             shapes = capture_shapes(task_dir, backend=GENERATION_BACKEND)
         except InfraError as exc:

@@ -1299,6 +1299,11 @@ def _propose(root: Path, nodeids: list[str], seed: str, sites_per_test: int, val
     for file, tests in by_file.items():
         out += copy_raises.fresh_copies(tests, parsed[file][1], twins, _named, Edit,                    # type: ignore[index]
                                         module=parsed[file][0])                                   # type: ignore[index]
+    # ... and value twins of the inputs equalities show, from one more stream
+    valued = random.Random(own.random())
+    for file, tests in by_file.items():
+        out += copy_raises.valued_copies(tests, parsed[file][1], valued, _named, Edit,                  # type: ignore[index]
+                                         module=parsed[file][0])                                  # type: ignore[index]
     return mark_built(out, parsed)
 
 

@@ -198,7 +198,7 @@ def crosses(root: Path, candidates: Sequence[TestCopy], seed: str, ids: dict[Key
     (a parametrized test's copies run every row)."""
     groups: dict[Key, dict[str, list[TestCopy]]] = {}
     for m in candidates:
-        if not m.block and not m.cross:
+        if not m.block and not m.cross and not m.valued:      # a value twin is judged by a value of its own
             groups.setdefault(key_of(m), {}).setdefault(m.group, []).append(m)
     rng = random.Random(f"cross:{seed}")
     built: dict[Key, tuple[str, list[Axis]]] = {}

@@ -39,6 +39,8 @@ Pure: parsed test functions in, TestCopy records out.
 from __future__ import annotations
 
 import ast
+import hashlib
+import json
 import random
 import re
 from collections import Counter
@@ -62,6 +64,9 @@ MAX_RESHAPED = 6               # ... and of another shape (reshaped); a table ro
 MAX_TABLE_FRESH = 2            # ... from each row of a parametrize table's input column
 MAX_TABLE_ROWS = 48            # rows of one table twinned (drawn at random beyond)
 DIGITS_ONLY = "\0"              # fresh_value's alphabet for an accepted input: its digits renamed only
+MAX_VALUED = 6                 # value twins proposed from each input (valued_copies); the gold keeps some
+MAX_TWO_EDITS = 24             # characters of an input beyond which no twin two edits away is drawn
+VALUED_KEY = "twin:"           # how a value twin's kept value is keyed in GradingPlan.shapes
 
 
 @dataclass(frozen=True)
@@ -109,6 +114,13 @@ class Accepted:
     callee: str
     arity: int
     node: ast.Constant
+    # The equality statement, the call of the feature in it and the other
+    # side (what a value twin replaces: valued_copies), and whether the
+    # statement is one of the function's own (not in a loop, `with`, `try`).
+    stmt: ast.stmt | None = None
+    call: ast.Call | None = None
+    other: ast.expr | None = None
+    top: bool = False
 
 
 def _name(e: ast.expr) -> str | None:
@@ -192,6 +204,7 @@ def accepted_inputs(fn, ref: TestRef) -> list[Accepted]:
     """Literal inputs `fn` checks a result of: `assert f(LIT) == X`,
     `self.assertEqual(f(LIT), X)` (either side), f called with one argument."""
     out: list[Accepted] = []
+    own = {id(st) for st in fn.body}
     for node, _ in _body(fn):
         sides: list[ast.expr] = []
         if isinstance(node, ast.Assert) and isinstance(node.test, ast.Compare) and len(node.test.ops) == 1 \
@@ -200,11 +213,22 @@ def accepted_inputs(fn, ref: TestRef) -> list[Accepted]:
         elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) \
                 and _name(node.value.func) in EQUALS and len(node.value.args) >= 2:
             sides = list(node.value.args[:2])
-        for side in sides:
+        for i, side in enumerate(sides):
             got = _input_call(side)
             if got is not None and len(got[1].args) == 1 and _plain(got[1].args[0]):
-                out.append(Accepted(fn, ref, got[0], 1, got[1].args[0]))     # type: ignore[arg-type]
+                out.append(Accepted(fn, ref, got[0], 1, got[1].args[0], node, got[1],  # type: ignore[arg-type]
+                                    sides[1 - i], id(node) in own and _sealable(node)))
     return out
+
+
+def _sealable(st: ast.AST) -> bool:
+    """An equality seals.seal_function judges on the host when its expected
+    side is computed: `assert A == B`, `x.assertEqual(A, B)` (no message)."""
+    if isinstance(st, ast.Assert):
+        return True
+    return isinstance(st, ast.Expr) and isinstance(st.value, ast.Call) \
+        and isinstance(st.value.func, ast.Attribute) and st.value.func.attr in EQUALS \
+        and len(st.value.args) == 2 and not st.value.keywords
 
 
 def _table_rows(dec: ast.Call, consts: dict[str, ast.expr]) -> tuple[list[str], list[tuple[ast.expr, ...]]] | None:
@@ -738,3 +762,145 @@ def digit_twin(m: TestCopy) -> bool:
     text = source.decode("latin-1") if isinstance(source, bytes) else source
     other = twin.decode("latin-1") if isinstance(twin, bytes) else twin
     return all(a == b or a.isdigit() for a, b in zip(text, str(other)))
+
+
+# ------------------------------------------------------------------ value twins
+
+def letter_reshaped(value: object) -> list[object]:
+    """Twins of an accepted input of another shape, by its letters only: one
+    ASCII letter deleted, doubled, or swapped with a neighbouring letter
+    ("MCMXCIV" -> "MCMXCV", "  xlii " -> "  xxlii "). Digits, separators and
+    signs stay as they are: "$1,234.56" -> "$1,24.56" is accepted by a
+    lenient gold and refused by a strict honest parser, a question no test
+    asks (round 22)."""
+    if not isinstance(value, (str, bytes)):
+        return []
+    text = value.decode("latin-1") if isinstance(value, bytes) else value
+    letter = [ch.isascii() and ch.isalpha() for ch in text]
+    out: list[str] = []
+    for i, ok in enumerate(letter):
+        if not ok:
+            continue
+        out += [text[:i] + text[i + 1:], text[:i + 1] + text[i:]]
+        if i + 1 < len(text) and letter[i + 1] and text[i] != text[i + 1]:
+            out.append(text[:i] + text[i + 1] + text[i] + text[i + 2:])
+    got = [t for t in dict.fromkeys(out) if t.strip() and t != text]
+    return [t.encode("latin-1") for t in got] if isinstance(value, bytes) else list(got)
+
+
+def _maker(callee: str) -> bool:
+    """A callee named like a class (`Money`, `money.Money`): what builds an expectation."""
+    return callee.rpartition(".")[2][:1].isupper()
+
+
+def valued_key(m: TestCopy) -> str:
+    """The key of a value twin's value (GradingPlan.shapes): the copy's identity."""
+    what = json.dumps([m.file, list(m.cls), m.func, m.group, list(m.trades), m.fresh])
+    return VALUED_KEY + hashlib.sha256(what.encode()).hexdigest()[:24]
+
+
+def _valued_edits(host: Accepted, value: object, edit: Callable) -> list:
+    """The host's equality as `f(value) == f(value)`: both sides the call on
+    the twin, which seals.seal_function judges by the gold's value."""
+    call, other = host.call, host.other
+    assert call is not None and other is not None      # accepted_inputs sets both
+    text = f"{ast.unparse(call.func)}({value!r})"
+    return [edit(n.lineno, n.col_offset, n.end_col_offset, text, n.end_lineno) for n in (call, other)]
+
+
+def valued_copies(tests: list[tuple[TestRef, ast.FunctionDef | ast.AsyncFunctionDef]], lines: list[str],
+                  rng: random.Random, render: Callable, edit: Callable,
+                  module: ast.Module | None = None) -> list[TestCopy]:
+    """Value twins: an accepting test's equality (`assertEqual(parse_amount(
+    "12.5"), Money("12.50"))`, a statement of the function's own) on a near
+    twin of its input, stored as `parse_amount("17.5") == parse_amount(
+    "17.5")`. Calibration keeps a twin only where the gold passes it (it
+    takes the input); the capture run keeps the shape of the gold's value on
+    it (GradingPlan.shapes[valued_key]); verify plants it sealed, the value
+    judged on the host (seals.seal_function's `twin`), so that nothing in the
+    sandbox says what it should be.
+
+    Why: every other copy of an equality test changes what is expected,
+    never the input, and raising twins ask only whether an input raises: a
+    lookup of the memorised accepted inputs' values, plus an allowlist of the
+    twins the gold takes, scored 1 on every task of held-out round 23. A
+    value twin asks the feature's value on an input no test shows.
+
+    Twins of an accepted input: its digits renamed (fresh_value), and its
+    letters reshaped once or twice (letter_reshaped: from_roman's inputs have
+    no digits), each in its own statement; of a raising input (its letters
+    or digits renamed, its shape changed: "VX" -> "XV", "--5" -> "-5"), in
+    the first such statement of the same callee. Up to MAX_VALUED of each."""
+    nodes = ast.walk(module) if module is not None else (n for _, fn in tests for n in ast.walk(fn))
+    literals = {(type(n.value), n.value) for n in nodes if isinstance(n, ast.Constant)}
+    raising = [r for ref, fn in tests for r in raising_inputs(fn, ref)]
+    # (not `Money("12.50")`, the expectation a class builds, where the other side is the feature's)
+    accepted = [a for ref, fn in tests for a in accepted_inputs(fn, ref) if a.top and not (
+        _maker(a.callee) and not (isinstance(a.other, ast.Call) and _maker(ast.unparse(a.other.func))))]
+    hosts: dict[str, Accepted] = {}
+    for a in accepted:
+        hosts.setdefault(a.callee, a)
+    bad: dict[str, set[str]] = {}
+    good: dict[str, set[str]] = {}
+    for xs, into in ((raising, bad), (accepted, good)):
+        for x in xs:
+            if isinstance(x.node.value, str):
+                into.setdefault(x.callee, set()).update(x.node.value)
+
+    def renamings(source: object, alphabets: tuple[str, ...], want: int) -> list[object]:
+        got: list[object] = []
+        for _ in range(8 * want):
+            if len(got) >= want:
+                break
+            v = fresh_value(source, rng, alphabets)
+            if v is None:
+                break
+            if v not in got:
+                got.append(v)
+        return got
+
+    def drawn(pool: list[object], want: int) -> list[object]:
+        pool = list(pool)
+        rng.shuffle(pool)
+        return pool[:want]
+
+    sources: list[tuple[Accepted, object, list[object]]] = []
+    for a in accepted:
+        v = a.node.value
+        # letters reshaped only where there are no digits to rename: "12.345
+        # eur" -> "12.345 uer" asks whether any three letters are a currency
+        digitless = isinstance(v, (str, bytes)) and not any(chr(c).isdigit() if isinstance(c, int) else c.isdigit()
+                                                            for c in v)
+        once = letter_reshaped(v) if digitless else []
+        twice: list[object] = []
+        if digitless and len(v) <= MAX_TWO_EDITS:                                  # type: ignore[arg-type]
+            twice = [t for x in once for t in letter_reshaped(x) if t != v and t not in once]
+            twice = list(dict.fromkeys(twice))
+        sources.append((a, v, renamings(v, (DIGITS_ONLY,), MAX_VALUED)
+                        + drawn(once, MAX_VALUED // 2) + drawn(twice, MAX_VALUED // 2)))
+    for r in raising:
+        host = hosts.get(r.callee)
+        if host is None:
+            continue
+        b, g = bad.get(r.callee, set()), good.get(r.callee, set())
+        alphabets = tuple("".join(sorted(x)) for x in (b & g, b, g))
+        sources.append((host, r.node.value, renamings(r.node.value, alphabets, MAX_VALUED // 2)
+                        + drawn(reshaped(r.node.value), MAX_VALUED)))
+    out: list[TestCopy] = []
+    done: set[tuple[str, type, object]] = set()
+    for host, source, values in sources:
+        for value in values:
+            key = (host.callee, type(value), value)
+            if value == source or (type(value), value) in literals or key in done:
+                continue
+            done.add(key)
+            text = render(lines, host.fn, _valued_edits(host, value, edit))
+            if text is None:
+                break
+            out.append(TestCopy(
+                file=host.ref.file, cls=list(host.ref.cls), func=host.ref.func, kind="value",
+                fresh=repr(source), trades=[repr(value)], valued=True,
+                group=f"{host.ref.func}@valued:{host.node.lineno}:{host.node.col_offset}",
+                source=text, site=f"line {host.node.lineno}: input {repr(source)[:40]} twinned as "
+                                  f"{repr(value)[:40]}, valued as the gold values it"))
+    return out

@@ -24,6 +24,7 @@ class Defences(BaseModel):
     built_copies: bool = True     # ... at a package-built expectation where a test has one
     raise_copies: bool = True     # ... exchanging a raising input with an accepted one (grade/copy_raises.py)
     raise_twins: bool = True      # ... a raising test on a near twin of an input (copy_raises.fresh_copies)
+    value_twins: bool = True      # ... an equality on a near twin, the gold's value kept (copy_raises.valued_copies)
     rename: bool = True            # random names for the hidden tests at every run
     seals: bool = True             # literal expectations judged on the host (grade/seals.py)
     built_seals: bool = True       # ... and built ones, by the shape the gold built (grade/shapes.py)

@@ -817,7 +817,7 @@ def seal_function(fn: ast.FunctionDef | ast.AsyncFunctionDef, ed: _Edits, plan: 
                   named: tuple[str, ...] = (), rules: int = SEAL_RULES,
                   origins: Mapping[str, str] | None = None, shapes: Mapping[str, str] | None = None,
                   capture: bool = False, swapped: Mapping[str, AbstractSet[str]] | None = None,
-                  row_texts: list[tuple[str, str, list[str]]] | None = None) -> None:
+                  row_texts: list[tuple[str, str, list[str]]] | None = None, twin: str | None = None) -> None:
     """Seal one planted test function: its equalities with a literal (or a
     pure transform of one, `TEXT.strip()`), and the names such an
     equality compares with (a parametrize column, a local assigned a literal,
@@ -836,7 +836,10 @@ def seal_function(fn: ast.FunctionDef | ast.AsyncFunctionDef, ed: _Edits, plan: 
     (`== Money("88.85")`) whose shape the gold's run kept (`shapes`, by
     shapes.shape_key) is judged on the host by that shape; `capture` (at
     generation) has every such equality report both shapes instead.
-    `swapped`: in a copy that swapped exception classes, new -> the originals."""
+    `swapped`: in a copy that swapped exception classes, new -> the originals.
+    `twin`: the function is a value twin (copy_raises.valued_copies) and this
+    the key of its value: its `X == X` (the same call on both sides) is
+    judged by the shape the gold's run gave X, kept as `shapes[twin]`."""
     swapped = swapped or {}
     body = list(reached(_always_run(fn)))
     raise_sites = raise_sites or {}
@@ -939,6 +942,8 @@ def seal_function(fn: ast.FunctionDef | ast.AsyncFunctionDef, ed: _Edits, plan: 
         """(actual, expected as written, key) of a sealable built equality."""
         if not (shapes or capture) or origins is None or rules < 4 or id(st) in guarded:
             return None             # never where a caught AssertionError ends the block: a shape seal does not raise
+        if twin is not None and isinstance(left, ast.Call) and ast.dump(left) == ast.dump(right):
+            return left, right, twin
         for a, b in ((left, right), (right, left)):
             if isinstance(b, ast.Name) and b.id in built_locals and not buildable(a, origins) \
                     and not (isinstance(a, ast.Name) and a.id in built_locals):
@@ -1305,8 +1310,8 @@ def targets(fail_to_pass: list[str], renamed: Mapping[tuple, str] | None = None,
 def seal_source(code: str, targets: Mapping[tuple[tuple[str, ...], str], str],
                 find: Callable, suffixes: Mapping[str, AbstractSet[str]] | None = None,
                 rules: int = SEAL_RULES, shapes: Mapping[str, str] | None = None,
-                capture: bool = False, swaps: Mapping[str, Mapping[str, AbstractSet[str]]] | None = None
-                ) -> tuple[str, SealPlan]:
+                capture: bool = False, swaps: Mapping[str, Mapping[str, AbstractSet[str]]] | None = None,
+                valued: Mapping[str, str] | None = None) -> tuple[str, SealPlan]:
     """`code` with the sites of `targets` ((classes, function) -> node-id
     head) sealed, and what the host keeps. `find(tree, TestRef)` is the
     definition a test runs (copies.find_def: inherited methods too).
@@ -1314,7 +1319,9 @@ def seal_source(code: str, targets: Mapping[tuple[tuple[str, ...], str], str],
     where pytest's id of a cell depends on its version (id_part).
     `rules`: the task's SEAL_RULES. `shapes`, `capture`: built expectations
     (grade/shapes.py). `swaps`: head -> a copy's swapped exception classes
-    (new -> originals, swapped_classes). Unparseable code is left alone."""
+    (new -> originals, swapped_classes). `valued`: head -> the key of a
+    value twin's captured value (copy_raises.valued_copies). Unparseable code
+    is left alone."""
     plan = SealPlan()
     suffixes = suffixes or {}
     try:
@@ -1354,8 +1361,9 @@ def seal_source(code: str, targets: Mapping[tuple[tuple[str, ...], str], str],
         for h in heads:
             for new, olds in (swaps or {}).get(h, {}).items():
                 swapped.setdefault(new, set()).update(olds)
+        twin = next((valued[h] for h in heads if valued and h in valued), None)
         seal_function(fn, ed, plan, heads, callables, known, raise_sites, named, rules, names_of, shapes, capture,
-                      swapped, row_texts)
+                      swapped, row_texts, twin)
     if not ed.cuts:
         return code, plan           # nothing sealed: no table need be written out either
     out = ed.apply()

@@ -192,3 +192,31 @@ def kept_shapes(reports: Iterable[tuple[str, str | None, bool]], removed_classes
 def _names_class(encoded: str, qualified: str) -> bool:
     """Whether a shape holds an object of the class `qualified` ("pkg.mod.Name")."""
     return json.dumps(qualified) in encoded
+
+
+MAX_DENOMINATOR = 10 ** 6
+
+
+def inexact(encoded: str) -> bool:
+    """Whether a kept shape holds a number whose exact ratio has a denominator
+    beyond MAX_DENOMINATOR: a float that is no short decimal (`1.7`), whose
+    last place depends on how it was computed."""
+    try:
+        data = json.loads(encoded)
+    except ValueError:
+        return True
+    stack = [data]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, dict):
+            for k, v in x.items():
+                if k == "n" and isinstance(v, str) and "/" in v:
+                    if int(v.rpartition("/")[2] or 1) > MAX_DENOMINATOR:
+                        return True
+                elif k == "c" and isinstance(v, list):
+                    stack += [{"n": r} for r in v]
+                else:
+                    stack.append(v)
+        elif isinstance(x, list):
+            stack += x
+    return False

@@ -46,7 +46,7 @@ from taskforge.grade.findings import Finding, Policy, Severity, Source, clean, e
 from taskforge.grade.findings import FindingKind as K
 from taskforge.grade.result import VerifyResult
 from taskforge.grade.seals import CAPTURE, SEAL_RULES, SealPlan, id_suffixes, seal_source, swapped_classes, targets
-from taskforge.grade.shapes import kept_shapes
+from taskforge.grade.shapes import inexact, kept_shapes
 from taskforge.grade.testrun import PytestRunner, RunResult, monitor_env, runner_mount, supervisor_standby
 from taskforge.models import Outcome, TestResult
 from taskforge.package.store import Task, load_task
@@ -60,6 +60,8 @@ INFRA_RETRIES = 2
 DEFAULT_TIMEOUT = 900.0
 MAX_TWINS_PER_TEST = 16                 # near twins of a raising site's inputs a test (copy_raises.fresh_copies)
 MAX_TWINS = 32                          # ... and in all
+MAX_VALUED_PER_TEST = 8                 # value twins an accepting test (copy_raises.valued_copies)
+MAX_VALUED = 32                         # ... and in all
 MAX_PLANTED = copy_cross.BUDGET          # copies planted per verify, or one per test that has any where more
 BOUNDS = Bounds()
 # Bounds as good as none: what the naive grader (and `bounds=False`) walks with.
@@ -180,7 +182,8 @@ def choose_copies(candidates: list[cp.TestCopy], rng: random.Random, limit: int 
     for m in candidates:
         if m.cross:
             crossed.setdefault((m.file, tuple(m.cls), m.func), []).append(m)
-    twins = [m for m in candidates if m.fresh]
+    valued = [m for m in candidates if m.valued]
+    twins = [m for m in candidates if m.fresh and not m.valued]
     candidates = [m for m in candidates if not m.cross and not m.fresh]
     blocks: dict[str, list[cp.TestCopy]] = {}
     for m in candidates:
@@ -243,7 +246,30 @@ def choose_copies(candidates: list[cp.TestCopy], rng: random.Random, limit: int 
     for m in out:
         if m.raising:
             trades.setdefault((m.file, m.block), set()).update(m.trades)
-    return out + _twins(twins, trades, rng)
+    return out + _twins(twins, trades, rng) + _valued(valued, trades, rng)
+
+
+def _valued(twins: list[cp.TestCopy], blocks: Mapping[tuple[str, str], set[str]], rng: random.Random
+            ) -> list[cp.TestCopy]:
+    """Value twins (copy_raises.valued_copies), up to MAX_VALUED_PER_TEST a
+    test and MAX_VALUED in all, a twin of each input before a second of any;
+    none of an input a planted block trades (a twin near one of them would
+    point at the original's input)."""
+    traded = {(file, value) for (file, _), values in blocks.items() for value in values}
+    by_test: dict[tuple, dict[str, list[cp.TestCopy]]] = {}
+    for m in sorted(twins, key=lambda m: (m.fresh, m.site)):
+        if (m.file, m.fresh) not in traded:
+            by_test.setdefault((m.file, tuple(m.cls), m.func), {}).setdefault(m.fresh, []).append(m)
+    out: list[cp.TestCopy] = []
+    for k in sorted(by_test):
+        groups = [by_test[k][v] for v in sorted(by_test[k])]
+        for pool in groups:
+            rng.shuffle(pool)
+        rng.shuffle(groups)
+        spread = [pool[i] for i in range(max(map(len, groups))) for pool in groups if i < len(pool)]
+        out += spread[:MAX_VALUED_PER_TEST]
+    rng.shuffle(out)
+    return out[:MAX_VALUED]
 
 
 def _twins(twins: list[cp.TestCopy], blocks: Mapping[tuple[str, str], set[str]], rng: random.Random
@@ -420,8 +446,8 @@ def _prepare(task: Task, solution: Solution, tree: Path, defences: Defences,
     notes = _scrub(task, tree, defences, links)
     found = [finding(k, Source.STATIC if k is K.BYTECODE_FILE else Source.GRADER, d, policy=defences.policy)
              for k, d in notes]
-    chosen = planted_set(rec, defences.built_copies, defences.raise_copies,
-                         defences.raise_twins) if defences.copies else []
+    chosen = planted_set(rec, defences.built_copies, defences.raise_copies, defences.raise_twins,
+                         defences.value_twins and defences.seals and defences.built_seals) if defences.copies else []
     if defences.static_scan:
         found += _scan(task, tree, defences, chosen)
     if capture:                 # every stored copy: each one's built expectations are kept
@@ -449,10 +475,13 @@ def seal_tree(tree: Path, fail_to_pass: list[str], plan: cp.Plan, skip: Abstract
     for new, r in plan.originals.items():
         suffixes["::".join([r.file, *r.cls, new])] = by_original.get("::".join([r.file, *r.cls, r.func]), set())
     swaps: dict[str, dict[str, set[str]]] = {}
+    valued: dict[str, str] = {}                      # a value twin's head -> its value's key
     for name, m in plan.copies.items():
         if (m.file, tuple(m.cls), m.func) not in unsealed:
             head = "::".join([m.file, *m.cls, name])
             funcs_of.setdefault(m.file, {})[(tuple(m.cls), name)] = head
+            if m.valued:
+                valued[head] = copy_raises.valued_key(m)
             if swap := swapped_classes(m.site):
                 swaps[head] = swap
             suffixes[head] = by_original.get("::".join([m.file, *m.cls, m.func]), set())
@@ -464,7 +493,7 @@ def seal_tree(tree: Path, fail_to_pass: list[str], plan: cp.Plan, skip: Abstract
             code = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             continue
-        sealed, got = seal_source(code, funcs, cp.find_def, suffixes, rules, shapes, capture, swaps)
+        sealed, got = seal_source(code, funcs, cp.find_def, suffixes, rules, shapes, capture, swaps, valued)
         if sealed != code:
             path.write_text(sealed, encoding="utf-8")
             plan.seals.merge(got)
@@ -519,7 +548,8 @@ def shown_ids(root: Path, graded: list[str], skip: AbstractSet[str] = frozenset(
     return {nid for nid in graded if nid.partition("[")[0] in heads and nid not in bare}
 
 
-def planted_set(rec, built_first: bool = True, raising: bool = True, twins: bool = True) -> list[cp.TestCopy]:
+def planted_set(rec, built_first: bool = True, raising: bool = True, twins: bool = True,
+                valued: bool = True) -> list[cp.TestCopy]:
     """The copies every verify of this task plants: chosen once per task (seeded by
     the grading plan's secret), never drawn afresh.
 
@@ -545,6 +575,13 @@ def planted_set(rec, built_first: bool = True, raising: bool = True, twins: bool
         kept = [c for c in kept if not c.raising]
     if not twins:               # ... and without near twins of them (round 19's blacklists)
         kept = [c for c in kept if not c.fresh]
+    # Value twins only where the host keeps the gold's value for them (a
+    # shape seal; unsealed, `X == X` asks nothing); off: round 23's lookups.
+    if any(c.valued for c in kept):
+        unsealed = {(r.file, r.cls, r.func) for r in map(test_ref, rec.grading.unsealed) if r is not None}
+        kept = [c for c in kept if not c.valued or (
+            valued and rec.grading.sealed and copy_raises.valued_key(c) in rec.grading.shapes
+            and (c.file, tuple(c.cls), c.func) not in unsealed)]
     return choose_copies(kept, random.Random(f"plant:{seed}"))
 
 
@@ -605,7 +642,11 @@ def verify(task_dir: str | Path, solution: Solution, timeout: float | None = Non
             result.error = error or "sandbox failed"
             return _finish(result, t0, None, found)
         if shapes_out is not None:
-            shapes_out.update(kept_shapes(capture_reports(plan, run.seals), remade_classes(rec.feature.symbols)))
+            kept = kept_shapes(capture_reports(plan, run.seals), remade_classes(rec.feature.symbols))
+            # a value twin's float the gold got by its own arithmetic: another
+            # correct one may round the last place otherwise
+            shapes_out.update({k: v for k, v in kept.items()
+                               if not (k.startswith(copy_raises.VALUED_KEY) and inexact(v))})
         graded = grade(result, rec, run, t0, plan, found, d)
         if record is not None and run.raw is not None:
             case = case_of(rec, d, found, plan, run.raw, graded)
@@ -653,7 +694,9 @@ def capture_reports(plan: cp.Plan, records: Mapping[str, list[tuple[str, str | N
         for tok, value in got:
             src = plan.seals.expected.get(tok, "")
             if src.startswith(CAPTURE):
-                yield src[len(CAPTURE):], value, name in plan.originals
+                key = src[len(CAPTURE):]
+                # a value twin's X == X: its two values alike (the gold's is reproducible)
+                yield key, value, name in plan.originals or key.startswith(copy_raises.VALUED_KEY)
 
 
 POST_RUN = BOUNDS.model_copy(update={"file_bytes": 1 << 62, "tree_bytes": 1 << 62})
