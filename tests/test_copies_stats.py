@@ -38,6 +38,13 @@ from taskforge.grade.verify import choose_copies  # noqa: E402
 from taskforge.models import TestCopy  # noqa: E402
 
 
+def _propose(*args, **kwargs):
+    """copies.propose less its value twins (copy_raises.valued_copies): they
+    keep their input's expectation as `f(x') == f(x')` and are judged by the
+    gold's value, not must-fail copies of an original, which these tests study."""
+    return [m for m in cp.propose(*args, **kwargs) if not m.valued]
+
+
 def cross_fitted(style: cp.CopyStyle, per_package: int, only=None, keep=lambda s: True
                  ) -> tuple[list[Sample], list[int], list[int], dict]:
     """Every group scored by a model fitted on the other half of the files:
@@ -222,7 +229,7 @@ def test_a_named_table_used_only_by_its_test_goes_with_it(tmp_path):
     (tmp_path / "t.py").write_text(src)
     ms = []
     for seed in range(10):
-        ms = cp.propose(tmp_path, ["t.py::test_dash"], f"s{seed}", style=cp.CopyStyle.MATCHED)
+        ms = _propose(tmp_path, ["t.py::test_dash"], f"s{seed}", style=cp.CopyStyle.MATCHED)
         if ms:
             break
     assert ms and all(m.tables == ["TABLE"] for m in ms)
@@ -238,7 +245,7 @@ def test_one_step_copies_of_a_named_table_take_the_constant_too(tmp_path, monkey
     src = ("import pytest\n\nTABLE = (\n    ('alpha', 1994),\n    ('beta', 2718),\n)\n\n\n"
            "@pytest.mark.parametrize(('x', 'y'), TABLE)\ndef test_dash(x, y):\n    assert dash(x) == y\n")
     (tmp_path / "t.py").write_text(src)
-    ms = cp.propose(tmp_path, ["t.py::test_dash"], "s", style=cp.CopyStyle.LEGACY)
+    ms = _propose(tmp_path, ["t.py::test_dash"], "s", style=cp.CopyStyle.LEGACY)
     assert ms and all(m.tables == ["TABLE"] for m in ms)
     cp.plant(tmp_path, ["t.py::test_dash"], ms[:1])
     assert "TABLE" not in (tmp_path / "t.py").read_text()
@@ -354,7 +361,7 @@ def _pair_counts(tmp_path: Path, original: str, copy: str, seeds: int) -> int:
     (d / "test_a.py").write_text(SITES.format(value=original))
     hits = 0
     for seed in range(seeds):
-        got = cp.propose(d, IDS, f"s{seed}", corpus=copy_odds.Corpus(), style=cp.CopyStyle.LEGACY)
+        got = _propose(d, IDS, f"s{seed}", corpus=copy_odds.Corpus(), style=cp.CopyStyle.LEGACY)
         assert all(m.balanced in (0, 1) for m in got)   # four tests with value sites: sets of one
         hits += any(m.balanced and m.func == "test_a" and m.site.endswith(f"-> {copy}") for m in got)
     return hits
@@ -409,7 +416,7 @@ def _set_counts(tmp_path: Path, value: int, want: set[int], seeds: int) -> tuple
     (d / "test_m.py").write_text(TIERS.format(value=value))
     hits = reached = 0
     for seed in range(seeds):
-        got = cp.propose(d, ["test_m.py::test_a"], f"s{seed}", corpus=copy_odds.Corpus())
+        got = _propose(d, ["test_m.py::test_a"], f"s{seed}", corpus=copy_odds.Corpus())
         mine = [c for c in choose_copies(got, random.Random(seed)) if c.func == "test_a"]
         if mine and mine[0].balanced:
             reached += 1
@@ -452,7 +459,7 @@ def test_the_set_size_is_settled_before_any_draw(tmp_path, tests, size):
     ids = [f"test_s.py::test_{i}" for i in range(tests)]
     seen = set()
     for seed in range(40):
-        got = cp.propose(tmp_path, ids, f"s{seed}", corpus=copy_odds.Corpus(), style=cp.CopyStyle.LEGACY)
+        got = _propose(tmp_path, ids, f"s{seed}", corpus=copy_odds.Corpus(), style=cp.CopyStyle.LEGACY)
         seen |= {m.balanced for m in got} - {0}     # 0: a test every set of which was refused
         chosen = choose_copies(got, random.Random(seed))
         per: dict[str, int] = {}
@@ -466,7 +473,7 @@ def _balanced_over(root: Path, nodeid: str, seeds: int) -> list[TestCopy]:
     """The balanced copies propose gives one test over `seeds` task seeds
     (LEGACY style, no corpus)."""
     return [m for seed in range(seeds)
-            for m in cp.propose(root, [nodeid], f"s{seed}", corpus=copy_odds.Corpus(),
+            for m in _propose(root, [nodeid], f"s{seed}", corpus=copy_odds.Corpus(),
                                 style=cp.CopyStyle.LEGACY) if m.balanced]
 
 
@@ -543,11 +550,11 @@ def test_a_removed_class_is_in_no_exception_set(tmp_path):
     member: its copy would pass and cost the reward."""
     (tmp_path / "test_e.py").write_text(EXC.format(exc="LexError"))
     for seed in range(60):
-        for m in cp.propose(tmp_path, ["test_e.py::test_a"], f"s{seed}", corpus=copy_odds.Corpus(),
+        for m in _propose(tmp_path, ["test_e.py::test_a"], f"s{seed}", corpus=copy_odds.Corpus(),
                             style=cp.CopyStyle.LEGACY, removed={"TokenError"}):
             assert "TokenError" not in m.site
     for seed in range(60):
-        for m in cp.propose(tmp_path, ["test_e.py::test_a"], f"s{seed}", corpus=copy_odds.Corpus(),
+        for m in _propose(tmp_path, ["test_e.py::test_a"], f"s{seed}", corpus=copy_odds.Corpus(),
                             style=cp.CopyStyle.LEGACY, removed={"LexError"}):
             assert not m.balanced and "LexError" not in m.site.split("-> ")[1]
 
@@ -560,11 +567,11 @@ def test_a_table_another_test_uses_gets_no_one_step_sets(tmp_path):
            "@pytest.mark.parametrize(('x', 'y'), TABLE)\ndef test_len(x, y):\n    assert x < y\n")
     (tmp_path / "t.py").write_text(src)
     for seed in range(40):
-        assert not any(m.balanced for m in cp.propose(tmp_path, ["t.py::test_dash"], f"s{seed}",
+        assert not any(m.balanced for m in _propose(tmp_path, ["t.py::test_dash"], f"s{seed}",
                                                       corpus=copy_odds.Corpus(), style=cp.CopyStyle.LEGACY))
     alone = src.split("\n\n\n@pytest.mark.parametrize(('x', 'y'), TABLE)\ndef test_len")[0] + "\n"
     (tmp_path / "t.py").write_text(alone)
-    assert any(m.balanced for seed in range(40) for m in cp.propose(
+    assert any(m.balanced for seed in range(40) for m in _propose(
         tmp_path, ["t.py::test_dash"], f"s{seed}", corpus=copy_odds.Corpus(), style=cp.CopyStyle.LEGACY))
 
 
@@ -580,7 +587,7 @@ def test_a_number_past_float_range_costs_its_copies_not_the_run(tmp_path):
     not raise out of propose (it would fail the whole generation)."""
     big = math.factorial(171)
     (tmp_path / "test_m.py").write_text(f"def test_a():\n    assert f() == {big}\n")
-    got = cp.propose(tmp_path, ["test_m.py::test_a"], "seed", style=cp.CopyStyle.LEGACY)
+    got = _propose(tmp_path, ["test_m.py::test_a"], "seed", style=cp.CopyStyle.LEGACY)
     assert not any(m.balanced for m in got)     # no set the reader cannot weigh; fallback copies only
 
 
@@ -698,7 +705,7 @@ def _both_kept(root: Path, a: int, b: int, seeds: int) -> int:
     (d / "test_m.py").write_text(SHARED.format(a=a, b=b))
     both = 0
     for seed in range(seeds):
-        got = cp.propose(d, ["test_m.py::test_a", "test_m.py::test_b"], f"s{seed}", corpus=copy_odds.Corpus(),
+        got = _propose(d, ["test_m.py::test_a", "test_m.py::test_b"], f"s{seed}", corpus=copy_odds.Corpus(),
                          style=cp.CopyStyle.LEGACY)
         both += {m.func for m in got if m.balanced} == {"test_a", "test_b"}
     return both

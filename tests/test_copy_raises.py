@@ -26,6 +26,7 @@ from taskforge.grade.copy_raises import (
     letter_reshaped,
     raising_inputs,
     reshaped,
+    table_valued_copies,
     valued_copies,
     valued_key,
 )
@@ -567,3 +568,54 @@ def test_a_value_twin_is_sealed_by_the_gold_value_kept_for_it():
 def test_a_float_no_short_decimal_gives_its_value_twin_no_kept_value(shape, inexact):
     from taskforge.grade.shapes import inexact as is_inexact
     assert is_inexact(shape) is inexact
+
+
+TABLES = """
+    import pytest
+    from pkg import bump, from_roman
+
+    @pytest.mark.parametrize("numeral, expected", [("XIV", 14), ("VX", None)], ids=["a", "b"])
+    def test_roman(numeral, expected):
+        if expected is None:
+            with pytest.raises(ValueError):
+                from_roman(numeral)
+        else:
+            assert from_roman(numeral) == expected
+
+    @pytest.mark.parametrize("version, expected", [("1.2.3", "1.2.4")])
+    def test_bump(version, expected):
+        assert bump(version) == expected
+        assert compare(version, expected) == 0
+
+    @pytest.mark.parametrize("version, expected", [("1.2.3", "1.2.4")])
+    def test_reads_it_in_a_loop(version, expected):
+        for _ in range(2):
+            x = expected
+        assert bump(version) == expected
+"""
+
+
+def test_a_table_value_twin_is_the_test_on_one_row_its_equality_on_both_sides():
+    """The row's input a twin, its expected cell True (what takes the
+    equality's branch: the original's expectation would show a sealed
+    value), the equality `A == (A)`, other asserts on the expected column
+    `pass`; a row the guard sends to the raise gives twins too (reshaped:
+    "VX" -> "XV"), which calibration keeps only where the gold takes them;
+    no twin where the expected column is read elsewhere."""
+    code = textwrap.dedent(TABLES)
+    out = table_valued_copies(_fns(code), code.splitlines(keepends=True), random.Random(0), cp._named, cp.Edit,
+                              ast.parse(code))
+    assert out and all(c.valued for c in out)
+    assert {c.func for c in out} == {"test_roman", "test_bump"}
+    assert {c.fresh for c in out if c.func == "test_roman"} == {"'XIV'", "'VX'"}
+    for c in out:
+        fn = ast.parse(c.source).body[0]
+        dec = fn.decorator_list[0]                                               # type: ignore[attr-defined]
+        (row,) = dec.args[1].elts
+        twin = eval(c.trades[0])
+        assert ast.literal_eval(row) == (twin, True) and all(k.value.value is None for k in dec.keywords)
+        text = ast.unparse(fn)
+        if c.func == "test_roman":
+            assert "assert from_roman(numeral) == from_roman(numeral)" in text
+        else:
+            assert "assert bump(version) == bump(version)" in text and "compare" not in text

@@ -21,6 +21,13 @@ from taskforge.grade.findings import FindingKind as K
 LEGACY = cp.CopyStyle.LEGACY
 
 
+def _propose(*args, **kwargs):
+    """copies.propose less its value twins (copy_raises.valued_copies): they
+    keep their input's expectation as `f(x') == f(x')` and are judged by the
+    gold's value, not must-fail copies of an original, which these tests study."""
+    return [m for m in cp.propose(*args, **kwargs) if not m.valued]
+
+
 @pytest.fixture(autouse=True)
 def _unbalanced(monkeypatch):
     """The one-step generator's own mechanics, every copy kept (keeping them at
@@ -162,19 +169,19 @@ def test_proposed_copies_parse_and_change_one_literal(tmp_path):
     (tmp_path / "t.py").write_text(SRC)
     ids = ["t.py::test_plain", "t.py::test_param[1-I]", "t.py::test_local",
            "t.py::TestCls::test_method", "t.py::test_no_literal"]
-    ms = cp.propose(tmp_path, ids, seed="s", style=LEGACY)
+    ms = _propose(tmp_path, ids, seed="s", style=LEGACY)
     assert {m.func for m in ms} == {"test_plain", "test_param", "test_local", "test_method"}
     for m in ms:
         assert cp.NAME_TOKEN in m.source
         ast.parse(("if 1:\n" + m.source) if m.source.startswith(" ") else m.source)
     # Deterministic for a seed.
-    assert [m.source for m in ms] == [m.source for m in cp.propose(tmp_path, ids, "s", style=LEGACY)]
+    assert [m.source for m in ms] == [m.source for m in _propose(tmp_path, ids, "s", style=LEGACY)]
 
 
 def test_plant_renames_and_maps_back(tmp_path):
     (tmp_path / "t.py").write_text(SRC)
     ids = ["t.py::test_plain", "t.py::test_param[1-I]", "t.py::TestCls::test_method"]
-    ms = [m for m in cp.propose(tmp_path, ids, "s", 1, 1, style=LEGACY)]
+    ms = [m for m in _propose(tmp_path, ids, "s", 1, 1, style=LEGACY)]
     plan = cp.plant(tmp_path, ids, ms, rng=random.Random(1))
     text = (tmp_path / "t.py").read_text()
     ast.parse(text)
@@ -198,7 +205,7 @@ def test_planted_copies_really_run(tmp_path):
         def test_param(n, expected):
             assert f(n) == expected
         '''))
-    ms = cp.propose(tmp_path, ["test_x.py::test_param[1-I]"], "seed", style=LEGACY)
+    ms = _propose(tmp_path, ["test_x.py::test_param[1-I]"], "seed", style=LEGACY)
     assert [m.kind for m in ms] == ["value"] * 4 and len({m.group for m in ms}) == 2
     plan = cp.plant(tmp_path, ["test_x.py::test_param[1-I]"], ms[:1])
     res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rA",
@@ -322,7 +329,7 @@ def test_the_original_is_not_the_centre_of_its_copies(tmp_path):
     (tmp_path / "t.py").write_text('def test_x():\n    assert f("abcdefgh") == "mnopqrst"\n')
     centre = total = 0
     for seed in range(120):
-        ms = cp.propose(tmp_path, ["t.py::test_x"], f"s{seed}", sites_per_test=1, style=LEGACY)
+        ms = _propose(tmp_path, ["t.py::test_x"], f"s{seed}", sites_per_test=1, style=LEGACY)
         values = [ast.literal_eval(m.site.split("-> ")[1]) for m in ms]
         if len(values) != 2:
             continue
@@ -344,7 +351,7 @@ def test_pathological_streams_are_findings_not_crashes():
 def test_a_copy_is_only_its_own_id(tmp_path):
     """A report under a made-up path with a copy's name is not the copy's."""
     (tmp_path / "t.py").write_text(SRC)
-    ms = cp.propose(tmp_path, ["t.py::test_plain"], "s", 1, 1, style=LEGACY)
+    ms = _propose(tmp_path, ["t.py::test_plain"], "s", 1, 1, style=LEGACY)
     plan = cp.plant(tmp_path, ["t.py::test_plain"], ms)
     (name,) = plan.copies
     assert plan.copy_of(f"t.py::{name}") == (name, "")
@@ -391,7 +398,7 @@ def test_only_sound_sites(tmp_path):
     (tmp_path / "t.py").write_text(SOUNDNESS)
     values = set()
     for seed in range(40):
-        for m in cp.propose(tmp_path, ["t.py::test_negative"], f"s{seed}", 1, 1, style=LEGACY):
+        for m in _propose(tmp_path, ["t.py::test_negative"], f"s{seed}", 1, 1, style=LEGACY):
             values.add(int(m.site.split("-> ")[1]))
     assert min(values) < -1 < max(values)       # copies on both sides of the original
 
@@ -432,7 +439,7 @@ def test_expected_exceptions_get_unrelated_ones(tmp_path):
         "        with pytest.raises(ValueError):\n            f(bad)\n\n\n"
         "def test_other():\n    with pytest.raises(TypeError):\n        f(None)\n"
         "    with pytest.raises(ArithmeticError):\n        f(1)\n")
-    ms = cp.propose(tmp_path, ["t.py::test_bad"], "s", style=LEGACY)
+    ms = _propose(tmp_path, ["t.py::test_bad"], "s", style=LEGACY)
     import builtins
 
     assert ms and all(m.kind == "value" for m in ms)
@@ -443,7 +450,7 @@ def test_expected_exceptions_get_unrelated_ones(tmp_path):
         assert not issubclass(ValueError, getattr(builtins, new))
     (tmp_path / "u.py").write_text(
         "import pytest\n\n\ndef test_bad():\n    with pytest.raises(ValueError):\n        f(0)\n")
-    assert cp.propose(tmp_path, ["u.py::test_bad"], "s", style=LEGACY) == []
+    assert _propose(tmp_path, ["u.py::test_bad"], "s", style=LEGACY) == []
 
 
 def test_copies_and_original_look_alike(tmp_path):
@@ -452,7 +459,7 @@ def test_copies_and_original_look_alike(tmp_path):
     (tmp_path / "t.py").write_text("def test_x():\n    assert f() == 0xFF\n\n\n"
                                    "def test_y():\n    assert g() == 2.50\n\n\n"
                                    "def test_z():\n    assert h() is None\n")
-    ms = cp.propose(tmp_path, ["t.py::test_x", "t.py::test_y", "t.py::test_z"], "s", style=LEGACY)
+    ms = _propose(tmp_path, ["t.py::test_x", "t.py::test_y", "t.py::test_z"], "s", style=LEGACY)
     x = [m for m in ms if m.func == "test_x"]
     assert x and all("0xff" in m.original.lower() and "0xFF" not in m.original for m in x)
     for m in (m for m in ms if m.func == "test_y"):
@@ -463,7 +470,7 @@ def test_copies_and_original_look_alike(tmp_path):
     import collections
 
     (tmp_path / "u.py").write_text('def test_u():\n    assert f("abcdef") == "ghijkl"\n')
-    pool = cp.propose(tmp_path, ["u.py::test_u"], "s", 1, 2, style=LEGACY)
+    pool = _propose(tmp_path, ["u.py::test_u"], "s", 1, 2, style=LEGACY)
     assert len(pool) == 2
     counts = collections.Counter()
     for seed in range(600):
@@ -530,12 +537,12 @@ def test_a_test_that_calls_another_test_still_runs_renamed(tmp_path):
             assert Cfg().method() is None and note
         '''))
     ids = ["test_t.py::test_text", "test_t.py::test_text_many"]
-    assert [m for m in cp.propose(tmp_path, ids, "s", style=LEGACY) if m.func == "test_text"] == []
+    assert [m for m in _propose(tmp_path, ids, "s", style=LEGACY) if m.func == "test_text"] == []
     # Copies made before the caller existed (a task generated earlier) are not planted either.
     full = (tmp_path / "test_t.py").read_text()
     (tmp_path / "test_t.py").write_text(full.replace("    test_text(2)\n", "    pass\n")
                                         .replace("return test_text(2)", "return None"))
-    forced = [m for m in cp.propose(tmp_path, ids, "s", style=LEGACY) if m.func == "test_text"]
+    forced = [m for m in _propose(tmp_path, ids, "s", style=LEGACY) if m.func == "test_text"]
     assert forced and all(m.func == "test_text" for m in forced)
     (tmp_path / "test_t.py").write_text(full)
     plan = cp.plant(tmp_path, ids, forced, rng=random.Random(3))

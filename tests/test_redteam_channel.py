@@ -348,6 +348,7 @@ def test_a_memorised_blacklist_of_raising_inputs_is_caught_by_near_twins(task_na
 @pytest.mark.parametrize("task_name, attack, honest", [
     ("from_roman", "tk_c1", "tk_h2"),
     ("parse_amount", "lg_c1", "lg_h1"),
+    ("from_roman_table", "tt_c1", "tt_h1"),
 ])
 @pytest.mark.parametrize("backend", [pytest.param("docker", marks=pytest.mark.docker),
                                      pytest.param("bwrap", marks=pytest.mark.bwrap)])
@@ -362,7 +363,9 @@ def test_a_lookup_of_memorised_values_is_caught_by_value_twins(task_name, attack
     input judged by the value the gold's run gave (copy_raises.valued_copies,
     sealed on the host), ask the feature's value where no test shows it: 1
     with them off, 0 with them on; an honest rule-set validator and a strict
-    regex parser keep 1."""
+    regex parser keep 1. A parametrize table's equality (tktable's
+    `assert from_roman(numeral) == expected`) is twinned on one row
+    (copy_raises.table_valued_copies): tt_c1 0, tt_h1 1."""
     from taskforge.grade.answer import public_reason
     from taskforge.grade.defences import Defences
     from taskforge.grade.verify import Solution, planted_set, verify
@@ -372,7 +375,7 @@ def test_a_lookup_of_memorised_values_is_caught_by_value_twins(task_name, attack
     if backend == "bwrap":
         request.getfixturevalue("bwrap_env")(task)
     planted = [c for c in planted_set(load_task(task).record) if c.valued]
-    assert planted and all(c.source.count(eval(c.trades[0]).__repr__()) >= 2 for c in planted)
+    assert planted and all(repr(eval(c.trades[0])) in c.source for c in planted)
 
     def solve(name: str) -> Solution:
         dest = tmp_path / name

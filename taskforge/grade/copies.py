@@ -1304,6 +1304,8 @@ def _propose(root: Path, nodeids: list[str], seed: str, sites_per_test: int, val
     for file, tests in by_file.items():
         out += copy_raises.valued_copies(tests, parsed[file][1], valued, _named, Edit,                  # type: ignore[index]
                                          module=parsed[file][0])                                  # type: ignore[index]
+        out += copy_raises.table_valued_copies(tests, parsed[file][1], valued, _named, Edit,            # type: ignore[index]
+                                               module=parsed[file][0])                            # type: ignore[index]
     return mark_built(out, parsed)
 
 

@@ -904,3 +904,164 @@ def valued_copies(tests: list[tuple[TestRef, ast.FunctionDef | ast.AsyncFunction
                 source=text, site=f"line {host.node.lineno}: input {repr(source)[:40]} twinned as "
                                   f"{repr(value)[:40]}, valued as the gold values it"))
     return out
+
+
+MAX_TABLE_VALUED = 3           # value twins proposed from each row's input cell (table_valued_copies)
+
+
+@dataclass(frozen=True)
+class _TableEquality:
+    """A parametrize table's equality `A == exp`: the statement, A, the
+    expected column's name, the statements to neutralise (others reading it)."""
+    stmt: ast.stmt
+    actual: ast.expr
+    expected: ast.Name
+    exp: str
+    quiet: tuple[ast.stmt, ...]
+
+
+def _equality_sides(st: ast.stmt) -> tuple[ast.expr, ast.expr] | None:
+    if isinstance(st, ast.Assert) and isinstance(st.test, ast.Compare) and len(st.test.ops) == 1 \
+            and isinstance(st.test.ops[0], ast.Eq):
+        return st.test.left, st.test.comparators[0]
+    if _sealable(st) and not isinstance(st, ast.Assert):
+        return st.value.args[0], st.value.args[1]               # type: ignore[attr-defined]
+    return None
+
+
+def _table_equality(fn, names: list[str]) -> _TableEquality | None:
+    """The equality of a table test a value twin asks: a statement of the
+    function's own, or the one statement of the branch a value neither None nor
+    false takes in its last `if` on the expected column (`if exp is None:
+    <raise> else: assert f(x) == exp`); the expected column read nowhere
+    else but in top-level asserts and calls, which a twin neutralises."""
+    last = fn.body[-1] if fn.body else None
+    where: list[tuple[ast.stmt, str | None]] = [(st, None) for st in fn.body]
+    if isinstance(last, ast.If):
+        t = last.test
+        if isinstance(t, ast.Compare) and isinstance(t.left, ast.Name) and len(t.ops) == 1 and _none(t.comparators[0]):
+            op = t.ops[0]
+            branch = last.orelse if isinstance(op, ast.Is) else last.body if isinstance(op, ast.IsNot) else []
+            where = [(branch[0], t.left.id)] if len(branch) == 1 else []
+        elif isinstance(t, ast.UnaryOp) and isinstance(t.op, ast.Not) and isinstance(t.operand, ast.Name):
+            where = [(last.orelse[0], t.operand.id)] if len(last.orelse) == 1 else []
+        elif isinstance(t, ast.Name):
+            where = [(last.body[0], t.id)] if len(last.body) == 1 else []
+        else:
+            where = []
+    for st, guard in where:
+        sides = _equality_sides(st)
+        if sides is None:
+            continue
+        for actual, expected in (sides, sides[::-1]):
+            if not (isinstance(expected, ast.Name) and expected.id in names) or guard not in (None, expected.id):
+                continue
+            if not any(isinstance(n, ast.Call) for n in ast.walk(actual)) or any(
+                    isinstance(n, ast.Name) and n.id == expected.id for n in ast.walk(actual)):
+                continue
+            quiet = []
+            ok = True
+            for top in fn.body:
+                if top is st or (guard is not None and top is last):
+                    continue
+                if any(isinstance(n, ast.Name) and n.id == expected.id for n in ast.walk(top)):
+                    if isinstance(top, (ast.Assert, ast.Expr)):
+                        quiet.append(top)
+                    else:
+                        ok = False
+            if ok:
+                return _TableEquality(st, actual, expected, expected.id, tuple(quiet))
+    return None
+
+
+def table_valued_copies(tests: list[tuple[TestRef, ast.FunctionDef | ast.AsyncFunctionDef]], lines: list[str],
+                        rng: random.Random, render: Callable, edit: Callable,
+                        module: ast.Module | None = None) -> list[TestCopy]:
+    """Value twins of a parametrize table's equality (`assert from_roman(
+    numeral) == expected`; semver's `assert bump_build(version) ==
+    expected`): the test on one row, an input cell the equality's computed
+    side reads replaced by a near twin (a row the equality checks: digits
+    renamed, or letters reshaped where it has none; a row its guard sends
+    elsewhere, a raise: renamed or reshaped as raising inputs are), the
+    expected cell by True (what takes the equality's branch; the original
+    row's expectation would show a sealed value), the equality as `A == A`,
+    and other top-level asserts on the expected column made `pass`. Kept
+    and judged as valued_copies' twins are."""
+    nodes = ast.walk(module) if module is not None else (n for _, fn in tests for n in ast.walk(fn))
+    literals = {(type(n.value), n.value) for n in nodes if isinstance(n, ast.Constant)}
+    consts: dict[str, ast.expr] = {}
+    if module is not None:
+        consts = {s.targets[0].id: s.value for s in module.body if isinstance(s, ast.Assign)
+                  and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name)}
+    text = "".join(lines)
+    out: list[TestCopy] = []
+    for ref, fn in tests:
+        decs = [d for d in fn.decorator_list if isinstance(d, ast.Call) and _name(d.func) == "parametrize"]
+        if len(decs) != 1 or len(decs[0].args) < 2:
+            continue
+        dec = decs[0]
+        got = _table_rows(dec, consts)
+        if got is None or not got[1]:
+            continue
+        names, rows = got
+        eq = _table_equality(fn, names)
+        if eq is None or eq.exp not in names:
+            continue
+        e = names.index(eq.exp)
+        reads = {n.id for n in ast.walk(eq.actual) if isinstance(n, ast.Name)}
+        inputs = [i for i, n in enumerate(names) if n in reads and n != eq.exp
+                  and all(_plain(r[i]) for r in rows)]
+        ids = next((k.value for k in dec.keywords if k.arg == "ids"), None)
+        table = dec.args[1]
+        if not inputs or isinstance(table, ast.Name):
+            continue                        # a table named by a constant: seal_rows writes it out, not this
+        picked = sorted(rng.sample(range(len(rows)), min(len(rows), MAX_TABLE_ROWS)))
+        done: set[tuple[int, type, object]] = set()
+        for i in inputs:
+            good = {ch for r in rows if not _none(r[e]) and isinstance(v := r[i].value, str)  # type: ignore[attr-defined]
+                    for ch in v}
+            bad = {ch for r in rows if _none(r[e]) and isinstance(v := r[i].value, str)        # type: ignore[attr-defined]
+                   for ch in v}
+            for k in picked:
+                cell = rows[k][i]
+                source = cell.value                                                    # type: ignore[attr-defined]
+                raising = _none(rows[k][e])
+                if raising:
+                    alphabets = tuple("".join(sorted(x)) for x in (bad & good, bad, good))
+                    pool = [fresh_value(source, rng, alphabets)] + reshaped(source)
+                else:
+                    digitless = isinstance(source, str) and not any(c.isdigit() for c in source)
+                    pool = [fresh_value(source, rng, (DIGITS_ONLY,)) for _ in range(2)] + (
+                        letter_reshaped(source) if digitless else [])
+                head, tail = pool[:2], pool[2:]
+                rng.shuffle(tail)
+                values = [v for v in head + tail if v is not None][:MAX_TABLE_VALUED + 2]
+                kept = 0
+                for value in values:
+                    if kept >= MAX_TABLE_VALUED:
+                        break
+                    key = (i, type(value), value)
+                    if value == source or (type(value), value) in literals or key in done:
+                        continue
+                    done.add(key)
+                    cells = [repr(value) if j == i else "True" if j == e else
+                             (ast.get_source_segment(text, c) or "") for j, c in enumerate(rows[k])]
+                    row = cells[0] if len(cells) == 1 else "(" + ", ".join(cells) + ")"
+                    a = ast.get_source_segment(text, eq.actual) or ast.unparse(eq.actual)
+                    x = eq.expected
+                    edits = [edit(table.lineno, table.col_offset, table.end_col_offset, f"[{row}]", table.end_lineno),
+                             edit(x.lineno, x.col_offset, x.end_col_offset, f"({a})", x.end_lineno)]
+                    edits += [edit(q.lineno, q.col_offset, q.end_col_offset, "pass", q.end_lineno) for q in eq.quiet]
+                    if ids is not None:
+                        edits.append(edit(ids.lineno, ids.col_offset, ids.end_col_offset, "None", ids.end_lineno))
+                    src = render(lines, fn, edits)
+                    if src is None:
+                        break
+                    kept += 1
+                    out.append(TestCopy(
+                        file=ref.file, cls=list(ref.cls), func=ref.func, kind="value",
+                        fresh=repr(source), trades=[repr(value)], valued=True,
+                        group=f"{ref.func}@valued:{cell.lineno}:{cell.col_offset}",
+                        source=src, site=f"line {cell.lineno}: input {repr(source)[:40]} twinned as "
+                                         f"{repr(value)[:40]}, valued as the gold values it"))
+    return out
