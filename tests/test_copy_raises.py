@@ -496,7 +496,7 @@ def test_a_value_twin_reshapes_letters_only(value, want):
 
 
 VALUED = """
-    from pkg import Money, from_roman, parse
+    from pkg import Money, Version, from_roman, join, ordinal, parse
     import pytest
 
     def test_parse():
@@ -513,6 +513,11 @@ VALUED = """
     def test_in_a_loop():
         for _ in range(2):
             assert parse("7.5") == Money("7.50")
+
+    def test_nested_and_more_arguments():
+        assert Version.parse("1.2.3").bump(kind="x") == "1.2.4"
+        assert ordinal(3, "en") == "3rd"
+        assert join("a", "b") == expected_local
 """
 
 
@@ -529,7 +534,7 @@ def test_a_value_twin_is_the_equality_on_a_near_twin_with_the_call_on_both_sides
     by_source: dict[str, list[TestCopy]] = {}
     for c in out:
         by_source.setdefault(c.fresh, []).append(c)
-    assert set(by_source) == {"'12.5'", "'1'", "'XIV'", "'VX'"}     # not '12.50', '7.5'
+    assert set(by_source) == {"'12.5'", "'1'", "'XIV'", "'VX'", "'1.2.3'", "3"}     # not '12.50', '7.5', 'a'
     for c in by_source["'12.5'"]:
         twin = eval(c.trades[0])
         assert twin != "12.5" and len(twin) == 4 and twin[2] == "." and c.func == "test_parse"
@@ -540,6 +545,11 @@ def test_a_value_twin_is_the_equality_on_a_near_twin_with_the_call_on_both_sides
         assert set(eval(c.trades[0])) <= set("XIV") and c.func == "test_roman"
     for c in by_source["'VX'"]:                            # in the accepting test of from_roman
         assert c.func == "test_roman" and f"from_roman({c.trades[0]})" in c.source
+    for c in by_source["'1.2.3'"]:                         # a call inside the computed side
+        twin = c.trades[0]
+        assert f"assert Version.parse({twin}).bump(kind='x') == Version.parse({twin}).bump(kind='x')" in c.source
+    for c in by_source["3"]:                               # the first argument, the others as written
+        assert f"assert ordinal({c.trades[0]}, 'en') == ordinal({c.trades[0]}, 'en')" in c.source
     assert len({valued_key(c) for c in out}) == len(out)
 
 

@@ -39,6 +39,7 @@ Pure: parsed test functions in, TestCopy records out.
 from __future__ import annotations
 
 import ast
+import copy
 import hashlib
 import json
 import random
@@ -50,6 +51,8 @@ from pathlib import Path
 
 from taskforge.analysis.pyparse import literal_eval
 from taskforge.analysis.testindex import TestRef
+from taskforge.grade.seals import module_names
+from taskforge.grade.shapes import buildable
 from taskforge.models import TestCopy
 from taskforge.repo.layout import is_test_path
 
@@ -121,6 +124,7 @@ class Accepted:
     call: ast.Call | None = None
     other: ast.expr | None = None
     top: bool = False
+    side: ast.expr | None = None        # the computed side the input stands in (None: `call` itself)
 
 
 def _name(e: ast.expr) -> str | None:
@@ -788,11 +792,6 @@ def letter_reshaped(value: object) -> list[object]:
     return [t.encode("latin-1") for t in got] if isinstance(value, bytes) else list(got)
 
 
-def _maker(callee: str) -> bool:
-    """A callee named like a class (`Money`, `money.Money`): what builds an expectation."""
-    return callee.rpartition(".")[2][:1].isupper()
-
-
 def valued_key(m: TestCopy) -> str:
     """The key of a value twin's value (GradingPlan.shapes): the copy's identity."""
     what = json.dumps([m.file, list(m.cls), m.func, m.group, list(m.trades), m.fresh])
@@ -800,12 +799,49 @@ def valued_key(m: TestCopy) -> str:
 
 
 def _valued_edits(host: Accepted, value: object, edit: Callable) -> list:
-    """The host's equality as `f(value) == f(value)`: both sides the call on
-    the twin, which seals.seal_function judges by the gold's value."""
-    call, other = host.call, host.other
-    assert call is not None and other is not None      # accepted_inputs sets both
-    text = f"{ast.unparse(call.func)}({value!r})"
-    return [edit(n.lineno, n.col_offset, n.end_col_offset, text, n.end_lineno) for n in (call, other)]
+    """The host's equality as `A' == A'`: both sides its computed side with
+    the input replaced by the twin (`f(value)`), which seals.seal_function
+    judges by the gold's value."""
+    side, other = host.side or host.call, host.other
+    assert side is not None and other is not None      # accepted_inputs sets both
+    text = ast.unparse(_swapped(side, host.node, value))
+    return [edit(n.lineno, n.col_offset, n.end_col_offset, text, n.end_lineno) for n in (side, other)]
+
+
+def _swapped(side: ast.expr, node: ast.Constant, value: object) -> ast.expr:
+    """A copy of `side` with its literal `node` replaced by `value`."""
+    where = (node.lineno, node.col_offset, node.end_lineno, node.end_col_offset)
+
+    class Swap(ast.NodeTransformer):
+        def visit_Constant(self, n: ast.Constant) -> ast.AST:
+            same = (n.lineno, n.col_offset, n.end_lineno, n.end_col_offset) == where
+            return ast.Constant(value) if same else n                 # type: ignore[arg-type]
+    return Swap().visit(copy.deepcopy(side))
+
+
+def value_inputs(fn, ref: TestRef, names: dict[str, str]) -> list[Accepted]:
+    """Inputs a value twin may rename in `fn`'s own equality statements
+    (`assert A == B`, `x.assertEqual(A, B)`): the literal first argument of
+    each call in the computed side, the side an expectation is not
+    (shapes.buildable: built from literals and what the module imports,
+    calling only constructors). `Version.parse("1.2.3").bump_build()`,
+    `resolve(doc, "/a")`: the first argument is the subject; a later one is
+    mostly a mode or a separator, whose twin asks what no test does."""
+    out: list[Accepted] = []
+    for st in fn.body:
+        if not _sealable(st):
+            continue
+        sides = _equality_sides(st)
+        if sides is None:
+            continue
+        for side, other in (sides, sides[::-1]):
+            if buildable(side, names) or not buildable(other, names) and not isinstance(other, ast.Constant):
+                continue
+            for call in (n for n in ast.walk(side) if isinstance(n, ast.Call)):
+                if call.args and _plain(call.args[0]):
+                    out.append(Accepted(fn, ref, ast.unparse(call.func), len(call.args),
+                                        call.args[0], st, call, other, True, side))  # type: ignore[arg-type]
+    return out
 
 
 def valued_copies(tests: list[tuple[TestRef, ast.FunctionDef | ast.AsyncFunctionDef]], lines: list[str],
@@ -834,12 +870,12 @@ def valued_copies(tests: list[tuple[TestRef, ast.FunctionDef | ast.AsyncFunction
     nodes = ast.walk(module) if module is not None else (n for _, fn in tests for n in ast.walk(fn))
     literals = {(type(n.value), n.value) for n in nodes if isinstance(n, ast.Constant)}
     raising = [r for ref, fn in tests for r in raising_inputs(fn, ref)]
-    # (not `Money("12.50")`, the expectation a class builds, where the other side is the feature's)
-    accepted = [a for ref, fn in tests for a in accepted_inputs(fn, ref) if a.top and not (
-        _maker(a.callee) and not (isinstance(a.other, ast.Call) and _maker(ast.unparse(a.other.func))))]
-    hosts: dict[str, Accepted] = {}
+    names = module_names(module) if module is not None else {}
+    accepted = [a for ref, fn in tests for a in value_inputs(fn, ref, names)]
+    hosts: dict[str, Accepted] = {}             # a callee -> the first statement calling it on one literal
     for a in accepted:
-        hosts.setdefault(a.callee, a)
+        if a.arity == 1 and a.side is a.call:
+            hosts.setdefault(a.callee, a)
     bad: dict[str, set[str]] = {}
     good: dict[str, set[str]] = {}
     for xs, into in ((raising, bad), (accepted, good)):
