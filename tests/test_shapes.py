@@ -4,11 +4,15 @@ and which captured shapes are kept."""
 from __future__ import annotations
 
 import ast
+import collections
 import dataclasses
 import datetime
 import enum
+import functools
 import importlib.util
 import json
+import numbers
+import pathlib
 from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
@@ -339,3 +343,53 @@ def test_a_task_needs_a_test_whose_value_is_protected_not_only_an_exception_clas
         == ["tests/t.py::test_centroid"]
     assert valued(graded, Calibration(copies=[*swaps, copy("test_degenerate", 'line 139: "1.5" -> "2.5"')])) \
         == ["tests/t.py::test_degenerate"]
+
+
+class Lazy:
+    def __init__(self, n):
+        self.n = n
+
+    @functools.cached_property
+    def doubled(self):
+        return 2 * self.n
+
+
+class Index:
+    """An integer type that is no int subclass (numpy's are so)."""
+    def __init__(self, n):
+        self.n = n
+
+    def __index__(self):
+        return self.n
+
+    def __int__(self):
+        return self.n
+
+
+numbers.Integral.register(Index)
+
+
+def test_state_a_value_caches_is_not_asked_nor_how_an_integer_is_typed(guard):
+    """Red team round 24 (F5): the gold's value is shaped after the gold's
+    code ran, so state it cached lazily (a cached_property it read, the
+    string a path keeps once it was printed) is in the kept shape, and an
+    honest equal value that never cached it did not fit; an integer of a
+    type that is no int subclass (numpy's) never fitted an int."""
+    read = Lazy(3)
+    _ = read.doubled
+    assert shapes.shape_matches(guard._shape_text(Lazy(3)), guard._shape_text(read))
+    assert not shapes.shape_matches(guard._shape_text(Lazy(4)), guard._shape_text(read))
+    printed = pathlib.PurePosixPath("a/b.txt")
+    str(printed), hash(printed)
+    assert shapes.shape_matches(guard._shape_text(pathlib.PurePosixPath("a/b.txt")), guard._shape_text(printed))
+    assert not shapes.shape_matches(guard._shape_text(pathlib.PurePosixPath("a/c.txt")), guard._shape_text(printed))
+    assert guard._shape_text(Index(994)) == guard._shape_text(994)
+
+
+def test_an_object_with_no_attributes_to_compare_is_not_kept(guard):
+    """A deque, an array: _shape reads no state of them, so any object of
+    the class fitted the kept shape (red team round 24, F5): not kept."""
+    full = guard._shape_text(collections.deque([1, 2]))
+    assert shapes.shape_matches(guard._shape_text(collections.deque()), full)      # why
+    reports = [("q", _capture(full, full), True), ("n", _capture('{"n": "1/1"}', '{"n": "1/1"}'), True)]
+    assert shapes.kept_shapes(reports) == {"n": '{"n": "1/1"}'}

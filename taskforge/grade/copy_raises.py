@@ -792,6 +792,40 @@ def letter_reshaped(value: object) -> list[object]:
     return [t.encode("latin-1") for t in got] if isinstance(value, bytes) else list(got)
 
 
+_DIGIT_RUN = re.compile(r"[0-9]+")
+
+
+def _first_run(text: str) -> re.Match | None:
+    """An input's first digit run, unless a grouping separator touches it
+    ("$1,234.56": a digit more or fewer there asks about grouping)."""
+    m = _DIGIT_RUN.search(text)
+    if m is None or {text[m.end():m.end() + 1], text[max(0, m.start() - 1):m.start()]} & {",", "_", "'"}:
+        return None
+    return m
+
+
+def run_twins(value: object, rng: random.Random) -> list[object]:
+    """Twins of an accepted input whose first digit run is one digit longer
+    (a digit from 1-9 put first) or shorter (its first digit dropped, never
+    leaving a leading zero): "12.5" -> "412.5", "2.5". Renamed digits keep
+    every digit's place, so a rule re-filling the memorised inputs' digit
+    templates passed every renamed twin with no parsing at all (held-out
+    round 24, lg_tmpl); a run of another length needs the feature's own
+    reading of the number. Only where the callee's accepted inputs show that
+    run at more than one length (valued_copies): a fixed-width field (a
+    date's year) made longer asks what no test does."""
+    if not isinstance(value, str):
+        return []
+    m = _first_run(value)
+    if m is None:
+        return []
+    run = m.group()
+    out: list[object] = [value[:m.start()] + rng.choice("123456789") + value[m.start():]]
+    if len(run) >= 2 and run[1] != "0":
+        out.append(value[:m.start()] + run[1:] + value[m.end():])
+    return out
+
+
 def valued_key(m: TestCopy) -> str:
     """The key of a value twin's value (GradingPlan.shapes): the copy's identity."""
     what = json.dumps([m.file, list(m.cls), m.func, m.group, list(m.trades), m.fresh])
@@ -900,9 +934,14 @@ def valued_copies(tests: list[tuple[TestRef, ast.FunctionDef | ast.AsyncFunction
         rng.shuffle(pool)
         return pool[:want]
 
+    widths: dict[str, set[int]] = {}          # a callee -> the lengths its accepted inputs' first runs show
+    for a in accepted:
+        if isinstance(a.node.value, str) and (m := _first_run(a.node.value)) is not None:
+            widths.setdefault(a.callee, set()).add(len(m.group()))
     sources: list[tuple[Accepted, object, list[object]]] = []
     for a in accepted:
         v = a.node.value
+        runs = run_twins(v, rng) if len(widths.get(a.callee, ())) > 1 else []
         # letters reshaped only where there are no digits to rename: "12.345
         # eur" -> "12.345 uer" asks whether any three letters are a currency
         digitless = isinstance(v, (str, bytes)) and not any(chr(c).isdigit() if isinstance(c, int) else c.isdigit()
@@ -912,7 +951,7 @@ def valued_copies(tests: list[tuple[TestRef, ast.FunctionDef | ast.AsyncFunction
         if digitless and len(v) <= MAX_TWO_EDITS:                                  # type: ignore[arg-type]
             twice = [t for x in once for t in letter_reshaped(x) if t != v and t not in once]
             twice = list(dict.fromkeys(twice))
-        sources.append((a, v, renamings(v, (DIGITS_ONLY,), MAX_VALUED)
+        sources.append((a, v, runs + renamings(v, (DIGITS_ONLY,), MAX_VALUED)
                         + drawn(once, MAX_VALUED // 2) + drawn(twice, MAX_VALUED // 2)))
     for r in raising:
         host = hosts.get(r.callee)

@@ -181,7 +181,7 @@ def kept_shapes(reports: Iterable[tuple[str, str | None, bool]], removed_classes
     for key, encoded, original in reports:
         want, got = captured(encoded)
         seen.setdefault(key, set()).add(want)
-        if want is None or (original and not shape_matches(got, want)):
+        if want is None or (original and not shape_matches(got, want)) or opaque(want):
             bad.add(key)
         elif removed and any(_names_class(want, c) for c in removed):
             bad.add(key)
@@ -217,6 +217,27 @@ def inexact(encoded: str) -> bool:
                     stack += [{"n": r} for r in v]
                 else:
                     stack.append(v)
+        elif isinstance(x, list):
+            stack += x
+    return False
+
+
+def opaque(encoded: str) -> bool:
+    """Whether a shape holds an object with no attributes: a deque, an
+    array, a numpy array, whose state lives where _shape does not read, so
+    that any object of its class fits it (red team round 24, F5). Such a
+    site stays judged in the sandbox."""
+    try:
+        data = json.loads(encoded)
+    except ValueError:
+        return True
+    stack = [data]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, dict):
+            if "o" in x and isinstance(x["o"], list) and len(x["o"]) == 2 and x["o"][1] == {}:
+                return True
+            stack += list(x.values())
         elif isinstance(x, list):
             stack += x
     return False

@@ -530,8 +530,19 @@ def _shape(v, depth=0):
         if im == 0.0:
             return {"n": _ratio(re_)}
         return {"c": [_ratio(re_), _ratio(im)]}
+    import numbers
+    if not has(float) and issubclass(t[0], numbers.Integral) and not has(str):
+        # numpy's integers: equal to ints, no int subclass (red team round 24, F5)
+        import operator
+        return {"n": f"{int.__index__(operator.index(v))}/1"}
+    if not has(float) and issubclass(t[0], numbers.Real) and not has(str):
+        return {"n": _ratio(float(v))}
     if has(str):
         return {"s": str.__str__(v)}
+    pathlib = sys.modules.get("pathlib")
+    if pathlib is not None and has(pathlib.PurePath):
+        # by its text: what == compares, not the strings and hashes it caches
+        return {"x": ["path", pathlib.PurePath.__str__(v)]}
     if has(bytes) or has(bytearray):
         return {"b": bytes(memoryview(v)).hex()}
     if has(list):
@@ -558,6 +569,13 @@ def _shape(v, depth=0):
     attrs = {}
     found_dict = False
     hidden = set()
+    cached = set()         # functools.cached_property values: kept where they were read, not state
+    for c in t:
+        ns = _DICT_OF(c)
+        for k in ns:
+            x = ns[k]
+            if type(x).__name__ == "cached_property" and type(x).__module__ == "functools":
+                cached.add(k)
     for c in t:
         ns = _DICT_OF(c)
         fields = ns.get("__dataclass_fields__")
@@ -593,7 +611,7 @@ def _shape(v, depth=0):
             return _shape(attrs["data"], depth + 1)
     # Dunder state is bookkeeping (pydantic's __pydantic_fields_set__, __weakref__), not the value.
     return {"o": [names, {k: _shape(x, depth + 1) for k, x in sorted(attrs.items())
-                          if k not in hidden and not (k.startswith("__") and k.endswith("__"))}]}
+                          if k not in hidden and k not in cached and not (k.startswith("__") and k.endswith("__"))}]}
 
 
 def _shape_text(v):
