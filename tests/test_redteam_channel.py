@@ -229,6 +229,15 @@ def test_what_says_a_raise_is_expected_and_the_method_order_are_checked(monkeypa
         os.close(w)
 
 
+def _applied(task: Path, patch: Path, dest: Path):
+    """The task's workspace copied to `dest` with `patch` applied, as a solution."""
+    from taskforge.grade.verify import Solution
+
+    shutil.copytree(task / "workspace", dest)
+    subprocess.run(["git", "apply", str(patch)], cwd=dest, check=True)
+    return Solution.from_dir(dest)
+
+
 @pytest.fixture(scope="module")
 def from_roman(fixture_repos, base_image, tmp_path_factory):
     from taskforge.orchestrate.pipeline import Options, generate
@@ -329,10 +338,7 @@ def test_a_memorised_blacklist_of_raising_inputs_is_caught_by_near_twins(task_na
     assert twins and traded and (not of_traded or sorted(c.fresh for c in of_traded) == sorted(traded))
 
     def solve(where: tuple[Path, str]) -> Solution:
-        dest = tmp_path / where[1]
-        shutil.copytree(task / "workspace", dest)
-        subprocess.run(["git", "apply", str(where[0] / f"{where[1]}.patch")], cwd=dest, check=True)
-        return Solution.from_dir(dest)
+        return _applied(task, where[0] / f"{where[1]}.patch", tmp_path / where[1])
     cheat = solve(attack)
     off = verify(task, cheat, backend=backend, defences=Defences(raise_twins=False))
     assert off.error is None and off.reward == 1.0, off.model_dump_json(indent=1)
@@ -378,10 +384,7 @@ def test_a_lookup_of_memorised_values_is_caught_by_value_twins(task_name, attack
     assert planted and all(repr(eval(c.trades[0])) in c.source for c in planted)
 
     def solve(name: str) -> Solution:
-        dest = tmp_path / name
-        shutil.copytree(task / "workspace", dest)
-        subprocess.run(["git", "apply", str(ROUND23 / f"{name}.patch")], cwd=dest, check=True)
-        return Solution.from_dir(dest)
+        return _applied(task, ROUND23 / f"{name}.patch", tmp_path / name)
     cheat = solve(attack)
     off = verify(task, cheat, backend=backend, defences=Defences(value_twins=False))
     assert off.error is None and off.reward == 1.0, off.model_dump_json(indent=1)
@@ -446,10 +449,7 @@ def test_a_memorised_blacklist_is_caught_by_twins_of_a_parametrize_table(from_ro
     assert twins and all(c.func == "test_from_roman_table" and "numeral, expected" in c.source for c in twins)
 
     def solve(name: str) -> Solution:
-        dest = tmp_path / name
-        shutil.copytree(task / "workspace", dest)
-        subprocess.run(["git", "apply", str(ROUND19 / f"{name}.patch")], cwd=dest, check=True)
-        return Solution.from_dir(dest)
+        return _applied(task, ROUND19 / f"{name}.patch", tmp_path / name)
     cheat = solve("tk_memo")
     off = verify(task, cheat, backend=backend, defences=Defences(raise_twins=False))
     assert off.error is None and off.reward == 1.0, off.model_dump_json(indent=1)

@@ -117,14 +117,11 @@ class Accepted:
     callee: str
     arity: int
     node: ast.Constant
-    # The equality statement, the call of the feature in it and the other
-    # side (what a value twin replaces: valued_copies), and whether the
-    # statement is one of the function's own (not in a loop, `with`, `try`).
-    stmt: ast.stmt | None = None
+    # A value twin's (value_inputs): the call the input is the first
+    # argument of, the equality's computed side holding it, and the other side.
     call: ast.Call | None = None
+    side: ast.expr | None = None
     other: ast.expr | None = None
-    top: bool = False
-    side: ast.expr | None = None        # the computed side the input stands in (None: `call` itself)
 
 
 def _name(e: ast.expr) -> str | None:
@@ -208,7 +205,6 @@ def accepted_inputs(fn, ref: TestRef) -> list[Accepted]:
     """Literal inputs `fn` checks a result of: `assert f(LIT) == X`,
     `self.assertEqual(f(LIT), X)` (either side), f called with one argument."""
     out: list[Accepted] = []
-    own = {id(st) for st in fn.body}
     for node, _ in _body(fn):
         sides: list[ast.expr] = []
         if isinstance(node, ast.Assert) and isinstance(node.test, ast.Compare) and len(node.test.ops) == 1 \
@@ -217,11 +213,10 @@ def accepted_inputs(fn, ref: TestRef) -> list[Accepted]:
         elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) \
                 and _name(node.value.func) in EQUALS and len(node.value.args) >= 2:
             sides = list(node.value.args[:2])
-        for i, side in enumerate(sides):
+        for side in sides:
             got = _input_call(side)
             if got is not None and len(got[1].args) == 1 and _plain(got[1].args[0]):
-                out.append(Accepted(fn, ref, got[0], 1, got[1].args[0], node, got[1],  # type: ignore[arg-type]
-                                    sides[1 - i], id(node) in own and _sealable(node)))
+                out.append(Accepted(fn, ref, got[0], 1, got[1].args[0]))     # type: ignore[arg-type]
     return out
 
 
@@ -599,6 +594,44 @@ def _twin_edits(lines: list[str], r: Raising, value: object, edit: Callable) -> 
     return out + [edit(r.node.lineno, r.node.col_offset, r.node.end_col_offset, lit, r.node.end_lineno)]
 
 
+def _module_facts(tests: list[tuple[TestRef, ast.FunctionDef | ast.AsyncFunctionDef]],
+                  module: ast.Module | None) -> tuple[set[tuple[type, object]], dict[str, ast.expr]]:
+    """The literals of the test file (or of the tests, without it), which no
+    twin may equal, and its module constants, which may name a table."""
+    nodes = ast.walk(module) if module is not None else (n for _, fn in tests for n in ast.walk(fn))
+    literals: set[tuple[type, object]] = {(type(n.value), n.value) for n in nodes if isinstance(n, ast.Constant)}
+    consts: dict[str, ast.expr] = {}
+    if module is not None:
+        consts = {s.targets[0].id: s.value for s in module.body if isinstance(s, ast.Assign)
+                  and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name)}
+    return literals, consts
+
+
+def _renamings(source: object, rng: random.Random, alphabets: tuple[str, ...], want: int, tries: int,
+               skip: Callable[[object], bool] = lambda v: False) -> list[object]:
+    """Up to `want` distinct renamings of `source` (fresh_value), in `tries` draws."""
+    got: list[object] = []
+    for _ in range(tries):
+        if len(got) >= want:
+            break
+        value = fresh_value(source, rng, alphabets)
+        if value is None:
+            break
+        if value not in got and not skip(value):
+            got.append(value)
+    return got
+
+
+def _twin(ref: TestRef, node: ast.expr, source: object, value: object, text: str, valued: bool = False,
+          accepted: bool = False) -> TestCopy:
+    """A twin's record: `node` is the input it renames, as the test has it."""
+    tag, says = ("valued", "valued as the gold values it") if valued else ("fresh", "decided as the gold decides it")
+    return TestCopy(file=ref.file, cls=list(ref.cls), func=ref.func, kind="value", fresh=repr(source),
+                    trades=[repr(value)], fresh_accepted=accepted, valued=valued,
+                    group=f"{ref.func}@{tag}:{node.lineno}:{node.col_offset}", source=text,
+                    site=f"line {node.lineno}: input {repr(source)[:40]} twinned as {repr(value)[:40]}, {says}")
+
+
 def fresh_copies(tests: list[tuple[TestRef, ast.FunctionDef | ast.AsyncFunctionDef]], lines: list[str],
                  rng: random.Random, render: Callable, edit: Callable,
                  module: ast.Module | None = None) -> list[TestCopy]:
@@ -636,12 +669,7 @@ def fresh_copies(tests: list[tuple[TestRef, ast.FunctionDef | ast.AsyncFunctionD
     `fresh` names the input renamed: verify plants no twin of an input a
     planted block trades (its twins would point at the original's input)."""
     out: list[TestCopy] = []
-    nodes = ast.walk(module) if module is not None else (n for _, fn in tests for n in ast.walk(fn))
-    literals = {(type(n.value), n.value) for n in nodes if isinstance(n, ast.Constant)}
-    consts: dict[str, ast.expr] = {}
-    if module is not None:
-        consts = {s.targets[0].id: s.value for s in module.body if isinstance(s, ast.Assign)
-                  and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name)}
+    literals, consts = _module_facts(tests, module)
     raising = [r for ref, fn in tests for r in raising_inputs(fn, ref)]
     accepted = [a for ref, fn in tests for a in accepted_inputs(fn, ref)]
     letters: dict[tuple[str, bool], set[str]] = {}     # what the callee's raising, accepted inputs are made of
@@ -690,15 +718,7 @@ def fresh_copies(tests: list[tuple[TestRef, ast.FunctionDef | ast.AsyncFunctionD
                             tuple("".join(sorted(x)) for x in (bad & good, bad, good)) if raises
                             else (DIGITS_ONLY,), not raises, MAX_TABLE_FRESH, MAX_TABLE_FRESH if raises else 0))
     for host, source, alphabets, shown_accepted, wanted, reshapes in sources:
-        values: list[object] = []
-        for _ in range(8 * MAX_FRESH):
-            if len(values) >= wanted:
-                break
-            value = fresh_value(source, rng, alphabets)
-            if value is None:
-                break
-            if value not in values and (type(value), value) not in literals:
-                values.append(value)
+        values = _renamings(source, rng, alphabets, wanted, 8 * MAX_FRESH, lambda v: (type(v), v) in literals)
         shapes = [v for v in reshaped(source) if v not in values and (type(v), v) not in literals] \
             if reshapes else []
         rng.shuffle(shapes)
@@ -707,12 +727,7 @@ def fresh_copies(tests: list[tuple[TestRef, ast.FunctionDef | ast.AsyncFunctionD
             text = render(lines, host.fn, _twin_edits(lines, host, value, edit))
             if text is None:
                 break
-            out.append(TestCopy(
-                file=host.ref.file, cls=list(host.ref.cls), func=host.ref.func, kind="value",
-                fresh=repr(source), trades=[repr(value)], fresh_accepted=shown_accepted,
-                group=f"{host.ref.func}@fresh:{host.node.lineno}:{host.node.col_offset}",
-                source=text, site=f"line {host.node.lineno}: input {repr(source)[:40]} twinned as "
-                                  f"{repr(value)[:40]}, decided as the gold decides it"))
+            out.append(_twin(host.ref, host.node, source, value, text, accepted=shown_accepted))
     return out
 
 
@@ -836,8 +851,8 @@ def _valued_edits(host: Accepted, value: object, edit: Callable) -> list:
     """The host's equality as `A' == A'`: both sides its computed side with
     the input replaced by the twin (`f(value)`), which seals.seal_function
     judges by the gold's value."""
-    side, other = host.side or host.call, host.other
-    assert side is not None and other is not None      # accepted_inputs sets both
+    side, other = host.side, host.other
+    assert side is not None and other is not None      # value_inputs sets both
     text = ast.unparse(_swapped(side, host.node, value))
     return [edit(n.lineno, n.col_offset, n.end_col_offset, text, n.end_lineno) for n in (side, other)]
 
@@ -874,7 +889,7 @@ def value_inputs(fn, ref: TestRef, names: dict[str, str]) -> list[Accepted]:
             for call in (n for n in ast.walk(side) if isinstance(n, ast.Call)):
                 if call.args and _plain(call.args[0]):
                     out.append(Accepted(fn, ref, ast.unparse(call.func), len(call.args),
-                                        call.args[0], st, call, other, True, side))  # type: ignore[arg-type]
+                                        call.args[0], call, side, other))  # type: ignore[arg-type]
     return out
 
 
@@ -901,8 +916,7 @@ def valued_copies(tests: list[tuple[TestRef, ast.FunctionDef | ast.AsyncFunction
     no digits), each in its own statement; of a raising input (its letters
     or digits renamed, its shape changed: "VX" -> "XV", "--5" -> "-5"), in
     the first such statement of the same callee. Up to MAX_VALUED of each."""
-    nodes = ast.walk(module) if module is not None else (n for _, fn in tests for n in ast.walk(fn))
-    literals = {(type(n.value), n.value) for n in nodes if isinstance(n, ast.Constant)}
+    literals, _ = _module_facts(tests, module)
     raising = [r for ref, fn in tests for r in raising_inputs(fn, ref)]
     names = module_names(module) if module is not None else {}
     accepted = [a for ref, fn in tests for a in value_inputs(fn, ref, names)]
@@ -916,18 +930,6 @@ def valued_copies(tests: list[tuple[TestRef, ast.FunctionDef | ast.AsyncFunction
         for x in xs:
             if isinstance(x.node.value, str):
                 into.setdefault(x.callee, set()).update(x.node.value)
-
-    def renamings(source: object, alphabets: tuple[str, ...], want: int) -> list[object]:
-        got: list[object] = []
-        for _ in range(8 * want):
-            if len(got) >= want:
-                break
-            v = fresh_value(source, rng, alphabets)
-            if v is None:
-                break
-            if v not in got:
-                got.append(v)
-        return got
 
     def drawn(pool: list[object], want: int) -> list[object]:
         pool = list(pool)
@@ -951,7 +953,7 @@ def valued_copies(tests: list[tuple[TestRef, ast.FunctionDef | ast.AsyncFunction
         if digitless and len(v) <= MAX_TWO_EDITS:                                  # type: ignore[arg-type]
             twice = [t for x in once for t in letter_reshaped(x) if t != v and t not in once]
             twice = list(dict.fromkeys(twice))
-        sources.append((a, v, runs + renamings(v, (DIGITS_ONLY,), MAX_VALUED)
+        sources.append((a, v, runs + _renamings(v, rng, (DIGITS_ONLY,), MAX_VALUED, 8 * MAX_VALUED)
                         + drawn(once, MAX_VALUED // 2) + drawn(twice, MAX_VALUED // 2)))
     for r in raising:
         host = hosts.get(r.callee)
@@ -959,7 +961,8 @@ def valued_copies(tests: list[tuple[TestRef, ast.FunctionDef | ast.AsyncFunction
             continue
         b, g = bad.get(r.callee, set()), good.get(r.callee, set())
         alphabets = tuple("".join(sorted(x)) for x in (b & g, b, g))
-        sources.append((host, r.node.value, renamings(r.node.value, alphabets, MAX_VALUED // 2)
+        half = MAX_VALUED // 2
+        sources.append((host, r.node.value, _renamings(r.node.value, rng, alphabets, half, 8 * half)
                         + drawn(reshaped(r.node.value), MAX_VALUED)))
     out: list[TestCopy] = []
     done: set[tuple[str, type, object]] = set()
@@ -972,12 +975,7 @@ def valued_copies(tests: list[tuple[TestRef, ast.FunctionDef | ast.AsyncFunction
             text = render(lines, host.fn, _valued_edits(host, value, edit))
             if text is None:
                 break
-            out.append(TestCopy(
-                file=host.ref.file, cls=list(host.ref.cls), func=host.ref.func, kind="value",
-                fresh=repr(source), trades=[repr(value)], valued=True,
-                group=f"{host.ref.func}@valued:{host.node.lineno}:{host.node.col_offset}",
-                source=text, site=f"line {host.node.lineno}: input {repr(source)[:40]} twinned as "
-                                  f"{repr(value)[:40]}, valued as the gold values it"))
+            out.append(_twin(host.ref, host.node, source, value, text, valued=True))
     return out
 
 
@@ -1062,12 +1060,7 @@ def table_valued_copies(tests: list[tuple[TestRef, ast.FunctionDef | ast.AsyncFu
     row's expectation would show a sealed value), the equality as `A == A`,
     and other top-level asserts on the expected column made `pass`. Kept
     and judged as valued_copies' twins are."""
-    nodes = ast.walk(module) if module is not None else (n for _, fn in tests for n in ast.walk(fn))
-    literals = {(type(n.value), n.value) for n in nodes if isinstance(n, ast.Constant)}
-    consts: dict[str, ast.expr] = {}
-    if module is not None:
-        consts = {s.targets[0].id: s.value for s in module.body if isinstance(s, ast.Assign)
-                  and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name)}
+    literals, consts = _module_facts(tests, module)
     text = "".join(lines)
     out: list[TestCopy] = []
     for ref, fn in tests:
@@ -1133,10 +1126,5 @@ def table_valued_copies(tests: list[tuple[TestRef, ast.FunctionDef | ast.AsyncFu
                     if src is None:
                         break
                     kept += 1
-                    out.append(TestCopy(
-                        file=ref.file, cls=list(ref.cls), func=ref.func, kind="value",
-                        fresh=repr(source), trades=[repr(value)], valued=True,
-                        group=f"{ref.func}@valued:{cell.lineno}:{cell.col_offset}",
-                        source=src, site=f"line {cell.lineno}: input {repr(source)[:40]} twinned as "
-                                         f"{repr(value)[:40]}, valued as the gold values it"))
+                    out.append(_twin(ref, cell, source, value, src, valued=True))
     return out

@@ -197,29 +197,34 @@ def _names_class(encoded: str, qualified: str) -> bool:
 MAX_DENOMINATOR = 10 ** 6
 
 
+def _nodes(encoded: str) -> list[dict] | None:
+    """Every mapping of an encoded shape, outermost first; None when it is no JSON."""
+    try:
+        stack = [json.loads(encoded)]
+    except ValueError:
+        return None
+    out: list[dict] = []
+    while stack:
+        x = stack.pop()
+        if isinstance(x, dict):
+            out.append(x)
+            stack += list(x.values())
+        elif isinstance(x, list):
+            stack += x
+    return out
+
+
+def _long_ratio(r: object) -> bool:
+    return isinstance(r, str) and "/" in r and int(r.rpartition("/")[2] or 1) > MAX_DENOMINATOR
+
+
 def inexact(encoded: str) -> bool:
     """Whether a kept shape holds a number whose exact ratio has a denominator
     beyond MAX_DENOMINATOR: a float that is no short decimal (`1.7`), whose
     last place depends on how it was computed."""
-    try:
-        data = json.loads(encoded)
-    except ValueError:
-        return True
-    stack = [data]
-    while stack:
-        x = stack.pop()
-        if isinstance(x, dict):
-            for k, v in x.items():
-                if k == "n" and isinstance(v, str) and "/" in v:
-                    if int(v.rpartition("/")[2] or 1) > MAX_DENOMINATOR:
-                        return True
-                elif k == "c" and isinstance(v, list):
-                    stack += [{"n": r} for r in v]
-                else:
-                    stack.append(v)
-        elif isinstance(x, list):
-            stack += x
-    return False
+    nodes = _nodes(encoded)
+    return nodes is None or any(
+        _long_ratio(d.get("n")) or isinstance(d.get("c"), list) and any(map(_long_ratio, d["c"])) for d in nodes)
 
 
 def opaque(encoded: str) -> bool:
@@ -227,17 +232,5 @@ def opaque(encoded: str) -> bool:
     array, a numpy array, whose state lives where _shape does not read, so
     that any object of its class fits it (red team round 24, F5). Such a
     site stays judged in the sandbox."""
-    try:
-        data = json.loads(encoded)
-    except ValueError:
-        return True
-    stack = [data]
-    while stack:
-        x = stack.pop()
-        if isinstance(x, dict):
-            if "o" in x and isinstance(x["o"], list) and len(x["o"]) == 2 and x["o"][1] == {}:
-                return True
-            stack += list(x.values())
-        elif isinstance(x, list):
-            stack += x
-    return False
+    nodes = _nodes(encoded)
+    return nodes is None or any(isinstance(o := d.get("o"), list) and len(o) == 2 and o[1] == {} for d in nodes)
