@@ -220,6 +220,9 @@ class TestCopy(BaseModel):
     # a near twin of its input, `f(x') == f(x')` as stored; verify judges it
     # by the value the gold's run gave (GradingPlan.shapes[valued_key]).
     valued: bool = False
+    # ... whose input has a word of a list the feature reads swapped for
+    # another of that list (grade/vocab.py: "12.345 eur" -> "12.345 gbp").
+    worded: bool = False
 
 
 class GradingPlan(BaseModel):

@@ -45,7 +45,7 @@ from taskforge.analysis.pyparse import literal_eval
 from taskforge.analysis.pyparse import parse as parse_python
 from taskforge.analysis.testindex import TestRef, test_ref
 from taskforge.grade import copy_blocks as cb
-from taskforge.grade import copy_odds, copy_raises, copy_steps, copy_values
+from taskforge.grade import copy_odds, copy_raises, copy_steps, copy_values, vocab
 from taskforge.grade.class_tree import ClassTree
 from taskforge.grade.copy_steps import alphabet as _alphabet
 from taskforge.grade.copy_steps import canonical
@@ -1301,11 +1301,12 @@ def _propose(root: Path, nodeids: list[str], seed: str, sites_per_test: int, val
                                         module=parsed[file][0])                                   # type: ignore[index]
     # ... and value twins of the inputs equalities show, from one more stream
     valued = random.Random(own.random())
+    words = tuple(vocab.vocabularies(root, removed)) if by_file else ()
     for file, tests in by_file.items():
         out += copy_raises.valued_copies(tests, parsed[file][1], valued, _named, Edit,                  # type: ignore[index]
-                                         module=parsed[file][0])                                  # type: ignore[index]
+                                         module=parsed[file][0], vocab=words)                     # type: ignore[index]
         out += copy_raises.table_valued_copies(tests, parsed[file][1], valued, _named, Edit,            # type: ignore[index]
-                                               module=parsed[file][0])                            # type: ignore[index]
+                                               module=parsed[file][0], vocab=words)               # type: ignore[index]
     return mark_built(out, parsed)
 
 

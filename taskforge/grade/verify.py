@@ -252,7 +252,8 @@ def choose_copies(candidates: list[cp.TestCopy], rng: random.Random, limit: int 
 def _valued(twins: list[cp.TestCopy], blocks: Mapping[tuple[str, str], set[str]], rng: random.Random
             ) -> list[cp.TestCopy]:
     """Value twins (copy_raises.valued_copies), up to MAX_VALUED_PER_TEST a
-    test and MAX_VALUED in all, a twin of each input before a second of any;
+    test and MAX_VALUED in all, a twin of each input before a second of any
+    (of an input, a word-swapped one and another in turn: _alternated);
     none of an input a planted block trades (a twin near one of them would
     point at the original's input)."""
     traded = {(file, value) for (file, _), values in blocks.items() for value in values}
@@ -263,13 +264,26 @@ def _valued(twins: list[cp.TestCopy], blocks: Mapping[tuple[str, str], set[str]]
     out: list[cp.TestCopy] = []
     for k in sorted(by_test):
         groups = [by_test[k][v] for v in sorted(by_test[k])]
-        for pool in groups:
+        for i, pool in enumerate(groups):
             rng.shuffle(pool)
+            groups[i] = _alternated(pool)
         rng.shuffle(groups)
         spread = [pool[i] for i in range(max(map(len, groups))) for pool in groups if i < len(pool)]
         out += spread[:MAX_VALUED_PER_TEST]
     rng.shuffle(out)
     return out[:MAX_VALUED]
+
+
+def _alternated(pool: list[cp.TestCopy]) -> list[cp.TestCopy]:
+    """An input's twins, a word-swapped one (vocab.swapped) and another in
+    turn, in their order otherwise: two twins of an input ask both whether
+    the feature reads the number and whether it knows the list's other
+    words (round 24: lg_tmpl failed only the former, lg_nocur the latter)."""
+    words, others = [m for m in pool if m.worded], [m for m in pool if not m.worded]
+    out: list[cp.TestCopy] = []
+    for i in range(max(len(words), len(others))):
+        out += [m[i] for m in (words, others) if i < len(m)]
+    return out
 
 
 def _twins(twins: list[cp.TestCopy], blocks: Mapping[tuple[str, str], set[str]], rng: random.Random
@@ -447,7 +461,8 @@ def _prepare(task: Task, solution: Solution, tree: Path, defences: Defences,
     found = [finding(k, Source.STATIC if k is K.BYTECODE_FILE else Source.GRADER, d, policy=defences.policy)
              for k, d in notes]
     chosen = planted_set(rec, defences.built_copies, defences.raise_copies, defences.raise_twins,
-                         defences.value_twins and defences.seals and defences.built_seals) if defences.copies else []
+                         defences.value_twins and defences.seals and defences.built_seals,
+                         defences.word_twins) if defences.copies else []
     if defences.static_scan:
         found += _scan(task, tree, defences, chosen)
     if capture:                 # every stored copy: each one's built expectations are kept
@@ -549,7 +564,7 @@ def shown_ids(root: Path, graded: list[str], skip: AbstractSet[str] = frozenset(
 
 
 def planted_set(rec, built_first: bool = True, raising: bool = True, twins: bool = True,
-                valued: bool = True) -> list[cp.TestCopy]:
+                valued: bool = True, worded: bool = True) -> list[cp.TestCopy]:
     """The copies every verify of this task plants: chosen once per task (seeded by
     the grading plan's secret), never drawn afresh.
 
@@ -575,6 +590,8 @@ def planted_set(rec, built_first: bool = True, raising: bool = True, twins: bool
         kept = [c for c in kept if not c.raising]
     if not twins:               # ... and without near twins of them (round 19's blacklists)
         kept = [c for c in kept if not c.fresh]
+    if not worded:              # ... and without words swapped (round 24's lg_nocur)
+        kept = [c for c in kept if not c.worded]
     # Value twins only where the host keeps the gold's value for them (a
     # shape seal; unsealed, `X == X` asks nothing); off: round 23's lookups.
     if any(c.valued for c in kept):

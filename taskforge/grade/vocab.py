@@ -1,0 +1,161 @@
+"""The word lists a feature's own code reads (a currency table, a numeral
+table), which value twins draw letters and symbols from.
+
+Why: twins rename digits and reshape letters, never swap the words of an
+input, so the parts of a feature the tests show one case of went ungraded: a
+parser knowing only `' eur'`, `€` and `$` scored 1 on ledger's parse_amount
+although the module's CURRENCY_SYMBOLS lists five currencies (held-out round
+24, lg_nocur). A word list the repository itself keeps, and the removed code
+reads, says what the feature covers; an input with one of its words swapped
+for another of the same list is a question the feature answers, the gold
+deciding which swaps it takes (only those become value twins).
+
+Pure functions over source text; `vocabularies` is the thin I/O shell.
+"""
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable
+from pathlib import Path
+from typing import AbstractSet
+
+from taskforge.repo.layout import is_test_path
+
+MIN_WORDS = 3           # a list of fewer words is a pair of modes, not a vocabulary
+MAX_WORDS = 64          # ... of more, data (a dictionary file), not the feature's words
+MAX_WORD = 16           # characters of one word
+MAX_HOPS = 2            # constants read through others (SYMBOL_CURRENCIES -> CURRENCY_SYMBOLS)
+MAX_SOURCE = 8 << 20    # characters of package source read
+
+Vocabulary = tuple[str, ...]
+
+
+def _words(node: ast.expr, path: str, into: dict[str, list[str]]) -> bool:
+    """Collect the string constants of a literal collection by their place
+    (a dict's keys apart from its values, a table's columns apart): "$" and
+    "EUR" are words of different lists. False where the value is not a
+    literal collection of constants (a call, a comprehension)."""
+    if isinstance(node, ast.Constant):
+        if isinstance(node.value, str):
+            into.setdefault(path, []).append(node.value)
+        return True
+    if isinstance(node, ast.Dict):
+        return all(k is not None and _words(k, path + "k", into) and _words(v, path + "v", into)
+                   for k, v in zip(node.keys, node.values))
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        at_seq = path.endswith("[]")
+        for i, elt in enumerate(node.elts):
+            # a sequence of tuples is a table: its columns by index
+            if not _words(elt, path + (f".{i}" if at_seq else "[]"), into):
+                return False
+        return True
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in (
+            "frozenset", "set", "tuple", "list") and len(node.args) == 1 and not node.keywords:
+        return _words(node.args[0], path, into)
+    return False
+
+
+def word_lists(value: ast.expr) -> list[Vocabulary]:
+    """The vocabularies of one constant's value: each column of distinct
+    words, MIN_WORDS to MAX_WORDS of them, none blank, none longer than
+    MAX_WORD."""
+    found: dict[str, list[str]] = {}
+    if not _words(value, "", found):
+        return []
+    out: list[Vocabulary] = []
+    for words in found.values():
+        distinct = tuple(dict.fromkeys(words))
+        if MIN_WORDS <= len(distinct) <= MAX_WORDS and all(
+                w.strip() and len(w) <= MAX_WORD and w.isprintable() for w in distinct):
+            out.append(distinct)
+    return out
+
+
+def _constants(tree: ast.Module) -> dict[str, ast.expr]:
+    out: dict[str, ast.expr] = {}
+    for st in tree.body:
+        if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
+            out[st.targets[0].id] = st.value
+        elif isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name) and st.value is not None:
+            out[st.target.id] = st.value
+    return out
+
+
+def _read(node: ast.AST) -> set[str]:
+    """The names a piece of code reads (bare, or as a module's attribute)."""
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} | {
+        n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)}
+
+
+def read_vocabularies(sources: Iterable[str], removed: AbstractSet[str]) -> list[Vocabulary]:
+    """The vocabularies the removed definitions read: module constants named
+    in their code, or in the value of such a constant (MAX_HOPS), that are
+    literal collections of words and not removed themselves (the workspace
+    keeps them, so an honest solution sees the same list)."""
+    constants: dict[str, list[ast.expr]] = {}
+    reads: set[str] = set()
+    for text in sources:
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError):
+            continue
+        for name, value in _constants(tree).items():
+            constants.setdefault(name, []).append(value)
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name in removed:
+                reads |= _read(node)
+    seen: set[str] = set()
+    frontier = reads & constants.keys()
+    for _ in range(MAX_HOPS + 1):
+        seen |= frontier
+        frontier = {n for name in frontier for v in constants[name] for n in _read(v)} & constants.keys() - seen
+    out: list[Vocabulary] = []
+    for name in sorted(seen - set(removed)):
+        for value in constants[name]:
+            out += [v for v in word_lists(value) if v not in out]
+    return out
+
+
+def _cased(word: str, like: str) -> str:
+    return word.lower() if like.islower() else word.upper() if like.isupper() else word
+
+
+def swapped(value: object, vocabularies: Iterable[Vocabulary]) -> list[object]:
+    """Twins of an input with one word of a vocabulary swapped for another of
+    the same list, at the word's first place and in its case there ("12.345
+    eur" -> "12.345 gbp", "-€5" -> "-£5", "MCMXCIV" -> "MCMLIV", "JPY" ->
+    "GBP"). Letters match whatever their case: the list says "EUR", the test
+    writes "eur"."""
+    if not isinstance(value, str) or not value:
+        return []
+    low = value.lower()
+    out: list[str] = []
+    for vocab in vocabularies:
+        for word in vocab:
+            at = low.find(word.lower())
+            if at < 0:
+                continue
+            here = value[at:at + len(word)]
+            out += [value[:at] + _cased(other, here) + value[at + len(word):] for other in vocab
+                    if other.lower() != word.lower()]
+    return [t for t in dict.fromkeys(out) if t != value and t.strip()]
+
+
+def vocabularies(root: Path, removed: AbstractSet[str]) -> list[Vocabulary]:
+    """read_vocabularies over the repository's own source outside its tests."""
+    texts: list[str] = []
+    total = 0
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root).as_posix()
+        if rel.startswith(".git/") or is_test_path(rel):
+            continue
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        total += len(text)
+        if total > MAX_SOURCE:
+            break
+        texts.append(text)
+    return read_vocabularies(texts, removed)
+

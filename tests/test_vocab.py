@@ -1,0 +1,121 @@
+"""The word lists a feature reads (grade/vocab.py), and the value twins that
+swap their words (copy_raises.valued_copies, table_valued_copies)."""
+from __future__ import annotations
+
+import ast
+import random
+
+import pytest
+
+from taskforge.analysis import testindex
+from taskforge.grade import copy_raises, vocab
+from taskforge.grade.copies import Edit, _named
+
+CURRENCY = '''
+from typing import Dict
+CURRENCY_SYMBOLS: Dict[str, str] = {"USD": "$", "EUR": "\\u20ac", "GBP": "\\u00a3", "JPY": "\\u00a5"}
+SYMBOL_CURRENCIES = {sym: code for code, sym in CURRENCY_SYMBOLS.items()}
+MODES = ("strict", "lenient")
+UNUSED = ("alpha", "beta", "gamma")
+'''
+
+PARSING = '''
+from currency import SYMBOL_CURRENCIES, MODES
+def _split(text):
+    for symbol, code in SYMBOL_CURRENCIES.items():
+        if symbol in text:
+            return text.replace(symbol, ""), code
+    return text, None
+def parse(text, mode=MODES[0]):
+    return _split(text)
+'''
+
+
+@pytest.mark.parametrize("source, lists", [
+    ('{"USD": "$", "EUR": "E", "GBP": "L"}', [("USD", "EUR", "GBP"), ("$", "E", "L")]),     # keys apart from values
+    ('((1000, "M"), (900, "CM"), (500, "D"))', [("M", "CM", "D")]),                          # a table's column
+    ('frozenset({"a", "b", "c"})', [("a", "b", "c")]),
+    ('("x", "y")', []),                                                                      # two modes, no list
+    ('["ok", "  ", "no"]', []),                                                               # a blank word
+    ('{"a": f(1), "b": 2, "c": 3}', []),                                                     # not a literal
+    ('[w for w in "abc"]', []),
+    ('("a" * 20, "b", "c")', []),                                                             # an expression
+])
+def test_word_lists_are_a_literal_collection_s_columns(source, lists):
+    assert vocab.word_lists(ast.parse(source, mode="eval").body) == lists
+
+
+def test_the_vocabularies_are_those_the_removed_code_reads_through_constants():
+    got = vocab.read_vocabularies([CURRENCY, PARSING], {"parse", "_split"})
+    # SYMBOL_CURRENCIES (a comprehension) leads to CURRENCY_SYMBOLS; MODES has
+    # two words; UNUSED is read by nothing removed
+    assert got == [("USD", "EUR", "GBP", "JPY"), ("$", "\u20ac", "\u00a3", "\u00a5")]
+    # a list removed with the feature is not the workspace's: no twin from it
+    assert vocab.read_vocabularies([CURRENCY, PARSING], {"parse", "_split", "CURRENCY_SYMBOLS"}) == []
+    assert vocab.read_vocabularies([CURRENCY, PARSING], {"unrelated"}) == []
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("12.345 eur", ["12.345 usd", "12.345 gbp"]),         # the test's case kept
+    ("-\u20ac5", ["-$5", "-\u00a35"]),
+    ("JPY", ["USD", "EUR", "GBP"]),
+    ("12.5", []),
+    ("", []),
+    (12, []),
+])
+def test_a_word_is_swapped_for_the_others_of_its_list(value, expected):
+    lists = [("USD", "EUR", "GBP", "JPY")[:3 if value != "JPY" else 4], ("$", "\u20ac", "\u00a3")]
+    assert vocab.swapped(value, lists) == expected
+
+
+TESTS = '''
+from ledger import Money, parse_amount
+
+def test_currency():
+    assert parse_amount("12.345 eur") == Money("12.35", "EUR")
+    assert parse_amount("3", currency="JPY") == Money("3", "JPY")
+'''
+
+
+def _twins(text: str, words: tuple[vocab.Vocabulary, ...]):
+    tree = ast.parse(text)
+    fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef))
+    return copy_raises.valued_copies([(testindex.TestRef("tests/test_x.py", (), fn.name), fn)], text.splitlines(True),
+                                     random.Random(3), _named, Edit, module=tree, vocab=words)
+
+
+def test_value_twins_swap_words_of_the_input_and_of_a_keyword():
+    lists = (("USD", "EUR", "GBP", "JPY"),)
+    twins = _twins(TESTS, lists)
+    worded = {m.trades[0] for m in twins if m.worded}
+    # "EUR" is a literal of the file (another call's expectation): no twin is one
+    assert worded == {"'12.345 usd'", "'12.345 gbp'", "'12.345 jpy'", "'USD'", "'GBP'"}
+    assert all(m.valued for m in twins)
+    kw = next(m for m in twins if m.trades[0] == "'GBP'")
+    assert "parse_amount('3', currency='GBP') == parse_amount('3', currency='GBP')" in kw.source
+    # without a list, no word is swapped
+    plain = _twins(TESTS, ())
+    assert plain and not any(m.worded for m in plain)
+    assert not {m.trades[0] for m in plain} & worded
+
+
+def test_a_table_row_s_words_are_swapped_too():
+    text = '''import pytest
+from textkit import from_roman
+
+@pytest.mark.parametrize("numeral, expected", [("MCMXCIV", 1994), ("XLII", 42)])
+def test_table(numeral, expected):
+    assert from_roman(numeral) == expected
+'''
+    tree = ast.parse(text)
+    fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef))
+    lists = (("M", "CM", "D", "CD", "C", "XC", "L", "XL", "X", "IX", "V", "IV", "I"),)
+    ref = testindex.TestRef("tests/test_x.py", (), fn.name)
+    twins = copy_raises.table_valued_copies([(ref, fn)], text.splitlines(True), random.Random(1), _named, Edit,
+                                            module=tree, vocab=lists)
+    worded = [m for m in twins if m.worded]
+    assert worded
+    for m in worded:
+        value = eval(m.trades[0])
+        assert value in vocab.swapped(eval(m.fresh), lists)
+        assert f"[({m.trades[0]}, True)]" in m.source
