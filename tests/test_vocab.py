@@ -119,3 +119,18 @@ def test_table(numeral, expected):
         value = eval(m.trades[0])
         assert value in vocab.swapped(eval(m.fresh), lists)
         assert f"[({m.trades[0]}, True)]" in m.source
+
+
+ROMAN = ("M", "CM", "D", "CD", "C", "XC", "L", "XL", "X", "IX", "V", "IV", "I")
+
+
+@pytest.mark.parametrize("value, words, expected", [
+    ("MCMXCIV", ROMAN, [(0, 1, "M"), (1, 3, "CM"), (3, 5, "XC"), (5, 7, "IV")]),    # the longest, not C in CM
+    ("one: n is 1", ("n", "i", "v", "w"), [(5, 6, "n")]),              # not the n of "one", the i of "is"
+    ("January 5", ("Jan", "January", "Feb"), [(0, 7, "January")]),                # not its "Jan"
+    ("12EUR", ("USD", "EUR", "GBP"), [(2, 5, "EUR")]),                            # digits end a word of letters
+    ("-\u20ac5", ("$", "\u20ac", "\u00a3"), [(1, 2, "\u20ac")]),                   # a symbol stands alone
+    ("EURO", ("USD", "EUR", "GBP"), []),                                          # the O runs on
+])
+def test_a_word_stands_where_it_does_not_run_on_into_another(value, words, expected):
+    assert sorted(vocab.occurrences(value, words)) == expected

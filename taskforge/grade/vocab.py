@@ -120,23 +120,52 @@ def _cased(word: str, like: str) -> str:
     return word.lower() if like.islower() else word.upper() if like.isupper() else word
 
 
+def _inside(neighbour: str, edge: str, alphabet: set[str]) -> bool:
+    """Whether a word's edge character runs on into its neighbour: both
+    letters, or both digits, the neighbour one the list never uses ("n" in
+    "one"; "EUR" in "12EUR" stands apart, a symbol always does)."""
+    return bool(neighbour) and neighbour not in alphabet and edge.isalnum() and neighbour.isalnum() \
+        and neighbour.isalpha() == edge.isalpha()
+
+
+def occurrences(value: str, vocab: Vocabulary) -> list[tuple[int, int, str]]:
+    """Where the list's words stand in `value` as words of it: letters
+    matched in any case; an occurrence that runs on into a letter or digit
+    the list's words never use is inside another word (_inside), and
+    one inside a longer occurrence is part of it ("Jan" in "January", "C" in
+    the "CM" of "MCMXCIV"), so neither is taken."""
+    low = value.lower()
+    alphabet = {ch for w in vocab for ch in w.lower()}
+    found: list[tuple[int, int, str]] = []
+    for word in vocab:
+        w = word.lower()
+        at = low.find(w)
+        while at >= 0:
+            end = at + len(w)
+            sides = ((low[at - 1] if at else "", w[0]), (low[end] if end < len(low) else "", w[-1]))
+            if not any(_inside(c, edge, alphabet) for c, edge in sides):
+                found.append((at, end, word))
+            at = low.find(w, at + 1)
+    return [o for o in found if not any(p[0] <= o[0] and o[1] <= p[1] and (p[0], p[1]) != (o[0], o[1])
+                                        for p in found)]
+
+
 def swapped(value: object, vocabularies: Iterable[Vocabulary]) -> list[object]:
     """Twins of an input with one word of a vocabulary swapped for another of
-    the same list, at the word's first place and in its case there ("12.345
-    eur" -> "12.345 gbp", "-€5" -> "-£5", "MCMXCIV" -> "MCMLIV", "JPY" ->
-    "GBP"). Letters match whatever their case: the list says "EUR", the test
-    writes "eur"."""
+    the same list, at the word's first place (occurrences) and in its case
+    there ("12.345 eur" -> "12.345 gbp", "-€5" -> "-£5", "MCMXCIV" ->
+    "MCMLIV", "JPY" -> "GBP"). Letters match whatever their case: the list
+    says "EUR", the test writes "eur"."""
     if not isinstance(value, str) or not value:
         return []
-    low = value.lower()
     out: list[str] = []
     for vocab in vocabularies:
-        for word in vocab:
-            at = low.find(word.lower())
-            if at < 0:
-                continue
-            here = value[at:at + len(word)]
-            out += [value[:at] + _cased(other, here) + value[at + len(word):] for other in vocab
+        first: dict[str, tuple[int, int]] = {}
+        for at, end, word in sorted(occurrences(value, vocab)):
+            first.setdefault(word, (at, end))
+        for word, (at, end) in first.items():
+            here = value[at:end]
+            out += [value[:at] + _cased(other, here) + value[end:] for other in vocab
                     if other.lower() != word.lower()]
     return [t for t in dict.fromkeys(out) if t != value and t.strip()]
 
