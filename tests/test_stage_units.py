@@ -270,6 +270,44 @@ def test_validation_takes_joining_remote_workers_and_settles_a_lost_ones_candida
         validate_all(["doomed"], cands, None, Progress(), settle)
 
 
+def test_an_infrastructure_error_costs_its_candidate_only_unless_it_repeats():
+    """One candidate's InfraError (semver's 200,069-character test id once made
+    exec fail with E2BIG, ending the whole generate with no report) is a drop
+    of its own, the worker's tree put back and the rest settled; three in a
+    row mean the infrastructure is down, and the run ends with the error."""
+    from types import SimpleNamespace
+
+    from taskforge.errors import InfraError
+    from taskforge.orchestrate.pipeline import Progress, validate_all
+
+    class W:
+        resets = 0
+
+        def reset(self):
+            W.resets += 1
+
+    cands = [SimpleNamespace(name=f"c{i}") for i in range(6)]
+
+    def settle(w, cand):
+        if cand.name == "c2":
+            raise InfraError("exec failed: Argument list too long")
+        return SimpleNamespace(candidate=cand, ok=True, reason="")
+
+    got = validate_all([W()], cands, None, Progress(), settle)
+    assert [v.candidate.name for v in got] == [c.name for c in cands]
+    assert [v.ok for v in got] == [True, True, False, True, True, True]
+    assert got[2].reason.startswith("infrastructure error") and "too long" in got[2].reason
+    assert W.resets == 1
+
+    def down(w, cand):
+        if int(cand.name[1:]) >= 1:
+            raise InfraError("the docker daemon is not running")
+        return SimpleNamespace(candidate=cand, ok=True, reason="")
+
+    with pytest.raises(InfraError):
+        validate_all([W()], cands, None, Progress(), down)
+
+
 def test_the_bwrap_syscall_filter_compiles_and_denies_the_keyrings():
     """The filter bwrap loads: classic BPF from libseccomp, with the keyring
     calls among its denials (the sandbox test shows them denied for real)."""

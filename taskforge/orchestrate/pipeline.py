@@ -756,6 +756,30 @@ def _check_baseline(r) -> None:
         raise exc
 
 
+MAX_INFRA_STREAK = 3        # candidates in a row meeting an infrastructure error end the run
+
+
+def infra_verdict(cand, exc: InfraError) -> Verdict:
+    """A candidate whose settling met an infrastructure error (a sandbox that
+    would not start, an exec the kernel refused): no task and no verdict on
+    the feature, listed among the drops, and not journaled (settle raised
+    before it could), so a rerun settles it again."""
+    return Verdict(candidate=cand, ok=False, stage=Stage.TRIED,
+                   reason=f"infrastructure error, not settled (a rerun tries it again): {exc.message}")
+
+
+def _reset(w) -> bool:
+    """Put a worker's tree back after a failed candidate; False if it cannot be."""
+    try:
+        reset = getattr(w, "reset", None)
+        if reset is not None:
+            reset()
+        return True
+    except OSError as exc:
+        logger.info("a worker is dropped: its tree could not be put back: %s", exc)
+        return False
+
+
 def validate_all(workers: list, candidates, max_tasks, prog, settle,
                  earlier=lambda c: None, joining=None, most: int | None = None) -> list[Verdict]:
     """Settle candidates in order across workers; stop once max_tasks are found
@@ -763,7 +787,10 @@ def validate_all(workers: list, candidates, max_tasks, prog, settle,
     `earlier` returns a verdict an interrupted run already reached; `joining()`
     returns workers that became ready since (remote workers on other nodes, up to
     `most` workers in all). A worker lost mid-candidate (WorkerLost) is dropped
-    and its candidate settled again by another."""
+    and its candidate settled again by another. Any other infrastructure error
+    costs its candidate only (infra_verdict: not journaled, so a rerun tries it
+    again), unless MAX_INFRA_STREAK candidates in a row meet one: then the
+    infrastructure is down, and the run ends with that error."""
     from taskforge.orchestrate.remote import WorkerLost
 
     results: dict[int, Verdict] = {}
@@ -771,6 +798,7 @@ def validate_all(workers: list, candidates, max_tasks, prog, settle,
     free = list(workers)
     retry: list[int] = []
     next_i = 0
+    streak = 0                               # candidates in a row that met an infrastructure error
 
     def enough() -> bool:
         if max_tasks is None:
@@ -813,10 +841,18 @@ def validate_all(workers: list, candidates, max_tasks, prog, settle,
                 i, w = running.pop(fut)
                 try:
                     results[i] = fut.result()
+                    streak = 0
                 except WorkerLost as exc:
                     retry.append(i)         # settled again: counted once, when it is
                     logger.info("%s: settled again: %s", candidates[i].name, exc.message)
                     continue
+                except InfraError as exc:
+                    streak += 1
+                    if streak >= MAX_INFRA_STREAK:
+                        raise
+                    results[i] = infra_verdict(candidates[i], exc)
+                    if not _reset(w):
+                        continue            # a worker whose tree cannot be put back is not used again
                 free.append(w)
                 v = results[i]
                 prog.advance(f"{v.candidate.name}: {'ok' if v.ok else v.reason[:60]}")
