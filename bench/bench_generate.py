@@ -5,6 +5,7 @@ machines are noisy, and the test runs are the budget.
     python bench/bench_generate.py                   # fixtures
     python bench/bench_generate.py --real            # + cachetools, inflection sdists
     python bench/bench_generate.py --json out.json
+    python bench/bench_generate.py --only parse_amount from_roman   # these features only
 
 Per repository: wall time of generate (warm image cache), time inside test runs
 (the bare pytest runs, as timed in the sandbox), their ratio (taskforge's own
@@ -59,12 +60,14 @@ def pct(values, q):
 
 
 def bench_repo(label: str, repo: Path, work: Path, jobs: int, max_tasks: int | None,
-               verify_n: int) -> dict:
+               verify_n: int, only: tuple[str, ...] = ()) -> dict | None:
     # Warm the image cache first: image builds are a one-off per repo and commit.
-    generate(str(repo), work / f"{label}-warm", Options(max_tasks=1, jobs=1))
+    generate(str(repo), work / f"{label}-warm", Options(max_tasks=1, jobs=1, only=only))
     out = work / f"{label}-out"
     t0 = time.monotonic()
-    report = generate(str(repo), out, Options(max_tasks=max_tasks, jobs=jobs))
+    report = generate(str(repo), out, Options(max_tasks=max_tasks, jobs=jobs, only=only))
+    if not report.tasks:
+        return None
     wall = time.monotonic() - t0
     test_all = report.timings["test_seconds_all"]
     necessary = report.timings["test_seconds_necessary"]
@@ -96,12 +99,16 @@ def main() -> None:
     ap.add_argument("--max-tasks", type=int, default=None)
     ap.add_argument("--verify", type=int, default=10, help="gold verifies per repo")
     ap.add_argument("--json", type=Path, help="also write the rows here")
+    ap.add_argument("--only", nargs="*", default=[], help="only these features (generate --only); "
+                    "a repository with none is left out")
     args = ap.parse_args()
     rows = []
     with tempfile.TemporaryDirectory(prefix="tf-bench-") as tmp:
         work = Path(tmp)
         for label, repo in bench_repos(work, args.real):
-            row = bench_repo(label, repo, work, args.jobs, args.max_tasks, args.verify)
+            row = bench_repo(label, repo, work, args.jobs, args.max_tasks, args.verify, tuple(args.only))
+            if row is None:
+                continue
             rows.append(row)
             print(json.dumps(row), file=sys.stderr)
     hdr = ["repo", "tasks", "generate_wall_s", "test_time_s", "wall_over_test",
