@@ -221,8 +221,9 @@ class TestCopy(BaseModel):
     # by the value the gold's run gave (GradingPlan.shapes[valued_key]).
     valued: bool = False
     # ... whose input has a word of a list the feature reads swapped for
-    # another of that list (grade/vocab.py: "12.345 eur" -> "12.345 gbp").
-    worded: bool = False
+    # another of that list (grade/vocab.py: "12.345 eur" -> "12.345 gbp"):
+    # the word swapped in ("GBP"); "": no such twin.
+    word: str = ""
 
 
 class GradingPlan(BaseModel):

@@ -415,7 +415,7 @@ def test_a_feature_knowing_only_the_words_the_tests_show_is_caught_by_word_twins
 
     if backend == "bwrap":
         request.getfixturevalue("bwrap_env")(parse_amount)
-    worded = [c for c in planted_set(load_task(parse_amount).record) if c.worded]
+    worded = [c for c in planted_set(load_task(parse_amount).record) if c.word]
     assert worded and all(c.valued for c in worded)
     cheat = _applied(parse_amount, ROUND24 / "lg_nocur.patch", tmp_path / "cheat")
     off = verify(parse_amount, cheat, backend=backend, defences=Defences(word_twins=False))

@@ -56,7 +56,9 @@ def test_the_vocabularies_are_those_the_removed_code_reads_through_constants():
 
 
 @pytest.mark.parametrize("value, expected", [
-    ("12.345 eur", ["12.345 usd", "12.345 gbp"]),         # the test's case kept
+    ("12.345 eur", ["12.345 usd", "12.345 USD", "12.345 gbp", "12.345 GBP"]),   # the test's case, the list's
+    ("\u0130\u0130 12 eur", ["\u0130\u0130 12 usd", "\u0130\u0130 12 USD",          # "İ".lower() is longer
+                          "\u0130\u0130 12 gbp", "\u0130\u0130 12 GBP"]),
     ("-\u20ac5", ["-$5", "-\u00a35"]),
     ("JPY", ["USD", "EUR", "GBP"]),
     ("12.5", []),
@@ -87,15 +89,16 @@ def _twins(text: str, words: tuple[vocab.Vocabulary, ...]):
 def test_value_twins_swap_words_of_the_input_and_of_a_keyword():
     lists = (("USD", "EUR", "GBP", "JPY"),)
     twins = _twins(TESTS, lists)
-    worded = {m.trades[0] for m in twins if m.worded}
+    worded = {m.trades[0] for m in twins if m.word}
     # "EUR" is a literal of the file (another call's expectation): no twin is one
-    assert worded == {"'12.345 usd'", "'12.345 gbp'", "'12.345 jpy'", "'USD'", "'GBP'"}
+    assert worded == {"'12.345 usd'", "'12.345 gbp'", "'12.345 jpy'", "'12.345 USD'", "'12.345 GBP'",
+                      "'12.345 JPY'", "'USD'", "'GBP'"}
     assert all(m.valued for m in twins)
     kw = next(m for m in twins if m.trades[0] == "'GBP'")
     assert "parse_amount('3', currency='GBP') == parse_amount('3', currency='GBP')" in kw.source
     # without a list, no word is swapped
     plain = _twins(TESTS, ())
-    assert plain and not any(m.worded for m in plain)
+    assert plain and not any(m.word for m in plain)
     assert not {m.trades[0] for m in plain} & worded
 
 
@@ -113,7 +116,7 @@ def test_table(numeral, expected):
     ref = testindex.TestRef("tests/test_x.py", (), fn.name)
     twins = copy_raises.table_valued_copies([(ref, fn)], text.splitlines(True), random.Random(1), _named, Edit,
                                             module=tree, vocab=lists)
-    worded = [m for m in twins if m.worded]
+    worded = [m for m in twins if m.word]
     assert worded
     for m in worded:
         value = eval(m.trades[0])
@@ -134,3 +137,36 @@ ROMAN = ("M", "CM", "D", "CD", "C", "XC", "L", "XL", "X", "IX", "V", "IV", "I")
 ])
 def test_a_word_stands_where_it_does_not_run_on_into_another(value, words, expected):
     assert sorted(vocab.occurrences(value, words)) == expected
+
+
+def test_twins_swap_in_the_words_least_swapped_in_so_far():
+    """vocab.covering: a random draw of roman swaps left D and L out of every
+    planted twin (held-out round 25); drawn by count, every word comes in
+    before any comes in twice."""
+    words = ["D", "L", "C", "X", "V", "I"]
+    cands = [(f"t{w}{i}", w) for w in words for i in range(3)]
+    counts: dict[str, int] = {}
+    got = vocab.covering(cands, counts, 6, random.Random(5))
+    assert sorted(t[1] for t in got) == sorted(words) and all(n == 1 for n in counts.values())
+    more = vocab.covering(cands, counts, 3, random.Random(6))
+    assert len(more) == 3 and max(counts.values()) == 2
+
+
+def test_an_input_s_planted_twins_alternate_and_cover_the_words():
+    """verify._drawn: per input, a word twin and another in turn, the words
+    planted least first across the task's tests."""
+    from taskforge.grade.verify import _drawn
+    from taskforge.models import TestCopy
+
+    def twin(fresh, trade, word=""):
+        return TestCopy(file="t.py", func="test_f", kind="value", fresh=fresh, trades=[trade], valued=True,
+                        word=word, source="", site="")
+    a = [twin("'-€5'", f"'-{s}5'", s) for s in ("$", "£", "¥")] + [twin("'-€5'", f"'-€{d}'") for d in "2468"]
+    b = [twin("'($7)'", f"'({s}7)'", s) for s in ("£", "¥")] + [twin("'($7)'", f"'(${d})'") for d in "13"]
+    seen: dict[str, int] = {}
+    got = _drawn([a, b], 6, seen)
+    assert [bool(m.word) for m in got] == [True, True, False, False, True, True]
+    assert sorted(seen) == ["$", "£", "¥"] and sum(seen.values()) == 4
+    # no word twin at all: the inputs in turn, as before words
+    plain = _drawn([[m for m in a if not m.word], [m for m in b if not m.word]], 5, {})
+    assert [m.fresh for m in plain] == ["'-€5'", "'($7)'", "'-€5'", "'($7)'", "'-€5'"]

@@ -53,7 +53,8 @@ from taskforge.analysis.pyparse import literal_eval
 from taskforge.analysis.testindex import TestRef
 from taskforge.grade.seals import module_names
 from taskforge.grade.shapes import buildable
-from taskforge.grade.vocab import Vocabulary, swapped
+from taskforge.grade.vocab import Vocabulary, covering
+from taskforge.grade.vocab import swaps as word_swaps
 from taskforge.models import TestCopy
 from taskforge.repo.layout import is_test_path
 
@@ -624,11 +625,11 @@ def _renamings(source: object, rng: random.Random, alphabets: tuple[str, ...], w
 
 
 def _twin(ref: TestRef, node: ast.expr, source: object, value: object, text: str, valued: bool = False,
-          accepted: bool = False, worded: bool = False) -> TestCopy:
+          accepted: bool = False, word: str = "") -> TestCopy:
     """A twin's record: `node` is the input it renames, as the test has it."""
     tag, says = ("valued", "valued as the gold values it") if valued else ("fresh", "decided as the gold decides it")
     return TestCopy(file=ref.file, cls=list(ref.cls), func=ref.func, kind="value", fresh=repr(source),
-                    trades=[repr(value)], fresh_accepted=accepted, valued=valued, worded=worded,
+                    trades=[repr(value)], fresh_accepted=accepted, valued=valued, word=word,
                     group=f"{ref.func}@{tag}:{node.lineno}:{node.col_offset}", source=text,
                     site=f"line {node.lineno}: input {repr(source)[:40]} twinned as {repr(value)[:40]}, {says}")
 
@@ -897,7 +898,7 @@ def value_inputs(fn, ref: TestRef, names: dict[str, str]) -> list[Accepted]:
 def word_inputs(accepted: list[Accepted], vocab: tuple[Vocabulary, ...]) -> list[Accepted]:
     """The other literal arguments of value_inputs' calls that are a word
     of a vocabulary the feature reads (`parse_amount("3", currency="JPY")`):
-    their twins swap the word (vocab.swapped), nothing else."""
+    their twins swap the word (vocab.swaps), nothing else."""
     words = {w.lower() for v in vocab for w in v}
     out: list[Accepted] = []
     for a in accepted:
@@ -969,7 +970,8 @@ def valued_copies(tests: list[tuple[TestRef, ast.FunctionDef | ast.AsyncFunction
         if isinstance(a.node.value, str) and (m := _first_run(a.node.value)) is not None:
             widths.setdefault(a.callee, set()).add(len(m.group()))
     sources: list[tuple[Accepted, object, list[object]]] = []
-    worded: set[tuple[str, str, object]] = set()    # (callee, slot, value): a word swapped (vocab.swapped)
+    worded: dict[tuple[str, str, object], str] = {}  # (callee, slot, twin) -> the word it swaps in (vocab.swaps)
+    counts: dict[str, int] = {}                       # words swapped in so far (vocab.covering)
     for a in accepted:
         v = a.node.value
         runs = run_twins(v, rng) if len(widths.get(a.callee, ())) > 1 else []
@@ -982,13 +984,15 @@ def valued_copies(tests: list[tuple[TestRef, ast.FunctionDef | ast.AsyncFunction
         if digitless and len(v) <= MAX_TWO_EDITS:                                  # type: ignore[arg-type]
             twice = [t for x in once for t in letter_reshaped(x) if t != v and t not in once]
             twice = list(dict.fromkeys(twice))
-        swaps = drawn(swapped(v, vocab), MAX_VALUED)
-        worded |= {(a.callee, _slot(a), x) for x in swaps}
+        found = word_swaps(v, vocab)
+        swaps: list[object] = list(covering(found, counts, MAX_VALUED, rng))
+        worded.update({(a.callee, _slot(a), t): w for t, w in found})
         sources.append((a, v, runs + _renamings(v, rng, (DIGITS_ONLY,), MAX_VALUED, 8 * MAX_VALUED)
                         + drawn(once, MAX_VALUED // 2) + drawn(twice, MAX_VALUED // 2) + swaps))
     for a in word_inputs(accepted, vocab):
-        swaps = drawn(swapped(a.node.value, vocab), MAX_VALUED)
-        worded |= {(a.callee, _slot(a), x) for x in swaps}
+        found = word_swaps(a.node.value, vocab)
+        swaps = list(covering(found, counts, MAX_VALUED, rng))
+        worded.update({(a.callee, _slot(a), t): w for t, w in found})
         sources.append((a, a.node.value, swaps))
     for r in raising:
         host = hosts.get(r.callee)
@@ -1011,7 +1015,7 @@ def valued_copies(tests: list[tuple[TestRef, ast.FunctionDef | ast.AsyncFunction
             if text is None:
                 break
             out.append(_twin(host.ref, host.node, source, value, text, valued=True,
-                             worded=(host.callee, _slot(host), value) in worded))
+                             word=worded.get((host.callee, _slot(host), value), "")))
     return out
 
 
@@ -1100,6 +1104,7 @@ def table_valued_copies(tests: list[tuple[TestRef, ast.FunctionDef | ast.AsyncFu
     literals, consts = _module_facts(tests, module)
     text = "".join(lines)
     out: list[TestCopy] = []
+    counts: dict[str, int] = {}                  # words swapped in so far (vocab.covering)
     for ref, fn in tests:
         decs = [d for d in fn.decorator_list if isinstance(d, ast.Call) and _name(d.func) == "parametrize"]
         if len(decs) != 1 or len(decs[0].args) < 2:
@@ -1133,38 +1138,44 @@ def table_valued_copies(tests: list[tuple[TestRef, ast.FunctionDef | ast.AsyncFu
                 raising = _none(rows[k][e])
                 if raising:
                     alphabets = tuple("".join(sorted(x)) for x in (bad & good, bad, good))
-                    swaps: list[object] = []
                     pool = [fresh_value(source, rng, alphabets)] + reshaped(source)
                 else:
                     digitless = isinstance(source, str) and not any(c.isdigit() for c in source)
-                    swaps = swapped(source, vocab)
                     pool = [fresh_value(source, rng, (DIGITS_ONLY,)) for _ in range(2)] + (
-                        letter_reshaped(source) if digitless else []) + swaps
+                        letter_reshaped(source) if digitless else [])
                 head, tail = pool[:2], pool[2:]
                 rng.shuffle(tail)
                 values = [v for v in head + tail if v is not None][:MAX_TABLE_VALUED + 2]
-                kept = 0
-                for value in values:
-                    if kept >= MAX_TABLE_VALUED:
-                        break
-                    key = (i, type(value), value)
-                    if value == source or (type(value), value) in literals or key in done:
-                        continue
-                    done.add(key)
-                    cells = [repr(value) if j == i else "True" if j == e else
-                             (ast.get_source_segment(text, c) or "") for j, c in enumerate(rows[k])]
-                    row = cells[0] if len(cells) == 1 else "(" + ", ".join(cells) + ")"
-                    a = ast.get_source_segment(text, eq.actual) or ast.unparse(eq.actual)
-                    x = eq.expected
-                    edits = [edit(table.lineno, table.col_offset, table.end_col_offset, f"[{row}]", table.end_lineno),
-                             edit(x.lineno, x.col_offset, x.end_col_offset, f"({a})", x.end_lineno)]
-                    edits += [edit(q.lineno, q.col_offset, q.end_col_offset, "pass", q.end_lineno) for q in eq.quiet]
-                    if ids is not None:
-                        edits.append(edit(ids.lineno, ids.col_offset, ids.end_col_offset, "None", ids.end_lineno))
-                    src = render(lines, fn, edits)
-                    if src is None:
-                        break
-                    kept += 1
-                    out.append(_twin(ref, cell, source, value, src, valued=True,
-                                     worded=not raising and value in swaps))
+                found = [] if raising else word_swaps(source, vocab)
+                words = dict(found)
+                # word swaps apart, as many again, the words least swapped in first
+                for want, group in ((MAX_TABLE_VALUED, values),
+                                    (MAX_TABLE_VALUED, covering(found, counts, MAX_TABLE_VALUED, rng))):
+                    kept = 0
+                    for value in group:
+                        if kept >= want:
+                            break
+                        key = (i, type(value), value)
+                        if value == source or (type(value), value) in literals or key in done:
+                            continue
+                        done.add(key)
+                        cells = [repr(value) if j == i else "True" if j == e else
+                                 (ast.get_source_segment(text, c) or "") for j, c in enumerate(rows[k])]
+                        row = cells[0] if len(cells) == 1 else "(" + ", ".join(cells) + ")"
+                        a = ast.get_source_segment(text, eq.actual) or ast.unparse(eq.actual)
+                        x = eq.expected
+                        edits = [edit(table.lineno, table.col_offset, table.end_col_offset, f"[{row}]",
+                                      table.end_lineno),
+                                 edit(x.lineno, x.col_offset, x.end_col_offset, f"({a})", x.end_lineno)]
+                        edits += [edit(q.lineno, q.col_offset, q.end_col_offset, "pass", q.end_lineno)
+                                  for q in eq.quiet]
+                        if ids is not None:
+                            edits.append(edit(ids.lineno, ids.col_offset, ids.end_col_offset, "None",
+                                              ids.end_lineno))
+                        src = render(lines, fn, edits)
+                        if src is None:
+                            break
+                        kept += 1
+                        out.append(_twin(ref, cell, source, value, src, valued=True,
+                                         word=words.get(value, "") if isinstance(value, str) else ""))
     return out

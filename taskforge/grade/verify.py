@@ -253,36 +253,52 @@ def _valued(twins: list[cp.TestCopy], blocks: Mapping[tuple[str, str], set[str]]
             ) -> list[cp.TestCopy]:
     """Value twins (copy_raises.valued_copies), up to MAX_VALUED_PER_TEST a
     test and MAX_VALUED in all, a twin of each input before a second of any
-    (of an input, a word-swapped one and another in turn: _alternated);
-    none of an input a planted block trades (a twin near one of them would
-    point at the original's input)."""
+    (of an input, a word-swapped one and another in turn, the words planted
+    least so far first: _drawn); none of an input a planted block trades (a
+    twin near one of them would point at the original's input)."""
     traded = {(file, value) for (file, _), values in blocks.items() for value in values}
     by_test: dict[tuple, dict[str, list[cp.TestCopy]]] = {}
     for m in sorted(twins, key=lambda m: (m.fresh, m.site)):
         if (m.file, m.fresh) not in traded:
             by_test.setdefault((m.file, tuple(m.cls), m.func), {}).setdefault(m.fresh, []).append(m)
     out: list[cp.TestCopy] = []
+    seen: dict[str, int] = {}
     for k in sorted(by_test):
         groups = [by_test[k][v] for v in sorted(by_test[k])]
-        for i, pool in enumerate(groups):
+        for pool in groups:
             rng.shuffle(pool)
-            groups[i] = _alternated(pool)
         rng.shuffle(groups)
-        spread = [pool[i] for i in range(max(map(len, groups))) for pool in groups if i < len(pool)]
-        out += spread[:MAX_VALUED_PER_TEST]
+        out += _drawn(groups, MAX_VALUED_PER_TEST, seen)
     rng.shuffle(out)
     return out[:MAX_VALUED]
 
 
-def _alternated(pool: list[cp.TestCopy]) -> list[cp.TestCopy]:
-    """An input's twins, a word-swapped one (vocab.swapped) and another in
-    turn, in their order otherwise: two twins of an input ask both whether
-    the feature reads the number and whether it knows the list's other
-    words (round 24: lg_tmpl failed only the former, lg_nocur the latter)."""
-    words, others = [m for m in pool if m.worded], [m for m in pool if not m.worded]
+def _drawn(groups: list[list[cp.TestCopy]], want: int, seen: dict[str, int]) -> list[cp.TestCopy]:
+    """Up to `want` twins of one test, an input's (a group's) in turn; of
+    one input, a word-swapped twin (vocab.swaps) and another in turn, the
+    word planted least so far (`seen`, updated) first: two twins of an input
+    ask both whether the feature reads the number and whether it knows the
+    list's other words (round 24: lg_tmpl failed only the former, lg_nocur
+    the latter), and the test's word twins swap in every word of the list
+    before any twice (round 25: no planted roman twin held a D or an L, and a
+    parser refusing both scored 1)."""
+    queues = [([m for m in g if m.word], [m for m in g if not m.word]) for g in groups]
+    turn = [bool(words) for words, _ in queues]      # whose turn in each group: a word twin first
     out: list[cp.TestCopy] = []
-    for i in range(max(len(words), len(others))):
-        out += [m[i] for m in (words, others) if i < len(m)]
+    while len(out) < want and any(w or o for w, o in queues):
+        for g, (words, others) in enumerate(queues):
+            if len(out) >= want:
+                break
+            if not (words or others):
+                continue
+            if (turn[g] and words) or not others:
+                best = min(range(len(words)), key=lambda i: seen.get(words[i].word, 0))
+                m = words.pop(best)
+                seen[m.word] = seen.get(m.word, 0) + 1
+            else:
+                m = others.pop(0)
+            turn[g] = not turn[g]
+            out.append(m)
     return out
 
 
@@ -564,7 +580,7 @@ def shown_ids(root: Path, graded: list[str], skip: AbstractSet[str] = frozenset(
 
 
 def planted_set(rec, built_first: bool = True, raising: bool = True, twins: bool = True,
-                valued: bool = True, worded: bool = True) -> list[cp.TestCopy]:
+                valued: bool = True, words: bool = True) -> list[cp.TestCopy]:
     """The copies every verify of this task plants: chosen once per task (seeded by
     the grading plan's secret), never drawn afresh.
 
@@ -590,8 +606,8 @@ def planted_set(rec, built_first: bool = True, raising: bool = True, twins: bool
         kept = [c for c in kept if not c.raising]
     if not twins:               # ... and without near twins of them (round 19's blacklists)
         kept = [c for c in kept if not c.fresh]
-    if not worded:              # ... and without words swapped (round 24's lg_nocur)
-        kept = [c for c in kept if not c.worded]
+    if not words:               # ... and without words swapped (round 24's lg_nocur)
+        kept = [c for c in kept if not c.word]
     # Value twins only where the host keeps the gold's value for them (a
     # shape seal; unsealed, `X == X` asks nothing); off: round 23's lookups.
     if any(c.valued for c in kept):

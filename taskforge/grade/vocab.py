@@ -15,6 +15,8 @@ Pure functions over source text; `vocabularies` is the thin I/O shell.
 from __future__ import annotations
 
 import ast
+import random
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import AbstractSet
@@ -124,50 +126,87 @@ def _inside(neighbour: str, edge: str, alphabet: set[str]) -> bool:
     """Whether a word's edge character runs on into its neighbour: both
     letters, or both digits, the neighbour one the list never uses ("n" in
     "one"; "EUR" in "12EUR" stands apart, a symbol always does)."""
-    return bool(neighbour) and neighbour not in alphabet and edge.isalnum() and neighbour.isalnum() \
+    return bool(neighbour) and neighbour.lower() not in alphabet and edge.isalnum() and neighbour.isalnum() \
         and neighbour.isalpha() == edge.isalpha()
 
 
 def occurrences(value: str, vocab: Vocabulary) -> list[tuple[int, int, str]]:
     """Where the list's words stand in `value` as words of it: letters
-    matched in any case; an occurrence that runs on into a letter or digit
-    the list's words never use is inside another word (_inside), and
-    one inside a longer occurrence is part of it ("Jan" in "January", "C" in
-    the "CM" of "MCMXCIV"), so neither is taken."""
-    low = value.lower()
+    matched in any case (on `value` itself: a lowercase copy can be longer,
+    "İ"); an occurrence that runs on into a letter or digit the list's words
+    never use is inside another word (_inside), and one inside a longer
+    occurrence is part of it ("Jan" in "January", "C" in the "CM" of
+    "MCMXCIV"), so neither is taken."""
     alphabet = {ch for w in vocab for ch in w.lower()}
     found: list[tuple[int, int, str]] = []
     for word in vocab:
-        w = word.lower()
-        at = low.find(w)
-        while at >= 0:
-            end = at + len(w)
-            sides = ((low[at - 1] if at else "", w[0]), (low[end] if end < len(low) else "", w[-1]))
+        pattern = re.compile(re.escape(word), re.IGNORECASE)
+        for at in range(len(value)):
+            m = pattern.match(value, at)
+            if m is None:
+                continue
+            end = m.end()
+            sides = ((value[at - 1] if at else "", word[0]), (value[end] if end < len(value) else "", word[-1]))
             if not any(_inside(c, edge, alphabet) for c, edge in sides):
                 found.append((at, end, word))
-            at = low.find(w, at + 1)
     return [o for o in found if not any(p[0] <= o[0] and o[1] <= p[1] and (p[0], p[1]) != (o[0], o[1])
                                         for p in found)]
 
 
-def swapped(value: object, vocabularies: Iterable[Vocabulary]) -> list[object]:
-    """Twins of an input with one word of a vocabulary swapped for another of
-    the same list, at the word's first place (occurrences) and in its case
-    there ("12.345 eur" -> "12.345 gbp", "-€5" -> "-£5", "MCMXCIV" ->
-    "MCMLIV", "JPY" -> "GBP"). Letters match whatever their case: the list
-    says "EUR", the test writes "eur"."""
+def _whole_run(value: str, at: int, end: int) -> bool:
+    """Whether value[at:end] is a whole run of letters (no letter either side)."""
+    return value[at:end].isalpha() and not (at and value[at - 1].isalpha()) \
+        and not (end < len(value) and value[end].isalpha())
+
+
+def swaps(value: object, vocabularies: Iterable[Vocabulary]) -> list[tuple[str, str]]:
+    """(twin, the word swapped in) for each way of swapping one word of a
+    vocabulary in `value` for another of the same list, at the word's first
+    place (occurrences): in the case found there ("12.345 eur" -> "12.345
+    gbp", "-€5" -> "-£5", "MCMXCIV" -> "MCMLIV", "JPY" -> "GBP"), and, where
+    the word is a whole run of letters, also as the list spells it ("12.345
+    eur" -> "12.345 GBP": the repository's own spelling, which its
+    docstrings show, `'-5 EUR'`); never mixing cases inside a run of letters
+    ("  xlii " -> "  xcii ", not "  XCii ")."""
     if not isinstance(value, str) or not value:
         return []
-    out: list[str] = []
+    out: dict[str, str] = {}
     for vocab in vocabularies:
         first: dict[str, tuple[int, int]] = {}
         for at, end, word in sorted(occurrences(value, vocab)):
             first.setdefault(word, (at, end))
         for word, (at, end) in first.items():
             here = value[at:end]
-            out += [value[:at] + _cased(other, here) + value[end:] for other in vocab
-                    if other.lower() != word.lower()]
-    return [t for t in dict.fromkeys(out) if t != value and t.strip()]
+            for other in vocab:
+                if other.lower() == word.lower():
+                    continue
+                forms = [_cased(other, here)] + ([other] if _whole_run(value, at, end) else [])
+                for form in forms:
+                    out.setdefault(value[:at] + form + value[end:], other)
+    return [(t, w) for t, w in out.items() if t != value and t.strip()]
+
+
+def swapped(value: object, vocabularies: Iterable[Vocabulary]) -> list[object]:
+    """The twins of swaps, alone."""
+    return [t for t, _ in swaps(value, vocabularies)]
+
+
+def covering(candidates: list[tuple[str, str]], counts: dict[str, int], want: int,
+             rng: random.Random) -> list[str]:
+    """Up to `want` twins of `candidates` ((twin, word swapped in)), the words
+    least swapped in so far first (`counts`, updated), at random among
+    equals: a random draw left D and L out of every planted roman twin
+    (held-out round 25, tk_nodl); drawn in turn, the tests' twins swap in
+    every word of a list."""
+    pool = list(candidates)
+    rng.shuffle(pool)
+    picked: list[str] = []
+    while pool and len(picked) < want:
+        best = min(range(len(pool)), key=lambda i: counts.get(pool[i][1], 0))
+        twin, word = pool.pop(best)
+        counts[word] = counts.get(word, 0) + 1
+        picked.append(twin)
+    return picked
 
 
 def vocabularies(root: Path, removed: AbstractSet[str]) -> list[Vocabulary]:
