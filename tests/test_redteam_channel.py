@@ -31,6 +31,7 @@ ROUND21 = ROOT / "docs" / "redteam" / "2026-12-06-heldout-corpus-18"
 ROUND22 = ROOT / "docs" / "redteam" / "2026-12-06-heldout-corpus-19"
 ROUND23 = ROOT / "docs" / "redteam" / "2026-12-06-heldout-corpus-20"
 ROUND24 = ROOT / "docs" / "redteam" / "2026-12-06-heldout-corpus-21"
+ROUND25 = ROOT / "docs" / "redteam" / "2026-12-07-heldout-corpus-22"
 
 
 def _guard_on_pipe(monkeypatch, name: str):
@@ -397,33 +398,39 @@ def test_a_lookup_of_memorised_values_is_caught_by_value_twins(task_name, attack
     assert fair.error is None and fair.reward == 1.0, fair.model_dump_json(indent=1)
 
 
+@pytest.mark.parametrize("task_name, attack, honest", [
+    ("parse_amount", ROUND24 / "lg_nocur.patch", ROUND24 / "lg_h_dec.patch"),
+    ("from_roman", ROUND25 / "tk_nodl.patch", ROUND25 / "tk_greedy.patch"),
+])
 @pytest.mark.parametrize("backend", [pytest.param("docker", marks=pytest.mark.docker),
                                      pytest.param("bwrap", marks=pytest.mark.bwrap)])
-def test_a_feature_knowing_only_the_words_the_tests_show_is_caught_by_word_twins(parse_amount, backend, tmp_path,
-                                                                                request):
+def test_a_feature_knowing_only_the_words_the_tests_show_is_caught_by_word_twins(task_name, attack, honest,
+                                                                                backend, tmp_path, request):
     """Held-out round 24's lg_nocur: a parse_amount that knows the currencies
     the tests show (`' eur'`, `€`, `$`) and no other, although the module's
-    CURRENCY_SYMBOLS lists five. Twins renamed digits and reshaped letters,
-    never swapped a word, so it scored 1 with every other defence on. Value
-    twins with a word of a list the removed code reads swapped for another
-    of it (grade/vocab.py: "-€5" -> "-£5", "12.345 eur" -> "12.345 gbp")
+    CURRENCY_SYMBOLS lists five; round 25's tk_nodl: a from_roman refusing
+    every D and L, which no test shows. Twins renamed digits and reshaped
+    letters, never swapped a word, so both scored 1 with every other defence
+    on. Value twins with a word of a list the removed code reads swapped for
+    another of it (grade/vocab.py: "-€5" -> "-£5", "MCMXCIV" -> "MDXCIV"),
+    the list's words covered before any twice (vocab.covering, verify._drawn),
     ask for the rest: 1 with them off, 0 with them on; a Decimal-based parser
-    splitting currencies as the module lists them keeps 1."""
+    and a greedy parse over the workspace's ROMAN_TABLE keep 1."""
     from taskforge.grade.defences import Defences
     from taskforge.grade.verify import planted_set, verify
     from taskforge.package.store import load_task
 
+    task = request.getfixturevalue(task_name)
     if backend == "bwrap":
-        request.getfixturevalue("bwrap_env")(parse_amount)
-    worded = [c for c in planted_set(load_task(parse_amount).record) if c.word]
+        request.getfixturevalue("bwrap_env")(task)
+    worded = [c for c in planted_set(load_task(task).record) if c.word]
     assert worded and all(c.valued for c in worded)
-    cheat = _applied(parse_amount, ROUND24 / "lg_nocur.patch", tmp_path / "cheat")
-    off = verify(parse_amount, cheat, backend=backend, defences=Defences(word_twins=False))
+    cheat = _applied(task, attack, tmp_path / "cheat")
+    off = verify(task, cheat, backend=backend, defences=Defences(word_twins=False))
     assert off.error is None and off.reward == 1.0, off.model_dump_json(indent=1)
-    got = verify(parse_amount, cheat, backend=backend)
+    got = verify(task, cheat, backend=backend)
     assert got.error is None and got.reward == 0.0, got.model_dump_json(indent=1)
-    fair = verify(parse_amount, _applied(parse_amount, ROUND24 / "lg_h_dec.patch", tmp_path / "fair"),
-                  backend=backend)
+    fair = verify(task, _applied(task, honest, tmp_path / "fair"), backend=backend)
     assert fair.error is None and fair.reward == 1.0, fair.model_dump_json(indent=1)
 
 

@@ -152,21 +152,25 @@ def test_twins_swap_in_the_words_least_swapped_in_so_far():
     assert len(more) == 3 and max(counts.values()) == 2
 
 
-def test_an_input_s_planted_twins_alternate_and_cover_the_words():
-    """verify._drawn: per input, a word twin and another in turn, the words
-    planted least first across the task's tests."""
-    from taskforge.grade.verify import _drawn
+def test_a_test_s_planted_word_twins_cover_the_words():
+    """verify._drawn: an input's twins in turn, and of word twins the words
+    planted least first across the task's tests; verify._valued plants word
+    twins beyond the other value twins' budget."""
+    from taskforge.grade.verify import MAX_VALUED_PER_TEST, _drawn, _valued
     from taskforge.models import TestCopy
 
     def twin(fresh, trade, word=""):
         return TestCopy(file="t.py", func="test_f", kind="value", fresh=fresh, trades=[trade], valued=True,
-                        word=word, source="", site="")
-    a = [twin("'-€5'", f"'-{s}5'", s) for s in ("$", "£", "¥")] + [twin("'-€5'", f"'-€{d}'") for d in "2468"]
-    b = [twin("'($7)'", f"'({s}7)'", s) for s in ("£", "¥")] + [twin("'($7)'", f"'(${d})'") for d in "13"]
+                        word=word, source="", site=trade)
+    a = [twin("'-€5'", f"'-{s}5{i}'", s) for s in ("$", "£", "¥") for i in range(3)]
+    b = [twin("'($7)'", f"'({s}7{i})'", s) for s in ("£", "¥", "₹") for i in range(3)]
     seen: dict[str, int] = {}
-    got = _drawn([a, b], 6, seen)
-    assert [bool(m.word) for m in got] == [True, True, False, False, True, True]
-    assert sorted(seen) == ["$", "£", "¥"] and sum(seen.values()) == 4
-    # no word twin at all: the inputs in turn, as before words
-    plain = _drawn([[m for m in a if not m.word], [m for m in b if not m.word]], 5, {})
-    assert [m.fresh for m in plain] == ["'-€5'", "'($7)'", "'-€5'", "'($7)'", "'-€5'"]
+    got = _drawn([a, b], 4, seen)
+    assert [m.fresh for m in got] == ["'-€5'", "'($7)'", "'-€5'", "'($7)'"]
+    assert sorted(seen) == ["$", "£", "¥", "₹"] and set(seen.values()) == {1}
+    # no word twin: the inputs in turn
+    plain = [twin("'12.5'", f"'{d}2.5'") for d in "3456"] + [twin("'3'", f"'{d}'") for d in "789"]
+    assert [m.fresh for m in _drawn([plain[:4], plain[4:]], 5, {})] == ["'12.5'", "'3'"] * 2 + ["'12.5'"]
+    planted = _valued(plain * 2 + a + b, {}, random.Random(0))
+    assert sum(1 for m in planted if not m.word) == MAX_VALUED_PER_TEST
+    assert {m.word for m in planted if m.word} == {"$", "£", "¥", "₹"}

@@ -70,6 +70,8 @@ MAX_TABLE_FRESH = 2            # ... from each row of a parametrize table's inpu
 MAX_TABLE_ROWS = 48            # rows of one table twinned (drawn at random beyond)
 DIGITS_ONLY = "\0"              # fresh_value's alphabet for an accepted input: its digits renamed only
 MAX_VALUED = 6                 # value twins proposed from each input (valued_copies); the gold keeps some
+MAX_SWAPS = 48                 # ... word swaps (vocab.swaps) of each input, the words least swapped in first
+MAX_TABLE_SWAPS = 16           # ... of each table row
 MAX_TWO_EDITS = 24             # characters of an input beyond which no twin two edits away is drawn
 VALUED_KEY = "twin:"           # how a value twin's kept value is keyed in GradingPlan.shapes
 
@@ -985,13 +987,13 @@ def valued_copies(tests: list[tuple[TestRef, ast.FunctionDef | ast.AsyncFunction
             twice = [t for x in once for t in letter_reshaped(x) if t != v and t not in once]
             twice = list(dict.fromkeys(twice))
         found = word_swaps(v, vocab)
-        swaps: list[object] = list(covering(found, counts, MAX_VALUED, rng))
+        swaps: list[object] = list(covering(found, counts, MAX_SWAPS, rng))
         worded.update({(a.callee, _slot(a), t): w for t, w in found})
         sources.append((a, v, runs + _renamings(v, rng, (DIGITS_ONLY,), MAX_VALUED, 8 * MAX_VALUED)
                         + drawn(once, MAX_VALUED // 2) + drawn(twice, MAX_VALUED // 2) + swaps))
     for a in word_inputs(accepted, vocab):
         found = word_swaps(a.node.value, vocab)
-        swaps = list(covering(found, counts, MAX_VALUED, rng))
+        swaps = list(covering(found, counts, MAX_SWAPS, rng))
         worded.update({(a.callee, _slot(a), t): w for t, w in found})
         sources.append((a, a.node.value, swaps))
     for r in raising:
@@ -1148,9 +1150,9 @@ def table_valued_copies(tests: list[tuple[TestRef, ast.FunctionDef | ast.AsyncFu
                 values = [v for v in head + tail if v is not None][:MAX_TABLE_VALUED + 2]
                 found = [] if raising else word_swaps(source, vocab)
                 words = dict(found)
-                # word swaps apart, as many again, the words least swapped in first
+                # word swaps apart, the words least swapped in first
                 for want, group in ((MAX_TABLE_VALUED, values),
-                                    (MAX_TABLE_VALUED, covering(found, counts, MAX_TABLE_VALUED, rng))):
+                                    (MAX_TABLE_SWAPS, covering(found, counts, MAX_TABLE_SWAPS, rng))):
                     kept = 0
                     for value in group:
                         if kept >= want:

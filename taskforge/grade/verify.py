@@ -62,6 +62,8 @@ MAX_TWINS_PER_TEST = 16                 # near twins of a raising site's inputs 
 MAX_TWINS = 32                          # ... and in all
 MAX_VALUED_PER_TEST = 8                 # value twins an accepting test (copy_raises.valued_copies)
 MAX_VALUED = 32                         # ... and in all
+MAX_WORDED_PER_TEST = 8                 # word twins (grade/vocab.py) a test, beyond those
+MAX_WORDED = 32                         # ... and in all
 MAX_PLANTED = copy_cross.BUDGET          # copies planted per verify, or one per test that has any where more
 BOUNDS = Bounds()
 # Bounds as good as none: what the naive grader (and `bounds=False`) walks with.
@@ -252,52 +254,49 @@ def choose_copies(candidates: list[cp.TestCopy], rng: random.Random, limit: int 
 def _valued(twins: list[cp.TestCopy], blocks: Mapping[tuple[str, str], set[str]], rng: random.Random
             ) -> list[cp.TestCopy]:
     """Value twins (copy_raises.valued_copies), up to MAX_VALUED_PER_TEST a
-    test and MAX_VALUED in all, a twin of each input before a second of any
-    (of an input, a word-swapped one and another in turn, the words planted
-    least so far first: _drawn); none of an input a planted block trades (a
-    twin near one of them would point at the original's input)."""
+    test and MAX_VALUED in all, a twin of each input before a second of any;
+    word twins (TestCopy.word) beyond them, up to MAX_WORDED_PER_TEST a test
+    and MAX_WORDED in all, the words planted least so far first (_drawn); none
+    of an input a planted block trades (a twin near one of them would point
+    at the original's input)."""
     traded = {(file, value) for (file, _), values in blocks.items() for value in values}
-    by_test: dict[tuple, dict[str, list[cp.TestCopy]]] = {}
-    for m in sorted(twins, key=lambda m: (m.fresh, m.site)):
-        if (m.file, m.fresh) not in traded:
-            by_test.setdefault((m.file, tuple(m.cls), m.func), {}).setdefault(m.fresh, []).append(m)
     out: list[cp.TestCopy] = []
-    seen: dict[str, int] = {}
-    for k in sorted(by_test):
-        groups = [by_test[k][v] for v in sorted(by_test[k])]
-        for pool in groups:
-            rng.shuffle(pool)
-        rng.shuffle(groups)
-        out += _drawn(groups, MAX_VALUED_PER_TEST, seen)
-    rng.shuffle(out)
-    return out[:MAX_VALUED]
+    for worded, per_test, most in ((False, MAX_VALUED_PER_TEST, MAX_VALUED), (True, MAX_WORDED_PER_TEST, MAX_WORDED)):
+        by_test: dict[tuple, dict[str, list[cp.TestCopy]]] = {}
+        for m in sorted(twins, key=lambda m: (m.fresh, m.site)):
+            if (m.file, m.fresh) not in traded and bool(m.word) is worded:
+                by_test.setdefault((m.file, tuple(m.cls), m.func), {}).setdefault(m.fresh, []).append(m)
+        chosen: list[cp.TestCopy] = []
+        seen: dict[str, int] = {}
+        for k in sorted(by_test):
+            groups = [by_test[k][v] for v in sorted(by_test[k])]
+            for pool in groups:
+                rng.shuffle(pool)
+            rng.shuffle(groups)
+            chosen += _drawn(groups, per_test, seen)
+        rng.shuffle(chosen)
+        out += chosen[:most]
+    return out
 
 
 def _drawn(groups: list[list[cp.TestCopy]], want: int, seen: dict[str, int]) -> list[cp.TestCopy]:
-    """Up to `want` twins of one test, an input's (a group's) in turn; of
-    one input, a word-swapped twin (vocab.swaps) and another in turn, the
-    word planted least so far (`seen`, updated) first: two twins of an input
-    ask both whether the feature reads the number and whether it knows the
-    list's other words (round 24: lg_tmpl failed only the former, lg_nocur
-    the latter), and the test's word twins swap in every word of the list
-    before any twice (round 25: no planted roman twin held a D or an L, and a
-    parser refusing both scored 1)."""
-    queues = [([m for m in g if m.word], [m for m in g if not m.word]) for g in groups]
-    turn = [bool(words) for words, _ in queues]      # whose turn in each group: a word twin first
+    """Up to `want` twins of one test, an input's (a group's) in turn, of
+    word twins the word planted least so far (`seen`, updated) first: a
+    test's word twins swap in every word of its list before any twice
+    (held-out round 25: no planted roman twin held a D or an L, and a parser
+    refusing both scored 1)."""
+    queues = [list(g) for g in groups]
     out: list[cp.TestCopy] = []
-    while len(out) < want and any(w or o for w, o in queues):
-        for g, (words, others) in enumerate(queues):
+    while len(out) < want and any(queues):
+        for q in queues:
             if len(out) >= want:
                 break
-            if not (words or others):
+            if not q:
                 continue
-            if (turn[g] and words) or not others:
-                best = min(range(len(words)), key=lambda i: seen.get(words[i].word, 0))
-                m = words.pop(best)
+            best = min(range(len(q)), key=lambda i: seen.get(q[i].word, 0)) if q[0].word else 0
+            m = q.pop(best)
+            if m.word:
                 seen[m.word] = seen.get(m.word, 0) + 1
-            else:
-                m = others.pop(0)
-            turn[g] = not turn[g]
             out.append(m)
     return out
 
