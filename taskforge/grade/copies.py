@@ -1289,7 +1289,8 @@ def _propose(root: Path, nodeids: list[str], seed: str, sites_per_test: int, val
         fn = find_def(entry[0], ref) if entry is not None else None
         if entry is not None and fn is not None and (ref.cls or not used_by_name(entry[0], ref.func)):
             by_file.setdefault(ref.file, []).append((ref, fn))
-    package = copy_raises.package_text(root) if by_file else ""
+    sources = copy_raises.package_sources(root) if by_file else []
+    package = copy_raises.package_text(sources)
     for file, tests in by_file.items():
         tree, lines = parsed[file][0], parsed[file][1]                                  # type: ignore[index]
         out += copy_raises.exchange_blocks(tests, lines, own, _named, Edit,
@@ -1301,7 +1302,7 @@ def _propose(root: Path, nodeids: list[str], seed: str, sites_per_test: int, val
                                         module=parsed[file][0])                                   # type: ignore[index]
     # ... and value twins of the inputs equalities show, from one more stream
     valued = random.Random(own.random())
-    words = tuple(vocab.vocabularies(root, removed)) if by_file else ()
+    words = tuple(vocab.read_vocabularies(sources, removed))
     for file, tests in by_file.items():
         out += copy_raises.valued_copies(tests, parsed[file][1], valued, _named, Edit,                  # type: ignore[index]
                                          module=parsed[file][0], vocab=words)                     # type: ignore[index]

@@ -360,9 +360,9 @@ def column_inputs(fn, ref: TestRef, consts: dict[str, ast.expr]) -> list[Raising
     return []
 
 
-def package_text(root: Path) -> str:
-    """The repository's own Python source outside its tests (bounded): where
-    docstrings show inputs as examples, which the statement then quotes."""
+def package_sources(root: Path) -> list[str]:
+    """The repository's own Python source files outside its tests, in path
+    order, up to MAX_PACKAGE_TEXT characters in all."""
     parts: list[str] = []
     total = 0
     for path in sorted(root.rglob("*.py")):
@@ -377,7 +377,13 @@ def package_text(root: Path) -> str:
         if total > MAX_PACKAGE_TEXT:
             break
         parts.append(text)
-    return "\n".join(parts)
+    return parts
+
+
+def package_text(sources: list[str]) -> str:
+    """package_sources as one text: where docstrings show inputs as examples,
+    which the statement then quotes."""
+    return "\n".join(sources)
 
 
 def shown_elsewhere(tree: ast.Module, package: str) -> Callable[[object], bool]:

@@ -10,7 +10,7 @@ reads, says what the feature covers; an input with one of its words swapped
 for another of the same list is a question the feature answers, the gold
 deciding which swaps it takes (only those become value twins).
 
-Pure functions over source text; `vocabularies` is the thin I/O shell.
+Pure functions over source text (copy_raises.package_sources reads it).
 """
 from __future__ import annotations
 
@@ -18,16 +18,12 @@ import ast
 import random
 import re
 from collections.abc import Iterable
-from pathlib import Path
 from typing import AbstractSet
-
-from taskforge.repo.layout import is_test_path
 
 MIN_WORDS = 3           # a list of fewer words is a pair of modes, not a vocabulary
 MAX_WORDS = 64          # ... of more, data (a dictionary file), not the feature's words
 MAX_WORD = 16           # characters of one word
 MAX_HOPS = 2            # constants read through others (SYMBOL_CURRENCIES -> CURRENCY_SYMBOLS)
-MAX_SOURCE = 8 << 20    # characters of package source read
 
 Vocabulary = tuple[str, ...]
 
@@ -207,23 +203,3 @@ def covering(candidates: list[tuple[str, str]], counts: dict[str, int], want: in
         counts[word] = counts.get(word, 0) + 1
         picked.append(twin)
     return picked
-
-
-def vocabularies(root: Path, removed: AbstractSet[str]) -> list[Vocabulary]:
-    """read_vocabularies over the repository's own source outside its tests."""
-    texts: list[str] = []
-    total = 0
-    for path in sorted(root.rglob("*.py")):
-        rel = path.relative_to(root).as_posix()
-        if rel.startswith(".git/") or is_test_path(rel):
-            continue
-        try:
-            text = path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            continue
-        total += len(text)
-        if total > MAX_SOURCE:
-            break
-        texts.append(text)
-    return read_vocabularies(texts, removed)
-
