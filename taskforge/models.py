@@ -224,6 +224,11 @@ class TestCopy(BaseModel):
     # another of that list (grade/vocab.py: "12.345 eur" -> "12.345 gbp"):
     # the word swapped in ("GBP"); "": no such twin.
     word: str = ""
+    # A near twin of an input a raising block trades (copy_raises.traded_copies),
+    # of an edit made alike for the raising input and the accepted ones, kept
+    # only where the gold decides it as its input (fresh_accepted says which):
+    # the edit's kind (copy_raises.TradedEdit), "" for no such twin.
+    traded: str = ""
 
 
 class GradingPlan(BaseModel):

@@ -9,6 +9,7 @@ import ast
 import random
 import re
 import textwrap
+from collections import Counter
 
 import pytest
 
@@ -18,6 +19,8 @@ from taskforge.grade.copy_raises import (
     DIGITS_ONLY,
     MAX_BLOCKS,
     MAX_EXCHANGED,
+    MAX_TRADED_KIND,
+    TradedEdit,
     accepted_inputs,
     column_inputs,
     digit_twin,
@@ -29,10 +32,12 @@ from taskforge.grade.copy_raises import (
     reshaped,
     run_twins,
     table_valued_copies,
+    traded_copies,
+    traded_edits,
     valued_copies,
     valued_key,
 )
-from taskforge.grade.verify import choose_copies
+from taskforge.grade.verify import MAX_TRADED_TWINS, choose_copies
 from taskforge.models import TestCopy
 
 FILE = "tests/test_p.py"
@@ -319,6 +324,61 @@ def test_the_inputs_a_planted_block_trades_get_one_digit_twin_each_or_none():
     assert seen == {True, False}          # "1.2.3" has digit twins, "abc" none
 
 
+@pytest.mark.parametrize("value", ["  xlii ", "VX", "12.345 eur", "1.2.3", "", 7, b"ab"])
+def test_a_traded_input_s_twins_are_made_alike_whatever_its_outcome(value):
+    """The same edits for a raising and an accepted input (nothing about the
+    outcome goes in): its case, its letters once, its digits renamed, each
+    named by its kind."""
+    got = traded_edits(value, random.Random(0))
+    twins = [t for t, _ in got]
+    assert value not in twins and len(twins) == len(set(twins))
+    assert max(Counter(k for _, k in got).values(), default=0) <= MAX_TRADED_KIND
+    for t, kind in got:
+        if kind is TradedEdit.CASE:
+            assert t in (value.upper(), value.lower())
+        elif kind is TradedEdit.DIGITS:
+            assert re.sub("[0-9]", "0", str(t)) == re.sub("[0-9]", "0", str(value))
+        elif kind is not TradedEdit.WORD:
+            assert t in letter_reshaped(value)
+            assert (len(t) - len(value)) == {TradedEdit.SWAP: 0, TradedEdit.DELETE: -1, TradedEdit.DOUBLE: 1}[kind]
+    if isinstance(value, str):
+        cased = [v for v in dict.fromkeys([value.upper(), value.lower()]) if v != value]
+        assert twins[:len(cased)] == cased
+    if value in ("", b"ab"):
+        assert got == []                  # nothing to rename (bytes keep their letters)
+    assert traded_edits(value, random.Random(0)) == got
+
+
+def test_the_inputs_a_planted_block_trades_get_as_many_twins_each_of_their_own_outcome():
+    """Round 25's F1: the lent input ("  xlii ", the only one) lost every
+    twin, so an upper-case parser with it memorised scored 1. Each input a
+    planted block trades now gets the same number of twins made alike
+    (traded_edits), each deciding as its own input does (calibration keeps
+    only those), in the raising test's shape; none where one has none."""
+    tests = _fns(PARSE_TESTS)
+    lines = textwrap.dedent(PARSE_TESTS).splitlines(keepends=True)
+    traded = {t for seed in range(30) for c in _blocks(seed) for t in c.trades}
+    twins = traded_copies(tests, lines, traded, random.Random(1), cp._named, cp.Edit)
+    assert {c.fresh for c in twins} == traded - {"''", "'$'"}       # nothing to change there
+    assert all(c.traded and c.func == "test_rejects" and "Exception" in c.source for c in twins)
+    raising = {"'abc'", "'1.2.3'"}
+    assert {c.fresh for c in twins if not c.fresh_accepted} == raising
+    for m in twins:
+        m.expect = {"": "failed" if m.fresh_accepted else "passed"}
+    seen = set()
+    for seed in range(30):
+        got = choose_copies(_blocks(seed) + twins, random.Random(seed))
+        values = {v for c in got if c.raising for v in c.trades}
+        of = [c for c in got if c.traded]
+        counts = {v: sum(c.fresh == v for c in of) for v in values}
+        assert len(set(counts.values())) == 1 and max(counts.values()) <= MAX_TRADED_TWINS
+        kinds = {v: sorted(c.traded for c in of if c.fresh == v) for v in values}
+        assert len({tuple(k) for k in kinds.values()}) == 1          # each kind as often for each
+        assert {c.fresh for c in of} <= values
+        seen.add(max(counts.values()))
+    assert max(seen) > 0                  # blocks whose inputs all have twins come first
+
+
 @pytest.mark.parametrize("body", [
     # another raising statement would stay as written, the block's exchanged input perhaps
     "with pytest.raises(ValueError):\n    parse('x1')\nwith pytest.raises(ValueError):\n    parse('y2')",
@@ -477,12 +537,17 @@ P, F = "passed", "failed"
     ("'VX'", False, {"": "error"}, {"": "error"}, False),
     ("'VX'", False, {}, {}, False),
     ("'XV'", None, {"": P}, {"": P}, True),               # a value twin the gold takes: its value is kept
+    ("'VX'", "traded", {"": P}, {"": P}, True),           # a traded raising input's twin the gold rejects
+    ("'VX'", "traded", {"": F}, {"": F}, False),          # ... one it accepts ("V")
+    ("'12.5'", "traded+", {"": F}, {"": F}, True),        # a traded accepted input's twin the gold accepts
+    ("'12.5'", "traded+", {"": P}, {"": P}, False),       # ... one it rejects
     ("'XV'", None, {"": F}, {"": F}, False),              # ... one it refuses: no value to keep
 ])
 def test_which_copies_calibration_keeps(fresh, accepted, a, b, kept):
     from taskforge.grade.calibrate import kept_outcomes
     m = TestCopy(file=FILE, func="test_r", kind="value", site="s", source="", fresh=fresh,
-                 fresh_accepted=bool(accepted), valued=accepted is None)
+                 fresh_accepted=accepted in (True, "traded+"), valued=accepted is None,
+                 traded="case" if accepted in ("traded", "traded+") else "")
     assert kept_outcomes(m, a, b) is kept
 
 

@@ -337,7 +337,8 @@ def test_a_memorised_blacklist_of_raising_inputs_is_caught_by_near_twins(task_na
     twins = [c for c in planted_set(rec) if c.fresh]
     traded = {v for c in planted_set(rec) if c.raising for v in c.trades}
     of_traded = [c for c in twins if c.fresh in traded]
-    assert twins and traded and (not of_traded or sorted(c.fresh for c in of_traded) == sorted(traded))
+    counts = {v: sorted(c.traded for c in of_traded if c.fresh == v) for v in traded}
+    assert twins and traded and len({tuple(k) for k in counts.values()}) == 1      # alike for each
 
     def solve(where: tuple[Path, str]) -> Solution:
         return _applied(task, where[0] / f"{where[1]}.patch", tmp_path / where[1])
@@ -388,7 +389,7 @@ def test_a_lookup_of_memorised_values_is_caught_by_value_twins(task_name, attack
     def solve(name: str) -> Solution:
         return _applied(task, ROUND23 / f"{name}.patch", tmp_path / name)
     cheat = solve(attack)
-    off = verify(task, cheat, backend=backend, defences=Defences(value_twins=False))
+    off = verify(task, cheat, backend=backend, defences=Defences(value_twins=False, traded_twins=False))
     assert off.error is None and off.reward == 1.0, off.model_dump_json(indent=1)
     got = verify(task, cheat, backend=backend)
     assert got.error is None and got.reward == 0.0, got.model_dump_json(indent=1)
@@ -426,11 +427,43 @@ def test_a_feature_knowing_only_the_words_the_tests_show_is_caught_by_word_twins
     worded = [c for c in planted_set(load_task(task).record) if c.word]
     assert worded and all(c.valued for c in worded)
     cheat = _applied(task, attack, tmp_path / "cheat")
-    off = verify(task, cheat, backend=backend, defences=Defences(word_twins=False))
+    off = verify(task, cheat, backend=backend, defences=Defences(word_twins=False, traded_twins=False))
     assert off.error is None and off.reward == 1.0, off.model_dump_json(indent=1)
     got = verify(task, cheat, backend=backend)
     assert got.error is None and got.reward == 0.0, got.model_dump_json(indent=1)
     fair = verify(task, _applied(task, honest, tmp_path / "fair"), backend=backend)
+    assert fair.error is None and fair.reward == 1.0, fair.model_dump_json(indent=1)
+
+
+@pytest.mark.parametrize("backend", [pytest.param("docker", marks=pytest.mark.docker),
+                                     pytest.param("bwrap", marks=pytest.mark.bwrap)])
+def test_a_parser_of_the_shown_forms_with_the_lent_input_memorised_is_caught_by_traded_twins(
+        backend, from_roman, tmp_path, request):
+    """Held-out round 25's tk_upper (F1): a from_roman of canonical upper
+    case only, with the one lower-case input the tests show ("  xlii ")
+    memorised. That input is the only one an exchange block can lend, and no
+    twin of a traded input was planted (a twin near it said it was accepted,
+    pointing at the block's original), so the lookup scored 1. Twins made
+    alike of every input the block trades (copy_raises.traded_copies), the
+    same number of each, each deciding as its input does ("  XLII " accepted,
+    "iiii" rejected), ask for the rest: 1 with them off, 0 with them on; a
+    greedy parse over the workspace's table keeps 1."""
+    from taskforge.grade.defences import Defences
+    from taskforge.grade.verify import planted_set, verify
+    from taskforge.package.store import load_task
+
+    if backend == "bwrap":
+        request.getfixturevalue("bwrap_env")(from_roman)
+    planted = planted_set(load_task(from_roman).record)
+    traded = {t for c in planted if c.raising for t in c.trades}
+    counts = {v: sum(bool(c.traded) and c.fresh == v for c in planted) for v in traded}
+    assert "'  xlii '" in traded and len(set(counts.values())) == 1 and counts["'  xlii '"] > 0, counts
+    cheat = _applied(from_roman, ROUND25 / "tk_upper.patch", tmp_path / "cheat")
+    off = verify(from_roman, cheat, backend=backend, defences=Defences(traded_twins=False))
+    assert off.error is None and off.reward == 1.0, off.model_dump_json(indent=1)
+    got = verify(from_roman, cheat, backend=backend)
+    assert got.error is None and got.reward == 0.0, got.model_dump_json(indent=1)
+    fair = verify(from_roman, _applied(from_roman, ROUND25 / "tk_greedy.patch", tmp_path / "fair"), backend=backend)
     assert fair.error is None and fair.reward == 1.0, fair.model_dump_json(indent=1)
 
 

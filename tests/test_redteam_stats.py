@@ -244,7 +244,7 @@ def test_memory_across_verifies_carries_nothing(redteam_tasks):  # noqa: F811
     finally:
         cp.BALANCED = was
 
-    def fresh(record, built_first=True, raising=True, twins=True, valued=True, words=True):
+    def fresh(record, built_first=True, raising=True, twins=True, valued=True, words=True, traded=True):
         return choose_copies(wide, random.SystemRandom())
     # (Unsealed too: sealed, this task's copies differ from their originals only
     # in tokens drawn afresh for every member, and even fresh draws tell nothing.)

@@ -143,11 +143,16 @@ def kept_outcomes(m: cp.TestCopy, a: Mapping[str, str], b: Mapping[str, str]) ->
     or a failure, and a failure somewhere for a must-fail copy. A near twin
     of an input (copy_raises.fresh_copies) keeps whichever outcome the gold
     gave; a twin of an input a test shows accepted, only the gold's
-    acceptance (its test then fails: no raise where one was expected)."""
+    acceptance (its test then fails: no raise where one was expected); a
+    twin of a block's traded input (copy_raises.traded_copies), only the
+    outcome its input has, so twins of the raising and the accepted inputs
+    ask only what the tests already fix."""
     if not (a == b and a and all(o in ("passed", "failed") for o in a.values())):
         return False
     if m.valued:                # the gold takes the twin: its value is kept at the capture run
         return all(o == "passed" for o in a.values())
+    if m.traded:                # decided as its input is: accepted, or raising (its test passes)
+        return "failed" in a.values() if m.fresh_accepted else all(o == "passed" for o in a.values())
     if m.fresh and not m.fresh_accepted:
         return True
     return "failed" in a.values()

@@ -1291,10 +1291,13 @@ def _propose(root: Path, nodeids: list[str], seed: str, sites_per_test: int, val
             by_file.setdefault(ref.file, []).append((ref, fn))
     sources = copy_raises.package_sources(root) if by_file else []
     package = copy_raises.package_text(sources)
+    traded: dict[str, set[str]] = {}
     for file, tests in by_file.items():
         tree, lines = parsed[file][0], parsed[file][1]                                  # type: ignore[index]
-        out += copy_raises.exchange_blocks(tests, lines, own, _named, Edit,
-                                           copy_raises.shown_elsewhere(tree, package))
+        blocks = copy_raises.exchange_blocks(tests, lines, own, _named, Edit,
+                                             copy_raises.shown_elsewhere(tree, package))
+        traded[file] = {t for m in blocks for t in m.trades}
+        out += blocks
     # ... and near twins of their inputs, from a stream of their own
     twins = random.Random(own.random())
     for file, tests in by_file.items():
@@ -1308,6 +1311,11 @@ def _propose(root: Path, nodeids: list[str], seed: str, sites_per_test: int, val
                                          module=parsed[file][0], vocab=words)                     # type: ignore[index]
         out += copy_raises.table_valued_copies(tests, parsed[file][1], valued, _named, Edit,            # type: ignore[index]
                                                module=parsed[file][0], vocab=words)               # type: ignore[index]
+    # ... and twins of the inputs the blocks trade, alike for each, from the last
+    lent = random.Random(own.random())
+    for file, tests in by_file.items():
+        out += copy_raises.traded_copies(tests, parsed[file][1], traded[file], lent, _named, Edit,      # type: ignore[index]
+                                         module=parsed[file][0], vocab=words)                     # type: ignore[index]
     return mark_built(out, parsed)
 
 

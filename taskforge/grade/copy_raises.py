@@ -47,6 +47,7 @@ import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 
 from taskforge.analysis.pyparse import literal_eval
@@ -69,6 +70,7 @@ MAX_RESHAPED = 6               # ... and of another shape (reshaped); a table ro
 MAX_TABLE_FRESH = 2            # ... from each row of a parametrize table's input column
 MAX_TABLE_ROWS = 48            # rows of one table twinned (drawn at random beyond)
 DIGITS_ONLY = "\0"              # fresh_value's alphabet for an accepted input: its digits renamed only
+MAX_TRADED_KIND = 2            # twins proposed of each kind of an input a raising block trades (traded_copies)
 MAX_VALUED = 6                 # value twins proposed from each input (valued_copies); the gold keeps some
 MAX_SWAPS = 48                 # ... word swaps (vocab.swaps) of each input, the words least swapped in first
 MAX_TABLE_SWAPS = 16           # ... of each table row
@@ -642,6 +644,17 @@ def _twin(ref: TestRef, node: ast.expr, source: object, value: object, text: str
                     site=f"line {node.lineno}: input {repr(source)[:40]} twinned as {repr(value)[:40]}, {says}")
 
 
+def _raising_hosts(raising: list[Raising]) -> dict[str, Raising]:
+    """A callee -> a raising statement to hold its twins: the first alone in
+    its test (other raising statements would stay in the twin as written,
+    the planted block's exchanged input perhaps among them)."""
+    hosts: dict[str, Raising] = {}
+    for r in raising:
+        if len({id(x.stmt) for x in raising if x.fn is r.fn}) == 1 and _twin_host(r):
+            hosts.setdefault(r.callee, r)
+    return hosts
+
+
 def fresh_copies(tests: list[tuple[TestRef, ast.FunctionDef | ast.AsyncFunctionDef]], lines: list[str],
                  rng: random.Random, render: Callable, edit: Callable,
                  module: ast.Module | None = None) -> list[TestCopy]:
@@ -687,12 +700,7 @@ def fresh_copies(tests: list[tuple[TestRef, ast.FunctionDef | ast.AsyncFunctionD
         for x in xs:
             if isinstance(x.node.value, str):
                 letters.setdefault((x.callee, own), set()).update(x.node.value)
-    hosts: dict[str, Raising] = {}              # a callee -> a raising statement to hold its twins
-    for r in raising:
-        if len({id(x.stmt) for x in raising if x.fn is r.fn}) == 1 and _twin_host(r):
-            # (other raising statements would stay in the twin as written,
-            # the planted block's exchanged input perhaps among them)
-            hosts.setdefault(r.callee, r)
+    hosts = _raising_hosts(raising)
     # host, input, alphabets, whether a test shows it accepted, renamings and
     # reshapings wanted (a raising input's only: a digit fewer or more in an
     # accepted one asks what the tests never do, "$1,234.56" -> "$1,24.56" of
@@ -738,6 +746,85 @@ def fresh_copies(tests: list[tuple[TestRef, ast.FunctionDef | ast.AsyncFunctionD
             if text is None:
                 break
             out.append(_twin(host.ref, host.node, source, value, text, accepted=shown_accepted))
+    return out
+
+
+class TradedEdit(StrEnum):
+    """How a traded twin (traded_edits) differs from its input."""
+    CASE = "case"
+    WORD = "word"
+    DIGITS = "digits"
+    SWAP = "swap"
+    DELETE = "delete"
+    DOUBLE = "double"
+
+
+def traded_edits(value: object, rng: random.Random, vocab: tuple[Vocabulary, ...] = ()
+                 ) -> list[tuple[object, TradedEdit]]:
+    """Twins of an input a raising block trades, each with its kind, made
+    alike whichever side it stands on: its case changed, a word of a list the
+    feature reads swapped (vocab.swaps), a letter swapped with a neighbour,
+    deleted or doubled (letter_reshaped), its digits renamed; up to
+    MAX_TRADED_KIND of each kind. Nothing here depends on whether the input raises; which of
+    them the gold keeps does (a deleted letter mostly keeps a good numeral
+    good, a doubled one a bad numeral bad: round 26's reader told the sides
+    apart by that alone), so verify._traded plants each kind equally often
+    for every input of a block."""
+    out: list[tuple[object, TradedEdit]] = []
+    if isinstance(value, str):
+        out += [(value.upper(), TradedEdit.CASE), (value.lower(), TradedEdit.CASE)]
+        out += [(t, TradedEdit.WORD) for t in covering(word_swaps(value, vocab), {}, MAX_TRADED_KIND, rng)]
+        letters = letter_reshaped(value)
+        rng.shuffle(letters)
+        out += [(t, TradedEdit.SWAP if len(t) == len(value) else  # type: ignore[arg-type]
+                 TradedEdit.DELETE if len(t) < len(value) else TradedEdit.DOUBLE)  # type: ignore[arg-type]
+                for t in letters]
+    out += [(t, TradedEdit.DIGITS) for t in _renamings(value, rng, (DIGITS_ONLY,), MAX_TRADED_KIND, 16)]
+    seen: set[object] = {value}
+    kept: list[tuple[object, TradedEdit]] = []
+    for t, kind in out:
+        if t not in seen and sum(k is kind for _, k in kept) < MAX_TRADED_KIND:
+            seen.add(t)
+            kept.append((t, kind))
+    return kept
+
+
+def traded_copies(tests: list[tuple[TestRef, ast.FunctionDef | ast.AsyncFunctionDef]], lines: list[str],
+                  traded: set[str], rng: random.Random, render: Callable, edit: Callable,
+                  module: ast.Module | None = None, vocab: tuple[Vocabulary, ...] = ()) -> list[TestCopy]:
+    """Twins (traded_edits) of each input an exchange block of `tests` trades
+    (`traded`: the inputs' reprs), in the raising test's shape as
+    fresh_copies makes them, marked `traded`; calibration keeps a twin of the
+    raising input only where the gold rejects it too, one of an accepted
+    input only where the gold accepts it (`fresh_accepted`).
+
+    Why: a value twin says its input is accepted, so verify plants none of a
+    traded input (it would point at the block's original), and a lent input
+    lost every twin: when "  xlii " was the only lendable input, a parser of
+    upper case only with that one input memorised scored 1 (held-out round
+    25, F1: tk_upper; lg_lowcode, lg_shapes). These twins are made alike for
+    both sides of a block and each asks what its input's own test fixes, so
+    verify plants the same number of each."""
+    literals, _ = _module_facts(tests, module)
+    raising = [r for ref, fn in tests for r in raising_inputs(fn, ref)]
+    accepted = [a for ref, fn in tests for a in accepted_inputs(fn, ref)]
+    hosts = _raising_hosts(raising)
+    sources: dict[tuple[str, str], tuple[object, bool]] = {}       # (callee, repr) -> (input, accepted)
+    for x, ok in [(r, False) for r in raising] + [(a, True) for a in accepted]:
+        key = (x.callee, repr(x.node.value))
+        if key[1] in traded and x.callee in hosts:
+            sources.setdefault(key, (x.node.value, ok))
+    out: list[TestCopy] = []
+    for (callee, _), (source, ok) in sorted(sources.items()):
+        host = hosts[callee]
+        for value, kind in traded_edits(source, rng, vocab):
+            if (type(value), value) in literals:
+                continue
+            text = render(lines, host.fn, _twin_edits(lines, host, value, edit))
+            if text is None:
+                break
+            out.append(_twin(host.ref, host.node, source, value, text, accepted=ok)
+                       .model_copy(update={"traded": kind.value}))
     return out
 
 

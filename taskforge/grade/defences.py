@@ -26,6 +26,7 @@ class Defences(BaseModel):
     raise_twins: bool = True      # ... a raising test on a near twin of an input (copy_raises.fresh_copies)
     value_twins: bool = True      # ... an equality on a near twin, the gold's value kept (copy_raises.valued_copies)
     word_twins: bool = True       # ... of those, a word of the feature's own lists swapped (grade/vocab.py)
+    traded_twins: bool = True     # ... twins of a raising block's inputs, alike for each (copy_raises.traded_copies)
     rename: bool = True            # random names for the hidden tests at every run
     seals: bool = True             # literal expectations judged on the host (grade/seals.py)
     built_seals: bool = True       # ... and built ones, by the shape the gold built (grade/shapes.py)

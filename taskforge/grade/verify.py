@@ -58,6 +58,7 @@ from taskforge.sandbox.warm import Lease, WarmPool
 
 INFRA_RETRIES = 2
 DEFAULT_TIMEOUT = 900.0
+MAX_TRADED_TWINS = 3                   # twins of each input a planted block trades (copy_raises.traded_copies)
 MAX_TWINS_PER_TEST = 16                 # near twins of a raising site's inputs a test (copy_raises.fresh_copies)
 MAX_TWINS = 32                          # ... and in all
 MAX_VALUED_PER_TEST = 8                 # value twins an accepting test (copy_raises.valued_copies)
@@ -199,7 +200,10 @@ def choose_copies(candidates: list[cp.TestCopy], rng: random.Random, limit: int 
     rng.shuffle(names)
     # blocks exchanging a raising input first: nothing else protects a test
     # that only expects a raise (grade/copy_raises.py)
-    names.sort(key=lambda b: not blocks[b][0].raising)
+    # and of those, one whose traded inputs have twins of a kind (_traded)
+    traded = [m for m in twins if m.traded]
+    names.sort(key=lambda b: (not blocks[b][0].raising, not _traded(
+        traded, blocks[b][0].file, {t for m in blocks[b] if m.raising for t in m.trades})))
     for name in names:
         takes = {(m.file, tuple(m.cls), m.func) for m in blocks[name]}
         if takes & covered:
@@ -317,13 +321,16 @@ def _twins(twins: list[cp.TestCopy], blocks: Mapping[tuple[str, str], set[str]],
     out: list[cp.TestCopy] = []                                   # one twin of each input a block trades
     by_test: dict[tuple, dict[tuple[str, bool], list[cp.TestCopy]]] = {}
     for m in sorted(twins, key=lambda m: (m.fresh, m.site)):
-        if (m.file, m.fresh) in traded:
+        if (m.file, m.fresh) in traded or m.traded:
             continue
         # by input and by the gold's outcome: twins it rejects and twins it accepts alike
         kind = (m.fresh, "failed" in m.expect.values())
         by_test.setdefault((m.file, tuple(m.cls), m.func), {}).setdefault(kind, []).append(m)
     for where, values in sorted(blocks.items()):
-        picks = []
+        picks = _traded(twins, where[0], values)
+        if picks:
+            out += picks
+            continue
         for value in sorted(values):
             pool = sorted((m for m in twins if m.file == where[0] and m.fresh == value and copy_raises.digit_twin(m)),
                           key=lambda m: m.site)
@@ -343,6 +350,40 @@ def _twins(twins: list[cp.TestCopy], blocks: Mapping[tuple[str, str], set[str]],
         spread = [pool[i] for i in range(max(map(len, groups))) for pool in groups if i < len(pool)]
         out += spread[:MAX_TWINS_PER_TEST]
     return out[:MAX_TWINS]
+
+
+def _traded(twins: list[cp.TestCopy], file: str, values: set[str]) -> list[cp.TestCopy]:
+    """Twins of a planted block's traded inputs (copy_raises.traded_copies):
+    for every input the same kinds of edit, each kind as often, up to
+    MAX_TRADED_TWINS an input, in the order they were made; [] where the
+    inputs share no kind. Each asks what its input's own test fixes
+    (calibration kept only those), so a parser of the shown inputs' forms
+    alone fails the lent input's twins ("  xlii " -> "  XLII ", round 25's
+    tk_upper). Kinds matched, because the gold keeps deletions of a good
+    numeral and doublings of a bad one: unmatched, a reader told the raising
+    input by its twins' kinds alone (round 26)."""
+    pools: list[dict[str, list[cp.TestCopy]]] = []
+    for value in sorted(values):
+        pool: dict[str, list[cp.TestCopy]] = {}
+        for m in twins:
+            if m.traded and m.file == file and m.fresh == value:
+                pool.setdefault(m.traded, []).append(m)
+        pools.append(pool)
+    kinds = [k for k in copy_raises.TradedEdit if pools and all(k in p for p in pools)]
+    room = {k: min(len(p[k]) for p in pools) for k in kinds}
+    order: list[copy_raises.TradedEdit] = []
+    while len(order) < MAX_TRADED_TWINS and any(room.values()):
+        for k in kinds:
+            if room[k] and len(order) < MAX_TRADED_TWINS:
+                order.append(k)
+                room[k] -= 1
+    out: list[cp.TestCopy] = []
+    for pool in pools:
+        used: dict[str, int] = {}
+        for k in order:
+            out.append(pool[k][used.get(k, 0)])
+            used[k] = used.get(k, 0) + 1
+    return out
 
 
 def _widen(planted: dict[tuple, list[cp.TestCopy]], crossed: dict[tuple, list[cp.TestCopy]],
@@ -477,7 +518,7 @@ def _prepare(task: Task, solution: Solution, tree: Path, defences: Defences,
              for k, d in notes]
     chosen = planted_set(rec, defences.built_copies, defences.raise_copies, defences.raise_twins,
                          defences.value_twins and defences.seals and defences.built_seals,
-                         defences.word_twins) if defences.copies else []
+                         defences.word_twins, defences.traded_twins) if defences.copies else []
     if defences.static_scan:
         found += _scan(task, tree, defences, chosen)
     if capture:                 # every stored copy: each one's built expectations are kept
@@ -579,7 +620,7 @@ def shown_ids(root: Path, graded: list[str], skip: AbstractSet[str] = frozenset(
 
 
 def planted_set(rec, built_first: bool = True, raising: bool = True, twins: bool = True,
-                valued: bool = True, words: bool = True) -> list[cp.TestCopy]:
+                valued: bool = True, words: bool = True, traded: bool = True) -> list[cp.TestCopy]:
     """The copies every verify of this task plants: chosen once per task (seeded by
     the grading plan's secret), never drawn afresh.
 
@@ -607,6 +648,8 @@ def planted_set(rec, built_first: bool = True, raising: bool = True, twins: bool
         kept = [c for c in kept if not c.fresh]
     if not words:               # ... and without words swapped (round 24's lg_nocur)
         kept = [c for c in kept if not c.word]
+    if not traded:              # ... and without twins of a block's inputs (round 25's tk_upper)
+        kept = [c for c in kept if not c.traded]
     # Value twins only where the host keeps the gold's value for them (a
     # shape seal; unsealed, `X == X` asks nothing); off: round 23's lookups.
     if any(c.valued for c in kept):
