@@ -705,16 +705,29 @@ def sites(fn, module: ast.Module | None = None) -> list[Site]:
     """Every sound mutation of a test function, value sites first."""
     if _exits_early(fn):
         return []
-    consts = _module_constants(module) if module is not None else {}
+    consts, imported, makers, named = _module_facts(module)
     expected = _expected_names(fn)
     by_identity = {t.comparators[0].id for t in ast.walk(fn) if isinstance(t, ast.Compare)
                    and len(t.ops) == 1 and isinstance(t.ops[0], ast.Is)
                    and isinstance(t.comparators[0], ast.Name)}
     plain = _plain_nodes(fn)
-    imported = _imported(module)
-    return (_literal_sites(plain, expected, makers_of(module)) + _param_sites(fn, expected, by_identity, consts)
+    return (_literal_sites(plain, expected, makers) + _param_sites(fn, expected, by_identity, consts)
             + _none_sites(plain) + _complement_sites(plain)
-            + _exception_sites(fn, imported, _named_exceptions(module, imported) if module is not None else None))
+            + _exception_sites(fn, imported, named))
+
+
+@functools.lru_cache(maxsize=16)
+def _module_facts(module: ast.Module | None
+                  ) -> tuple[dict[str, ast.AST], set[str], set[str], list[str] | None]:
+    """What sites() reads of the whole module (its constants, imported names,
+    makers, named exceptions), worked out once per parsed module: a
+    proposal asks for every test's sites several times, and each walk of the
+    module cost more than the test's own (a third of propose's time). Keyed
+    by the module object, which nothing mutates once parsed."""
+    if module is None:
+        return {}, _imported(None), makers_of(None), None
+    imported = _imported(module)
+    return _module_constants(module), imported, makers_of(module), _named_exceptions(module, imported)
 
 
 # ------------------------------------------------------------ changing literals
