@@ -389,7 +389,8 @@ def test_a_lookup_of_memorised_values_is_caught_by_value_twins(task_name, attack
     def solve(name: str) -> Solution:
         return _applied(task, ROUND23 / f"{name}.patch", tmp_path / name)
     cheat = solve(attack)
-    off = verify(task, cheat, backend=backend, defences=Defences(value_twins=False, traded_twins=False))
+    off = verify(task, cheat, backend=backend,       # (its allowlist misses twins two reshapes away too)
+                 defences=Defences(value_twins=False, raise_twins=False))
     assert off.error is None and off.reward == 1.0, off.model_dump_json(indent=1)
     got = verify(task, cheat, backend=backend)
     assert got.error is None and got.reward == 0.0, got.model_dump_json(indent=1)
@@ -449,7 +450,7 @@ def test_a_parser_of_the_shown_forms_with_the_lent_input_memorised_is_caught_by_
     "iiii" rejected), ask for the rest: 1 with them off, 0 with them on; a
     greedy parse over the workspace's table keeps 1."""
     from taskforge.grade.defences import Defences
-    from taskforge.grade.verify import planted_set, verify
+    from taskforge.grade.verify import planted_set
     from taskforge.package.store import load_task
 
     if backend == "bwrap":
@@ -458,13 +459,49 @@ def test_a_parser_of_the_shown_forms_with_the_lent_input_memorised_is_caught_by_
     traded = {t for c in planted if c.raising for t in c.trades}
     counts = {v: sum(bool(c.traded) and c.fresh == v for c in planted) for v in traded}
     assert "'  xlii '" in traded and len(set(counts.values())) == 1 and counts["'  xlii '"] > 0, counts
-    cheat = _applied(from_roman, ROUND25 / "tk_upper.patch", tmp_path / "cheat")
-    off = verify(from_roman, cheat, backend=backend, defences=Defences(traded_twins=False))
-    assert off.error is None and off.reward == 1.0, off.model_dump_json(indent=1)
-    got = verify(from_roman, cheat, backend=backend)
-    assert got.error is None and got.reward == 0.0, got.model_dump_json(indent=1)
-    fair = verify(from_roman, _applied(from_roman, ROUND25 / "tk_greedy.patch", tmp_path / "fair"), backend=backend)
+    _off_on_fair(from_roman, ROUND25 / "tk_upper.patch", ROUND25 / "tk_greedy.patch", backend,
+                 Defences(traded_twins=False), tmp_path)
+
+
+def _off_on_fair(task: Path, attack: Path, honest: Path, backend: str, off: object, tmp_path: Path) -> None:
+    """The attack scores 1 with the defences `off`, 0 with all on; the honest twin 1."""
+    from taskforge.grade.verify import verify
+
+    cheat = _applied(task, attack, tmp_path / "cheat")
+    for defences, want in ((off, 1.0), (None, 0.0)):
+        got = verify(task, cheat, backend=backend, defences=defences)      # type: ignore[arg-type]
+        assert got.error is None and got.reward == want, got.model_dump_json(indent=1)
+    fair = verify(task, _applied(task, honest, tmp_path / "fair"), backend=backend)
     assert fair.error is None and fair.reward == 1.0, fair.model_dump_json(indent=1)
+
+
+@pytest.mark.parametrize("backend", [pytest.param("docker", marks=pytest.mark.docker),
+                                     pytest.param("bwrap", marks=pytest.mark.bwrap)])
+def test_a_lenient_parse_with_the_one_step_neighbourhood_blacklisted_is_caught_two_steps_away(
+        backend, from_roman, tmp_path, request):
+    """Held-out round 24's tk_lenient: a plain subtractive sum over roman
+    letters, its only validation a blacklist of nine strings, the rejected
+    members of the tests' raising inputs' one-step neighbourhood (IIII,
+    IIIII, VX, VVX, VXX, ...); it accepts IIIIII, VV and IC. Every raising
+    twin was one reshape away, so it scored 1. Twins two reshapes away
+    (copy_raises._reshaped_twice: "IIII" -> "IIIIII", "VX" -> "XX" or
+    "VVXX") make the list to memorise many times longer and ask what only
+    the feature's rule decides: 1 with raising twins off, 0 with them on; a
+    round trip through to_roman keeps 1."""
+    from taskforge.grade.copy_raises import reshaped
+    from taskforge.grade.defences import Defences
+    from taskforge.grade.verify import planted_set
+    from taskforge.package.store import load_task
+
+    if backend == "bwrap":
+        request.getfixturevalue("bwrap_env")(from_roman)
+    planted = [c for c in planted_set(load_task(from_roman).record) if c.fresh and not c.valued]
+
+    def two_steps(src: str) -> set[str]:
+        return {y for x in reshaped(src) for y in reshaped(x)} - set(reshaped(src)) - {src}
+    assert any(eval(c.trades[0]) in two_steps(eval(c.fresh)) for c in planted)
+    _off_on_fair(from_roman, ROUND24 / "tk_lenient.patch", ROUND24 / "tk_h_rt.patch", backend,
+                 Defences(raise_twins=False), tmp_path)
 
 
 FROM_ROMAN_TABLE = '''@pytest.mark.parametrize("numeral, expected", [
