@@ -229,6 +229,9 @@ class TestCopy(BaseModel):
     # only where the gold decides it as its input (fresh_accepted says which):
     # the edit's kind (copy_raises.TradedEdit), "" for no such twin.
     traded: str = ""
+    # How a near twin (copy_raises.fresh_copies) was made (copy_raises.TwinKind):
+    # renamed, reshaped, two reshapes away, moved along a scale; "": not one.
+    twin_kind: str = ""
 
 
 class GradingPlan(BaseModel):

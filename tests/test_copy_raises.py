@@ -37,7 +37,7 @@ from taskforge.grade.copy_raises import (
     valued_copies,
     valued_key,
 )
-from taskforge.grade.verify import MAX_TRADED_TWINS, choose_copies
+from taskforge.grade.verify import MAX_TRADED_TWINS, MAX_TWINS_PER_TEST, choose_copies
 from taskforge.models import TestCopy
 
 FILE = "tests/test_p.py"
@@ -321,7 +321,7 @@ def test_the_inputs_a_planted_block_trades_get_one_digit_twin_each_or_none():
             assert all(digit_twin(c) for c in of_traded)
         seen.add(bool(of_traded))
         others = [c for c in got if c.fresh and c.fresh not in traded]
-        assert others and len(others) <= 16
+        assert others and len(others) <= MAX_TWINS_PER_TEST
     assert seen == {True, False}          # "1.2.3" has digit twins, "abc" none
 
 
@@ -339,7 +339,7 @@ def test_a_traded_input_s_twins_are_made_alike_whatever_its_outcome(value):
             assert t in (value.upper(), value.lower())
         elif kind is TradedEdit.DIGITS:
             assert re.sub("[0-9]", "0", str(t)) == re.sub("[0-9]", "0", str(value))
-        elif kind is not TradedEdit.WORD:
+        else:
             assert t in letter_reshaped(value)
             assert (len(t) - len(value)) == {TradedEdit.SWAP: 0, TradedEdit.DELETE: -1, TradedEdit.DOUBLE: 1}[kind]
     if isinstance(value, str):
@@ -713,3 +713,19 @@ def test_a_value_twin_may_change_the_length_of_the_first_digit_run(value, want):
         def choice(self, seq):
             return "4"
     assert run_twins(value, Four()) == want
+
+
+def test_an_input_s_twins_are_planted_rarest_kind_first():
+    """verify._kinds_in_turn: a test plants two or three twins of an input;
+    drawn at random they were mostly renamings, and a roman parser adding up
+    hundreds unchecked passed where only "VX" -> "DM" (moved along the scale)
+    asked (held-out round 27, tk_prefix)."""
+    from taskforge.grade.verify import _kinds_in_turn
+
+    kinds = ["renamed"] * 5 + ["reshaped"] * 3 + ["twice"] * 2 + ["scaled"] * 2 + [""]
+    pool = [TestCopy(file=FILE, func="test_r", kind="value", site=str(i), source="", fresh="'VX'",
+                     twin_kind=k) for i, k in enumerate(kinds)]
+    random.Random(0).shuffle(pool)
+    got = [m.twin_kind for m in _kinds_in_turn(pool)]
+    assert got[:5] == ["scaled", "twice", "reshaped", "renamed", ""] and sorted(got) == sorted(kinds)
+    assert got[5:9] == ["scaled", "twice", "reshaped", "renamed"]

@@ -504,6 +504,32 @@ def test_a_lenient_parse_with_the_one_step_neighbourhood_blacklisted_is_caught_t
                  Defences(raise_twins=False), tmp_path)
 
 
+ROUND27 = ROOT / "docs" / "redteam" / "2026-12-07-heldout-corpus-27"
+
+
+@pytest.mark.parametrize("backend", [pytest.param("docker", marks=pytest.mark.docker),
+                                     pytest.param("bwrap", marks=pytest.mark.bwrap)])
+def test_a_parser_checking_only_the_low_places_is_caught_by_twins_moved_along_the_scale(
+        backend, from_roman, tmp_path, request):
+    """Held-out round 27's tk_prefix: tens and units checked by a regex,
+    hundreds and thousands merely added up (it accepts DD, MCMM, DM). Every
+    raising twin stayed near "VX" or "IIII", so it scored 1. Twins moved
+    along the scale the feature reads (vocab.scaled: "VX" -> "DM", "IIII"
+    -> "CCCC"), planted first among an input's kinds (verify._kinds_in_turn),
+    ask the high places the same question: 1 with raising twins off, 0 with
+    them on; a round trip through to_roman keeps 1."""
+    from taskforge.grade.defences import Defences
+    from taskforge.grade.verify import planted_set
+    from taskforge.package.store import load_task
+
+    if backend == "bwrap":
+        request.getfixturevalue("bwrap_env")(from_roman)
+    planted = planted_set(load_task(from_roman).record)
+    assert any(c.twin_kind == "scaled" or c.traded == "scaled" for c in planted)
+    _off_on_fair(from_roman, ROUND27 / "tk_prefix.patch", ROUND24 / "tk_h_rt.patch", backend,
+                 Defences(raise_twins=False), tmp_path)
+
+
 FROM_ROMAN_TABLE = '''@pytest.mark.parametrize("numeral, expected", [
     ("MCMXCIV", 1994), ("  xlii ", 42), ("", None), ("IIII", None), ("VX", None), ("ABC", None),
 ])

@@ -1305,20 +1305,21 @@ def _propose(root: Path, nodeids: list[str], seed: str, sites_per_test: int, val
     sources = copy_raises.package_sources(root) if by_file else []
     package = copy_raises.package_text(sources)
     traded: dict[str, set[str]] = {}
+    words = tuple(vocab.read_vocabularies(sources, removed))
     for file, tests in by_file.items():
         tree, lines = parsed[file][0], parsed[file][1]                                  # type: ignore[index]
         blocks = copy_raises.exchange_blocks(tests, lines, own, _named, Edit,
-                                             copy_raises.shown_elsewhere(tree, package))
+                                             copy_raises.shown_elsewhere(tree, package),
+                                             copy_raises.same_kinds(words))
         traded[file] = {t for m in blocks for t in m.trades}
         out += blocks
     # ... and near twins of their inputs, from a stream of their own
     twins = random.Random(own.random())
     for file, tests in by_file.items():
         out += copy_raises.fresh_copies(tests, parsed[file][1], twins, _named, Edit,                    # type: ignore[index]
-                                        module=parsed[file][0])                                   # type: ignore[index]
+                                        module=parsed[file][0], vocab=words)                      # type: ignore[index]
     # ... and value twins of the inputs equalities show, from one more stream
     valued = random.Random(own.random())
-    words = tuple(vocab.read_vocabularies(sources, removed))
     for file, tests in by_file.items():
         out += copy_raises.valued_copies(tests, parsed[file][1], valued, _named, Edit,                  # type: ignore[index]
                                          module=parsed[file][0], vocab=words)                     # type: ignore[index]

@@ -187,6 +187,43 @@ def swapped(value: object, vocabularies: Iterable[Vocabulary]) -> list[object]:
     return [t for t, _ in swaps(value, vocabularies)]
 
 
+SCALE_STEPS = (-4, 4, -2, 2)    # places along a list of one-character words, farthest first (I -> C, V -> D)
+
+
+def scaled(value: object, vocabularies: Iterable[Vocabulary]) -> list[str]:
+    """`value` with every character that is a one-character word of a list
+    moved the same number of places along the list's own order at once
+    (SCALE_STEPS, within its ends), in its case: "VX" -> "LC" -> "DM",
+    "IIII" -> "XXXX" -> "CCCC", "$" -> "£". Only where every letter of
+    `value` is such a word (a scale mixed with other letters means nothing).
+    Why: twins of a raising input stayed near it, so a roman parser checking
+    tens and units and merely adding up hundreds and thousands (accepting
+    "DD", "MCMM") passed every one (round 27, tk_prefix); moved along the
+    scale, a defect keeps its shape ("VX" and "DM" are the same mistake),
+    and the gold still decides each twin."""
+    if not isinstance(value, str) or not value:
+        return []
+    out: list[str] = []
+    for vocab in vocabularies:
+        chars = [w for w in vocab if len(w) == 1]
+        index = {c.lower(): i for i, c in enumerate(chars)}
+        if len(chars) < MIN_WORDS or len(index) != len(chars):
+            continue
+        at = [i for i, ch in enumerate(value) if ch.lower() in index]
+        if not at or any(ch.isalpha() and ch.lower() not in index for ch in value):
+            continue
+        for step in SCALE_STEPS:
+            moved = [index[value[i].lower()] + step for i in at]
+            if not all(0 <= j < len(chars) for j in moved):
+                continue
+            new = list(value)
+            for i, j in zip(at, moved):
+                c = chars[j]
+                new[i] = c.lower() if value[i].islower() else c.upper() if value[i].isupper() else c
+            out.append("".join(new))
+    return [t for t in dict.fromkeys(out) if t != value]
+
+
 def covering(candidates: list[tuple[str, str]], counts: dict[str, int], want: int,
              rng: random.Random) -> list[str]:
     """Up to `want` twins of `candidates` ((twin, word swapped in)), the words
