@@ -419,7 +419,7 @@ def test_a_feature_knowing_only_the_words_the_tests_show_is_caught_by_word_twins
     ask for the rest: 1 with them off, 0 with them on; a Decimal-based parser
     and a greedy parse over the workspace's ROMAN_TABLE keep 1."""
     from taskforge.grade.defences import Defences
-    from taskforge.grade.verify import planted_set, verify
+    from taskforge.grade.verify import planted_set
     from taskforge.package.store import load_task
 
     task = request.getfixturevalue(task_name)
@@ -427,13 +427,7 @@ def test_a_feature_knowing_only_the_words_the_tests_show_is_caught_by_word_twins
         request.getfixturevalue("bwrap_env")(task)
     worded = [c for c in planted_set(load_task(task).record) if c.word]
     assert worded and all(c.valued for c in worded)
-    cheat = _applied(task, attack, tmp_path / "cheat")
-    off = verify(task, cheat, backend=backend, defences=Defences(word_twins=False, traded_twins=False))
-    assert off.error is None and off.reward == 1.0, off.model_dump_json(indent=1)
-    got = verify(task, cheat, backend=backend)
-    assert got.error is None and got.reward == 0.0, got.model_dump_json(indent=1)
-    fair = verify(task, _applied(task, honest, tmp_path / "fair"), backend=backend)
-    assert fair.error is None and fair.reward == 1.0, fair.model_dump_json(indent=1)
+    _off_on_fair(task, attack, honest, backend, Defences(word_twins=False, traded_twins=False), tmp_path)
 
 
 @pytest.mark.parametrize("backend", [pytest.param("docker", marks=pytest.mark.docker),

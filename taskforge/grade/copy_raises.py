@@ -827,8 +827,13 @@ def same_kinds(vocab: tuple[Vocabulary, ...] = ()) -> Callable[[object, object],
     that verify._traded, planting only kinds all the block's inputs share,
     leaves none of `a`'s forms ungraded ("12.345 eur" lent beside "--5"
     lost its case twins, and a parser of lower-case codes only scored 1)."""
-    def kinds(value: object) -> set[TradedEdit]:
-        return {k for _, k in traded_edits(value, random.Random(0), vocab)}
+    known: dict[tuple[type, object], set[TradedEdit]] = {}
+
+    def kinds(value: object) -> set[TradedEdit]:           # asked once per input, not per pair
+        key = (type(value), value)
+        if key not in known:
+            known[key] = {k for _, k in traded_edits(value, random.Random(0), vocab)}
+        return known[key]
     return lambda r, a: bool(kinds(a)) and kinds(a) <= kinds(r)
 
 
