@@ -31,6 +31,7 @@ from taskforge.grade.copy_raises import (
     raising_inputs,
     reshaped,
     run_twins,
+    same_kinds,
     table_valued_copies,
     traded_copies,
     traded_edits,
@@ -729,3 +730,14 @@ def test_an_input_s_twins_are_planted_rarest_kind_first():
     got = [m.twin_kind for m in _kinds_in_turn(pool)]
     assert got[:5] == ["scaled", "twice", "reshaped", "renamed", ""] and sorted(got) == sorted(kinds)
     assert got[5:9] == ["scaled", "twice", "reshaped", "renamed"]
+
+
+@pytest.mark.parametrize("raising,lent,ok", [
+    ("--5", "--7", True),                  # both have digit twins only
+    ("VX", "IX", True),                    # case, swaps, deletions, doublings both
+    ("12.345 eur", "--5", False),          # the lent input would have fewer kinds: it would be told by that
+    ("--5", "12.345 eur", False),          # ... and its case and letter twins would go unplanted
+    ("VX", "IIII", False),                 # no swap of four equal letters
+])
+def test_a_block_lends_only_an_input_with_the_raising_input_s_kinds_of_twin(raising, lent, ok):
+    assert same_kinds()(raising, lent) is ok
