@@ -605,6 +605,37 @@ def test_an_assert_helper_of_the_project_makes_its_expected_argument_a_site(tmp_
     assert not [s for s in cp.sites(fn) if s.kind == "value"]    # without the helpers: none
 
 
+JOINED_TESTS = [
+    # a test's body, the literals its value sites change
+    # tabulate's form: the expected text a line at a time, through a helper that prints it first
+    ('expected = "\\n".join(["a  1", "b  2"])\n    assert_equal(expected, render(T))', ['"a  1"', '"b  2"']),
+    ('assert render(T) == "\\n".join(("a  1", "b  2"))', ['"a  1"', '"b  2"']),
+    # a value the test goes on to use is no expected value; a join of computed parts is none
+    ('expected = "\\n".join(["a  1"])\n    assert_equal(expected, render(T))\n    use(expected)', []),
+    ('assert render(T) == "\\n".join(rows)', []),
+]
+
+
+@pytest.mark.parametrize("body,want", JOINED_TESTS)
+def test_an_expected_text_joined_from_literal_lines_is_a_site(body, want):
+    """tabulate: every hidden test of its 16 branch candidates was without a
+    must-fail copy, its expectations being `"\\n".join([...])` given to a bare
+    `assert_equal` that prints both sides before it asserts."""
+    fn = ast.parse(f"def test_x():\n    {body}\n").body[0]
+    src = f"def test_x():\n    {body}\n".splitlines(keepends=True)
+    found = [s for s in cp.sites(fn) if s.kind == "value"]
+    got = [src[e.line - 1].encode()[e.start:e.end].decode() for s in found for e in s.edits_for(random.Random(0))]
+    assert got == want
+
+
+def test_a_use_inside_print_is_not_a_use_of_an_expected_value():
+    fn = ast.parse("def check(expected, result):\n    print('want', expected)\n"
+                   "    assert expected == result\n").body[0]
+    assert cp._expected_names(fn) == {"expected", "result"}
+    fn = ast.parse("def check(expected, result):\n    log(expected)\n    assert expected == result\n").body[0]
+    assert cp._expected_names(fn) == {"result"}
+
+
 def test_a_flood_of_short_lines_is_read_one_line_at_a_time():
     """Red team 12: 15 MiB of two-byte lines on the result pipe cost the host
     0.5 GB, split into a list before the event cap could stop anything."""

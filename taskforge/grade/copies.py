@@ -213,6 +213,12 @@ def _literal(node) -> bool:
             and all(_literal(v) for v in node.values)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         return isinstance(node.operand, ast.Constant) and isinstance(node.operand.value, (int, float))
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "join" \
+            and isinstance(node.func.value, ast.Constant) and isinstance(node.func.value.value, str) \
+            and len(node.args) == 1 and not node.keywords and isinstance(node.args[0], (ast.List, ast.Tuple)):
+        # `"\n".join(["spam  41.9", "eggs  451"])`: an expected text written a line
+        # at a time (tabulate's tests); its lines are its values
+        return _literal(node.args[0])
     if isinstance(node, ast.Call) and _call_name(node) in ("approx", "pytest.approx") and node.args:
         # With its own tolerance the windows of original and copy may overlap.
         return _literal(node.args[0]) and not node.keywords and len(node.args) == 1
@@ -380,6 +386,15 @@ def _none_check(node):
     return None
 
 
+def _equal_call(node: ast.Call) -> bool:
+    """`self.assertEqual(a, b)`, or a bare `assert_equal(a, b)` (numpy.testing's,
+    or a project's own of that name: tabulate's prints both sides and asserts
+    `==`)."""
+    f = node.func
+    return (isinstance(f, ast.Attribute) and f.attr in EQUAL_METHODS) or (
+        isinstance(f, ast.Name) and f.id in EQUAL_METHODS and not f.id.startswith("assertE"))
+
+
 def _equality_uses(fn, nodes=None) -> list[tuple[ast.AST, ast.AST]]:
     """(one side, the other) for every asserted equality in `nodes` (default: the
     whole test)."""
@@ -395,8 +410,7 @@ def _equality_uses(fn, nodes=None) -> list[tuple[ast.AST, ast.AST]]:
                 # `f(x) is expected`, a parameter holding True or False: the copy's
                 # row holds the other one (rows of other values are no site).
                 uses.append((test.comparators[0], test.left))
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                and node.func.attr in EQUAL_METHODS and len(node.args) >= 2:
+        elif isinstance(node, ast.Call) and _equal_call(node) and len(node.args) >= 2:
             uses.append((node.args[0], node.args[1]))
             uses.append((node.args[1], node.args[0]))
         elif isinstance(node, ast.Call) and (bound := _helper_args(node, HELPERS.get())) is not None:
@@ -461,10 +475,14 @@ def _helper_args(node: ast.Call, helpers: Helpers) -> tuple[list[ast.expr], list
 
 def _expected_names(fn) -> set[str]:
     """Names (parameters, locals) whose every use is one side of an asserted
-    equality whose other side does not use them: expected values."""
+    equality whose other side does not use them: expected values. A use that
+    is only printed (tabulate's `assert_equal` prints both sides first) decides
+    nothing."""
     loads: dict[str, int] = {}
+    printed = {id(n) for c in ast.walk(fn) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
+               and c.func.id == "print" for n in ast.walk(c)}
     for n in ast.walk(fn):
-        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and id(n) not in printed:
             loads[n.id] = loads.get(n.id, 0) + 1
     as_expected: dict[str, int] = {}
     for side, other in _equality_uses(fn, _plain_nodes(fn)):
@@ -559,8 +577,7 @@ def _literal_sites(plain: list[ast.AST], expected: set[str], makers: AbstractSet
     for node in plain:
         if isinstance(node, ast.Assert):
             out += [site for side in _eq_sides(node.test) for site in _side_sites(side, makers)]
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                and node.func.attr in EQUAL_METHODS and len(node.args) >= 2:
+        elif isinstance(node, ast.Call) and _equal_call(node) and len(node.args) >= 2:
             a, b = node.args[0], node.args[1]
             for side, other in ((a, b), (b, a)):
                 if _literal(side) and not _literal(other):
