@@ -140,6 +140,8 @@ def _day_start(day: str) -> int:
 
   taskforge generate ../lib --out tasks/ --since 2025-06-01 --statement-style own   # past a model's cutoff
 
+  taskforge generate ../lib --out tasks/ --branches --max-tasks 40   # the cases of one dispatcher too
+
 Nothing per repository is needed in the common case: dependencies, test extras,
 pytest plugins and the Python version are read from the project's own files.
 Overrides go in a taskforge.toml in the repository, in LIB.taskforge.toml beside
@@ -205,6 +207,11 @@ def generate(
                                            "predicted to break the suite (a body that runs at "
                                            "import) last instead of dropping them, so report.json's "
                                            "`prediction` says how often the prediction is wrong."),
+    branches: bool = typer.Option(False, "--branches", help="Also offer the larger arms of "
+                                  "functions' if/elif/else chains as features (the arm becomes "
+                                  "`raise NotImplementedError`; the condition and every other "
+                                  "path stay): tasks from a library whose tests all go through "
+                                  "one dispatcher."),
     as_json: bool = typer.Option(False, "--json", help="Print report.json to stdout."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress output."),
 ) -> None:
@@ -248,7 +255,7 @@ def generate(
                                         keep_weak=keep_weak, since=since_ts,
                                         statement_style=StatementStyle(statement_style),
                                         max_feature_defs=max_feature_defs,
-                                        check_predictions=check_predictions),
+                                        check_predictions=check_predictions, branches=branches),
                      progress=cast("PipelineProgress", prog), log=prog.stage)
     except TaskforgeError as exc:
         prog.done()
@@ -487,6 +494,7 @@ def corpus(
                              "($RAY_ADDRESS or --ray-address); a lost node's repository is "
                              "retried elsewhere and resumes from its journal."),
     ray_address: Optional[str] = typer.Option(None, "--ray-address"),
+    branches: bool = typer.Option(False, "--branches", help="As generate's --branches."),
     as_json: bool = typer.Option(False, "--json", help="One JSON object per repository."),
 ) -> None:
     """Generate tasks from many repositories, locally one after another or spread
@@ -512,7 +520,7 @@ def corpus(
     if not names:
         _error("no repositories: give them as arguments or with --from FILE")
         raise typer.Exit(2) from None
-    opts = Options(max_tasks=limit, jobs=jobs, remote_workers=remote_workers)
+    opts = Options(max_tasks=limit, jobs=jobs, remote_workers=remote_workers, branches=branches)
     from taskforge.orchestrate.corpus import CorpusReport, summary_line
 
     if ray:

@@ -41,6 +41,9 @@ class FeatureInfo(BaseModel):
     name: str                          # the root symbol's qualified name
     symbols: list[RemovedSymbol]
     removal: "Removal" = Field(default_factory=lambda: Removal.DEFINITIONS)
+    # BRANCH: the removed arm's lines in the original source, and when it runs
+    arm_lines: list[int] = Field(default_factory=list)      # [first, last]
+    arm_condition: str = ""
     touched_files: list[str]           # source files changed by the removal
     # `taskforge harden`: the proposed features removed together ([] for one feature)
     parts: list[str] = Field(default_factory=list)
@@ -69,9 +72,13 @@ class Removal(StrEnum):
     every definition that uses them. BODY: one function keeps its signature and
     docstring and its body becomes `raise NotImplementedError`, so its callers
     stay (a helper that the whole package calls through, whose own tests are few,
-    is a task without taking the package with it)."""
+    is a task without taking the package with it). BRANCH: one arm of an `if`
+    inside a function becomes `raise NotImplementedError`; the condition, the
+    other arms and every caller stay (the cases of one dispatcher are tasks of
+    their own)."""
     DEFINITIONS = "definitions"
     BODY = "body"
+    BRANCH = "branch"
 
 
 class Tier(StrEnum):

@@ -58,6 +58,54 @@ def make_git_repo(src: Path, dest: Path) -> Path:
 ENGINE_FIXTURES = {"docker_engine"}
 
 
+@pytest.fixture(scope="session")
+def confwriter_tasks(base_image, tmp_path_factory):
+    """generate --branches on confwriter: every value goes through `format_value`,
+    so the writers of single types can only leave as bodies (Removal.BODY), and
+    format_duration's negative case is an arm of its own (Removal.BRANCH)."""
+    from taskforge.orchestrate.pipeline import Options, generate
+
+    repo = make_git_repo(FIXTURES / "confwriter", tmp_path_factory.mktemp("repo") / "confwriter")
+    out = tmp_path_factory.mktemp("tasks-confwriter")
+    report = generate(str(repo), out, Options(max_tasks=8, jobs=2, branches=True))
+    return out, report
+
+
+def confwriter_task(confwriter_tasks, name: str):
+    """(task directory, record) of the confwriter task removing `name`."""
+    from taskforge.package.store import load_task
+
+    out, report = confwriter_tasks
+    for tid in report.tasks:
+        rec = load_task(out / tid).record
+        if rec.feature.name == f"confwriter.writer.{name}":
+            return out / tid, rec
+    raise AssertionError(f"no task for {name}: {report.model_dump_json(indent=1)[:3000]}")
+
+
+def graded_edit(task: Path, which: str, rel: str, marker: str, new: str, backend: str, request, tmp_path: Path):
+    """verify of the gold, the empty solution, or the task's workspace with
+    `marker` in file `rel` replaced by `new` (a hand-written solution), on
+    `backend` (bwrap: the task's environment prepared first)."""
+    from taskforge.grade.verify import Solution, verify
+
+    if backend == "bwrap":
+        request.getfixturevalue("bwrap_env")(task)
+    if which == "gold":
+        sol = Solution.gold()
+    elif which == "empty":
+        sol = Solution.empty()
+    else:
+        ws = tmp_path / "ws"
+        shutil.copytree(task / "workspace", ws)
+        path = ws / rel
+        text = path.read_text()
+        assert marker in text
+        path.write_text(text.replace(marker, new))
+        sol = Solution.from_dir(ws)
+    return verify(task, sol, backend=backend)
+
+
 def pytest_collection_modifyitems(config, items):
     """A test that reaches the Docker engine through a fixture is marked `docker`,
     so `pytest -m "not docker"` is the fast tier that runs with no engine at all;

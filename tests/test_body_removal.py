@@ -5,18 +5,14 @@ turned 1 candidate into 4 (`format_decimal`: 1 test; `format_literal`, which
 calls it, 248 of 269)."""
 from __future__ import annotations
 
-import json
-import shutil
 import textwrap
 
 import pytest
 
-from taskforge.grade.verify import Solution, verify
 from taskforge.models import Removal
-from taskforge.package.store import load_task
 from taskforge.propose.features import hollowable
 from taskforge.remove.transform import hollow_code
-from tests.conftest import BACKENDS, FIXTURES, make_git_repo
+from tests.conftest import confwriter_task
 
 CODE = textwrap.dedent('''\
     def f(a, b=1):
@@ -51,14 +47,19 @@ CODE = textwrap.dedent('''\
     (None, "f", 3, None, None),            # not where the index says it starts
 ])
 def test_a_hollowed_body_keeps_its_signature_decorators_and_docstring(cls, name, line, kept, gone):
-    new = hollow_code(CODE, cls, name, line)
+    assert_edit(hollow_code(CODE, cls, name, line), kept, gone)
+
+
+def assert_edit(new: str | None, kept: list[str] | None, gone: list[str] | None) -> None:
+    """`new` holds every text of `kept` and none of `gone`, and compiles; None
+    where `kept` is None (no such place to edit)."""
     if kept is None:
         assert new is None
         return
     assert new is not None
     for k in kept:
         assert k in new, new
-    for g in gone:
+    for g in gone or []:
         assert g not in new, new
     compile(new, "x.py", "exec")
 
@@ -79,30 +80,9 @@ def test_what_is_offered_as_a_body(kind, why, body):
     assert hollowable(sym, why) is body
 
 
-@pytest.fixture(scope="module")
-def confwriter_tasks(base_image, tmp_path_factory):
-    """generate on confwriter: every value goes through `format_value`, so the
-    writers of single types can only leave as bodies."""
-    from taskforge.orchestrate.pipeline import Options, generate
-
-    repo = make_git_repo(FIXTURES / "confwriter", tmp_path_factory.mktemp("repo") / "confwriter")
-    out = tmp_path_factory.mktemp("tasks-confwriter")
-    report = generate(str(repo), out, Options(max_tasks=6, jobs=2))
-    return out, report
-
-
-def _body_task(confwriter_tasks, name):
-    out, report = confwriter_tasks
-    for tid in report.tasks:
-        rec = load_task(out / tid).record
-        if rec.feature.name == f"confwriter.writer.{name}":
-            return out / tid, rec
-    raise AssertionError(f"no task for {name}: {report.model_dump_json(indent=1)[:3000]}")
-
-
 @pytest.mark.docker
 def test_a_helper_of_the_core_becomes_a_body_task(confwriter_tasks):
-    task, rec = _body_task(confwriter_tasks, "format_decimal")
+    task, rec = confwriter_task(confwriter_tasks, "format_decimal")
     assert rec.feature.removal is Removal.BODY
     writer = (task / "workspace" / "confwriter" / "writer.py").read_text()
     # The signature and docstring stay; the body is gone; the caller still calls it.
@@ -117,7 +97,7 @@ def test_a_helper_of_the_core_becomes_a_body_task(confwriter_tasks):
     statement = (task / "problem_statement.md").read_text()
     assert "# Implement the body of the function `format_decimal`" in statement
     assert "keeps its signature and docstring and now raises `NotImplementedError`" in statement
-    other, _ = _body_task(confwriter_tasks, "format_duration")
+    other, _ = confwriter_task(confwriter_tasks, "format_duration")
     assert other.name != task.name
 
 
@@ -143,28 +123,3 @@ PARTIAL = '''\
         return "inf" if value > 0 else "-inf"
     return str(value)
 '''
-
-
-def _solution(task, body: str, tmp_path) -> Solution:
-    """The workspace with `body` in place of the hollow one, as a directory."""
-    ws = tmp_path / "ws"
-    shutil.copytree(task / "workspace", ws)
-    path = ws / "confwriter" / "writer.py"
-    marker = "trailing zeros kept.\"\"\"\n    raise NotImplementedError\n"
-    text = path.read_text()
-    assert marker in text
-    path.write_text(text.replace(marker, "trailing zeros kept.\"\"\"\n" + body))
-    return Solution.from_dir(ws)
-
-
-@pytest.mark.docker
-@pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("which,reward", [("gold", 1.0), ("empty", 0.0), ("honest", 1.0), ("partial", 0.0)])
-def test_a_body_task_grades_the_work(confwriter_tasks, which, reward, backend, tmp_path, request):
-    task, _ = _body_task(confwriter_tasks, "format_decimal")
-    if backend == "bwrap":
-        request.getfixturevalue("bwrap_env")(task)
-    sol = (Solution.gold() if which == "gold" else Solution.empty() if which == "empty"
-           else _solution(task, HONEST if which == "honest" else PARTIAL, tmp_path))
-    res = verify(task, sol, backend=backend)
-    assert res.reward == reward, json.dumps(res.model_dump(mode="json"), indent=1)[:3000]

@@ -60,3 +60,7 @@ class Options:
     # dropped before any run; True tries them last instead, so the report says
     # how often the prediction was wrong (report.prediction).
     check_predictions: bool = False
+    # Also offer the larger if/elif/else arms of functions as features
+    # (Removal.BRANCH, propose/branches.py): tasks from a library whose suite
+    # goes through one dispatcher. Off by default until measured on the corpus.
+    branches: bool = False

@@ -272,7 +272,8 @@ class GenerateRun:
                            hopeless=hopeless, late=late, min_statements=opts.min_statements,
                            min_tier=opts.min_tier, max_symbols=opts.max_feature_defs,
                            # harden combines features that made tasks: none is held back
-                           check_predictions=opts.check_predictions or bool(opts.combine))
+                           check_predictions=opts.check_predictions or bool(opts.combine),
+                           branches=opts.branches)
         self.drops = [DropReason(candidate=n, stage=Stage.CANDIDATES, reason=r)
                       for n, r in proposal.drops]
         self.cap = cap = max(1, int(opts.max_share * len(passing)))

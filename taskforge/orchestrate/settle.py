@@ -56,6 +56,7 @@ from taskforge.package.statement import (
 from taskforge.package.store import load_task
 from taskforge.package.writer import task_id, write_task
 from taskforge.propose import recall
+from taskforge.propose.branches import Arm, condition
 from taskforge.propose.difficulty import rate, snippet
 from taskforge.propose.features import thin_wrappers
 from taskforge.repo.blame import Blame, no_history, span_times
@@ -174,12 +175,12 @@ class Settler:
         `grading.unprotected`, and only a task none of whose tests has a copy
         is left unwritten (unless `require_copies` is off)."""
         ctx, opts = self.ctx, self.opts
-        f2p = sorted(v.hidden & ctx.passing)
+        f2p = sorted(v.hidden & ctx.passing - v.passing_hidden)
         # The copies' seed is secret, never the task id: a solution that knew
         # it could run propose with each member of a group as the original and
         # keep the one that draws the planted copies.
         cal = calibrate(w, f2p, seed=f"{s.tid}:{secrets.token_hex(16)}", timeout=ctx.timeout,
-                          passing=ctx.passing - v.hidden - v.vanished | set(f2p),
+                          passing=ctx.passing - v.hidden - v.vanished | set(f2p) | v.passing_hidden,
                           removed={sym.qualname.rpartition(".")[2] for sym in v.candidate.symbols})
         s.calibration = cal
         v.test_seconds_total += cal.seconds
@@ -241,7 +242,8 @@ class Settler:
         adq, spent = adequacy.check(w, f2p, cand.symbols,
                                     cand.root.module if cand.kind == FeatureKind.MODULE else None,
                                     seed=s.tid, timeout=limit, mutants=opts.gold_mutants,
-                                    constants=s.required, batch=opts.batch_probes)
+                                    constants=s.required, batch=opts.batch_probes,
+                                    arm=(cand.arm.line, cand.arm.end) if cand.arm else None)
         s.adequacy = adq
         v.test_seconds_total += spent
         v.seconds["adequacy"] = spent
@@ -360,8 +362,11 @@ def statement_lines(code: str, lines: set[int]) -> set[int]:
     return out
 
 
-def removed_pieces(ctx: Context, symbols) -> list[str]:
-    """The source of each removed definition (a removed module: its whole text)."""
+def removed_pieces(ctx: Context, symbols, arm: Arm | None = None) -> list[str]:
+    """The source of each removed definition (a removed module: its whole text;
+    a removed branch: its arm's lines)."""
+    if arm is not None and symbols and symbols[0].module in ctx.index.modules:
+        return [snippet(ctx.index.modules[symbols[0].module].code, arm.line, arm.end)]
     out = []
     for s in symbols:
         mod = ctx.index.modules.get(s.module)
@@ -377,7 +382,7 @@ def contamination_of(cand, ctx: Context, statement: str, style: StatementStyle,
     whole = cand.root.module if cand.kind == FeatureKind.MODULE else None
     wrappers = thin_wrappers(ctx.index, cand.symbols, whole)
     age = recall.code_age(span_times(blame, cand.symbols)) if blame is not None else None
-    pieces = removed_pieces(ctx, cand.symbols)
+    pieces = removed_pieces(ctx, cand.symbols, cand.arm)
     if whole is not None and whole in ctx.index.modules:
         pieces.append(ctx.index.modules[whole].code)      # its docstring is in the statement
     return Contamination(code_age=age, statement_style=style,
@@ -389,7 +394,7 @@ def _record_builder(tid, src, image, v: Verdict, ctx: Context, cov: CoverageMap,
                     protected: list[str], cal: Calibration, adq=None, required=(), docs=(),
                     style: StatementStyle = StatementStyle.UPSTREAM, blame: Blame | None = None):
     cand = v.candidate
-    f2p = sorted(v.hidden & ctx.passing - cal.unstable)
+    f2p = sorted(v.hidden & ctx.passing - cal.unstable - v.passing_hidden)
     measured = v.seconds.get("remaining_suite", 0.0) + cal.seconds
     grading = GradingPlan(
         copies=cal.copies, rename=cal.rename, timeout=verify_timeout(measured),
@@ -406,17 +411,18 @@ def _record_builder(tid, src, image, v: Verdict, ctx: Context, cov: CoverageMap,
                                                      if m in ctx.index.modules}, set(f2p)),
         plant_seed=secrets.token_hex(16), sealed=True, sealed_graded=len(cal.sealed & set(f2p)),
         answers_shown=sorted(cal.shown & set(f2p) - cal.sealed), seal_rules=SEAL_RULES)
-    p2p = sorted(ctx.passing - v.hidden - v.vanished)
+    p2p = sorted(ctx.passing - v.hidden - v.vanished | v.passing_hidden)
     own = {s.qualname for s in cand.symbols}
     exports = sorted(f"{m}.{n}" for (m, n) in v.exported      # re-exports of removed names
                      if f"{m}.{n}" not in own and not n.startswith("_"))
     touched = sorted(v.source_changes)
-    pieces = removed_pieces(ctx, cand.symbols)
+    pieces = removed_pieces(ctx, cand.symbols, cand.arm)
     removed = "\n".join(pieces)
     elsewhere = "\n".join(functools.reduce(lambda code, piece: code.replace(piece, ""), pieces, m.code)
                           for m in ctx.index.modules.values())
     statement = problem_statement(src.name, cand.root, cand.symbols, exports, touched, len(f2p),
                                   kind="combined" if cand.parts else cand.kind, removal=cand.removal,
+                                  arm=cand.arm,
                                   required=list(required), docs=list(docs),
                                   style=style, raises=recall.raised_types(pieces),
                                   collaborators=collaborator_methods(ctx.src, f2p, removed, elsewhere),
@@ -436,6 +442,8 @@ def _record_builder(tid, src, image, v: Verdict, ctx: Context, cov: CoverageMap,
             patch=patch, test_patch=test_patch, problem_statement=statement,
             FAIL_TO_PASS=f2p, PASS_TO_PASS=p2p, image_name=image, environment=ctx.recipe,
             feature=FeatureInfo(kind=cand.kind, name=cand.name, symbols=symbols, removal=cand.removal,
+                                arm_lines=[cand.arm.line, cand.arm.end] if cand.arm else [],
+                                arm_condition=condition(cand.arm) if cand.arm else "",
                                 touched_files=touched, parts=list(cand.parts)),
             hidden_test_files=hidden_files,
             protected_files=protected,

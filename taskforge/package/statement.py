@@ -17,6 +17,7 @@ from taskforge.analysis.pyparse import parse as parse_python
 from taskforge.analysis.symbols import Symbol
 from taskforge.analysis.testindex import test_ref
 from taskforge.models import Removal, StatementStyle
+from taskforge.propose.branches import Arm, condition
 from taskforge.propose.recall import strip_docstrings
 
 KIND_WORD = {"function": "function", "method": "method", "class": "class", "module": "module",
@@ -275,7 +276,8 @@ def problem_statement(repo_name: str, root: Symbol, symbols: list[Symbol],
                       kind: str | None = None, required: list[str] | None = None,
                       docs: list[str] | None = None, style: StatementStyle = StatementStyle.UPSTREAM,
                       raises: list[str] | None = None, collaborators: list[str] | None = None,
-                      checked: list[str] | None = None, removal: Removal = Removal.DEFINITIONS) -> str:
+                      checked: list[str] | None = None, removal: Removal = Removal.DEFINITIONS,
+                      arm: Arm | None = None) -> str:
     """The statement, rendered from templates/statement.md.j2: this supplies the
     values (what was removed, what to show), the template every word. `style`
     OWN: the interface without the upstream docstrings (their sentences are
@@ -291,6 +293,7 @@ def problem_statement(repo_name: str, root: Symbol, symbols: list[Symbol],
             assigned.setdefault(s.path, []).append(s)
     return _template().render(
         kind=kind, body=removal is Removal.BODY, repo=repo_name,
+        branch=condition(arm) if removal is Removal.BRANCH and arm is not None else "",
         documented=strip_docstrings(root.signature) != root.signature, root=root, root_display=_display(root),
         what=KIND_WORD.get(kind, kind), public=public, many=many,
         names=", ".join(f"`{_display(s)}`" for s in public),

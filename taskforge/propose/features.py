@@ -11,6 +11,7 @@ kinds and modules, so a `--max-tasks` prefix is a sample, not the easy end.
 """
 from __future__ import annotations
 
+import ast
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from taskforge.analysis.pyparse import parse as parse_python
 from taskforge.analysis.symbols import ModuleInfo, RepoIndex, Symbol
 from taskforge.analysis.testindex import TestModule, group_ids
 from taskforge.models import TIER_ORDER, Difficulty, FeatureKind, Removal, Tier
+from taskforge.propose.branches import Arm, arm_source, arms, find_function
 from taskforge.propose.difficulty import measure, snippet
 from taskforge.propose.recall import wrapped_call
 from taskforge.remove.transform import TOP_KINDS, exported_bindings
@@ -40,6 +42,7 @@ class Candidate:
     predicted: str = ""             # why its removal is predicted to break the suite: dropped
     deferred: str = ""              # a weaker sign of the same: tried last (runs_at_import)
     removal: Removal = Removal.DEFINITIONS      # BODY: one function's body, callers kept
+    arm: Arm | None = None          # BRANCH: the arm of an `if` in `root` that goes
 
 
 @dataclass
@@ -590,6 +593,7 @@ class _Proposer:
     kept: set[str] = field(init=False)
     helper_files: set[str] = field(init=False)   # test files the suite imports but collects nothing from
     seen: dict[frozenset[str], str] = field(default_factory=dict)
+    _asts: dict[str, ast.Module | None] = field(default_factory=dict)     # branches(): a module parsed once
     _covering: dict[tuple[str, str], frozenset[str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -675,6 +679,49 @@ class _Proposer:
                          # its callers stay: one that runs at import fails every test
                          predicted=runs_at_import(self.cov, [sym], self.index))
 
+    def branches(self, sym: Symbol) -> list[tuple[str, Candidate | str]]:
+        """The Removal.BRANCH candidates of function `sym` (propose.branches.arms),
+        each named `qualname@line` with its arm's first line, or why an arm is none.
+        The tests it takes are the ones that run the arm: the function, its
+        condition and every other path stay."""
+        if not self.cov.measured(sym.path):
+            return []
+        mod = self.index.modules[sym.module]
+        if sym.module not in self._asts:
+            try:
+                self._asts[sym.module] = parse_python(mod.code)
+            except SyntaxError:
+                self._asts[sym.module] = None
+        tree = self._asts[sym.module]
+        fn = find_function(tree, sym.cls if sym.kind == "method" else None, sym.name, sym.start) \
+            if tree is not None else None
+        if fn is None:
+            return []
+        runs = self.cov.tests_for(sym.path, sym.body_lines) & self.passing
+        out: list[tuple[str, Candidate | str]] = []
+        for arm in arms(fn, mod.code, min_statements=1):
+            name = f"{sym.qualname}@{arm.line}"
+            diff = measure([arm_source(mod.code, arm)], files=1, symbols=1, public=0, fan_out=0)
+            why = too_small(diff, self.min_statements, self.min_tier)
+            if why:
+                out.append((name, why))
+                continue
+            hidden = self.cov.tests_for(sym.path, arm.lines) & self.all_ids
+            taken = hidden & self.passing
+            why = exercised(len(taken), len(self.passing), self.cap) or (
+                "every passing test that runs the function takes this arm (its body is the feature)"
+                if taken >= runs else "")
+            at_import = self.cov.ran_at_import(sym.path, arm.lines)
+            if not why and at_import:
+                why = f"{PREDICTED}: {name} ran at import or collection ({sym.path}:{min(at_import)})"
+            if why:
+                out.append((name, why))
+                continue
+            out.append((name, Candidate(name=name, kind=sym.kind, root=sym, symbols=[sym], hidden=hidden,
+                                        late=self.late(sym), difficulty=diff, removal=Removal.BRANCH,
+                                        arm=arm)))
+        return out
+
     def module(self, mod) -> Candidate | str | None:
         """The whole-module candidate of `mod`, why there is none, or None when
         the module is no candidate at all."""
@@ -699,7 +746,8 @@ def propose(index: RepoIndex, cov: CoverageMap, passing: set[str], all_ids: set[
             tests: dict[str, TestModule], max_share: float = 0.4,
             hopeless=lambda sym: None, late=lambda sym: False,
             min_statements: int = MIN_STATEMENTS, min_tier: Tier = Tier.EASY,
-            max_symbols: int = MAX_FEATURE_SYMBOLS, check_predictions: bool = False) -> Proposal:
+            max_symbols: int = MAX_FEATURE_SYMBOLS, check_predictions: bool = False,
+            branches: bool = False) -> Proposal:
     """`hopeless(symbol)` gives a reason a symbol cannot go that references do not
     show, or None; `late(symbol)` puts a risky candidate at the end of the order
     (dynamic.hopeless_check makes both). Every symbol considered ends as one
@@ -709,7 +757,9 @@ def propose(index: RepoIndex, cov: CoverageMap, passing: set[str], all_ids: set[
     before any run, or with `check_predictions` tried last, so that a run
     measures how often the prediction is wrong; one with a weaker sign of it
     (`runs_at_import`: right 6 times of 8 on marshmallow, where test modules
-    also run code at collection) is tried last."""
+    also run code at collection) is tried last. `branches` also offers each
+    function's larger if/elif/else arms (Removal.BRANCH, `_Proposer.branches`),
+    ordered after every other candidate (order)."""
     p = _Proposer(index, cov, passing, all_ids, tests, hopeless, late, min_statements, min_tier,
                   max_symbols, cap=max(1, int(max_share * len(passing))))
     drops: list[tuple[str, str]] = []
@@ -722,6 +772,16 @@ def propose(index: RepoIndex, cov: CoverageMap, passing: set[str], all_ids: set[
             drops.append((sym.qualname, got))
         else:
             cands.append(got)
+    if branches:
+        for sym in index.symbols():
+            if sym.kind not in ("function", "method"):
+                continue
+            for name, got_arm in p.branches(sym):
+                considered += 1
+                if isinstance(got_arm, str):
+                    drops.append((name, got_arm))
+                else:
+                    cands.append(got_arm)
     for mod in index.modules.values():
         got_mod = p.module(mod)
         if got_mod is None:
@@ -755,8 +815,8 @@ def combine(index: RepoIndex, cov: CoverageMap, tests: dict[str, TestModule], pa
         return None, "fewer than two features to combine"
     if any(p.kind == FeatureKind.MODULE for p in parts):
         return None, "a whole module is not combined"
-    if any(p.removal is Removal.BODY for p in parts):
-        return None, "a function's body alone is not combined (its definition stays)"
+    if any(p.removal is not Removal.DEFINITIONS for p in parts):
+        return None, "a function's body or branch alone is not combined (its definition stays)"
     feature: list[Symbol] = []
     names: set[str] = set()
     for p in parts:
@@ -923,13 +983,22 @@ TIER_PATTERN = [Tier.HARD, Tier.MEDIUM, Tier.HARD, Tier.EASY, Tier.HARD, Tier.ME
 def order(cands: list[Candidate]) -> list[Candidate]:
     """Spread over tiers (TIER_PATTERN), and within a tier round-robin over
     (kind, module) so no one module or kind fills the prefix; larger first within
-    a group. Risky candidates (Candidate.late) go last. Deterministic."""
+    a group. The cases of functions (Removal.BRANCH) come after every other
+    candidate, so that --max-tasks takes whole features first; risky candidates
+    (Candidate.late) go last. Deterministic."""
     risky = sorted((c for c in cands if c.late), key=lambda c: (c.root.path, c.root.start, c.name))
+    rest = [c for c in cands if not c.late]
+    return (_spread([c for c in rest if c.removal is not Removal.BRANCH])
+            + _spread([c for c in rest if c.removal is Removal.BRANCH]) + risky)
+
+
+def _spread(cands: list[Candidate]) -> list[Candidate]:
+    """order()'s tier pattern and round-robin over (kind, module)."""
     by_tier: dict[Tier, list[Candidate]] = {}
     for t in TIER_ORDER:
         groups: dict[tuple[str, str], list[Candidate]] = {}
         for c in cands:
-            if not c.late and c.difficulty.tier == t:
+            if c.difficulty.tier == t:
                 groups.setdefault((str(c.kind), c.root.path), []).append(c)
         lists = [sorted(v, key=lambda c: (-c.difficulty.score, c.root.start, c.name))
                  for _, v in sorted(groups.items())]
@@ -946,4 +1015,4 @@ def order(cands: list[Candidate]) -> list[Candidate]:
             if pos[t] < len(by_tier[t]):
                 merged.append(by_tier[t][pos[t]])
                 pos[t] += 1
-    return merged + risky
+    return merged

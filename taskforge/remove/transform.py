@@ -294,6 +294,82 @@ def hollow_source(index: RepoIndex, sym: Symbol) -> SourceRemoval:
     return out
 
 
+class _ArmCutter(cst.CSTTransformer):
+    """Replaces the statements of one arm of an if/elif/else (the block whose
+    first statement starts on `arm`) inside one function (as _Hollower finds
+    it) by `raise NotImplementedError`; the condition and every other arm stay."""
+    METADATA_DEPENDENCIES = (PositionProvider,)
+
+    def __init__(self, cls: str | None, name: str, line: int, arm: int):
+        self.cls, self.name, self.line, self.arm = cls, name, line, arm
+        self.stack: list[str] = []
+        self.inside = 0                 # depth inside the target function
+        self.changed = False
+
+    def visit_ClassDef(self, node):
+        self.stack.append(node.name.value)
+
+    def leave_ClassDef(self, original, updated):
+        self.stack.pop()
+        return updated
+
+    def visit_FunctionDef(self, node):
+        self.stack.append(node.name.value)
+        if self.inside:
+            self.inside += 1
+            return True
+        if tuple(self.stack) == ((self.cls, self.name) if self.cls else (self.name,)):
+            pos = self.get_metadata(PositionProvider, node)
+            first = min([pos.start.line, *(self.get_metadata(PositionProvider, d).start.line
+                                           for d in node.decorators)])
+            if first == self.line:
+                self.inside = 1
+        return True
+
+    def leave_FunctionDef(self, original, updated):
+        self.stack.pop()
+        if self.inside:
+            self.inside -= 1
+        return updated
+
+    def _cut(self, original, updated):
+        body = original.body
+        if self.inside != 1 or self.changed or not isinstance(body, cst.IndentedBlock) or not body.body:
+            return updated
+        if self.get_metadata(PositionProvider, body.body[0]).start.line != self.arm:
+            return updated
+        self.changed = True
+        return updated.with_changes(body=updated.body.with_changes(
+            body=[cst.parse_statement("raise NotImplementedError")]))
+
+    def leave_If(self, original, updated):
+        return self._cut(original, updated)
+
+    def leave_Else(self, original, updated):
+        return self._cut(original, updated)
+
+
+def branch_code(code: str | cst.Module, cls: str | None, name: str, line: int, arm: int) -> str | None:
+    """The module's text with the arm starting on line `arm` of function `name`
+    (a method of `cls`, defined on `line`) replaced by `raise NotImplementedError`,
+    or None where there is no such arm (a one-line `if x: y` suite is none)."""
+    t = _ArmCutter(cls, name, line, arm)
+    new = MetadataWrapper(code if isinstance(code, cst.Module) else cst.parse_module(code)).visit(t)
+    return new.code if t.changed else None
+
+
+def branch_source(index: RepoIndex, sym: Symbol, arm: int) -> SourceRemoval:
+    """Removal.BRANCH: the arm of an `if` in `sym` starting on line `arm` goes
+    (propose.branches); the function, its condition and its callers stay."""
+    mod = index.modules[sym.module]
+    new = branch_code(mod.tree or mod.code, sym.cls if sym.kind == "method" else None, sym.name, sym.start, arm)
+    out = SourceRemoval(symbols=[sym])
+    if new is not None:
+        out.changes[mod.path] = new
+        out.removed_lines = max(0, mod.code.count("\n") - new.count("\n") + 1)
+    return out
+
+
 # -- hidden tests out of a test file ------------------------------------------------
 #
 # The libcst stripper above is the definition of the edit, but libcst keeps a full

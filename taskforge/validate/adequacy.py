@@ -41,6 +41,7 @@ from enum import StrEnum
 from typing import cast
 
 import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
 
 from taskforge.analysis.pyparse import dotted_parts
 from taskforge.analysis.pyparse import parse as parse_python
@@ -64,6 +65,9 @@ class Targets:
     relative to the module (`Class.method`), or every one for a whole module."""
     names: set[str] = field(default_factory=set)
     whole: bool = False
+    # Removal.BRANCH: mutants only inside these lines (the removed arm): the rest
+    # of the function stayed in the workspace, and the graded tests need not pin it
+    lines: tuple[int, int] | None = None
 
     def hit(self, path: list[str]) -> bool:
         return self.whole or any(".".join(path[:i]) in self.names for i in range(1, len(path) + 1))
@@ -294,9 +298,12 @@ def gold_mutants(files: dict[str, str], targets: dict[str, Targets], seed: str,
     for rel, tree in sorted(trees.items()):
         finder = _Find(targets[rel])
         tree.visit(finder)
+        span = targets[rel].lines
+        where = MetadataWrapper(tree, unsafe_skip_copy=True).resolve(PositionProvider) if span else {}
         for fn in finder.found:
             for op, node, new in _sites(fn):
-                sites.append((op, rel, node, new))
+                if span is None or span[0] <= where[node].start.line <= span[1]:
+                    sites.append((op, rel, node, new))
     rng = random.Random(seed)
     rng.shuffle(sites)
     picked: list[tuple[str, str, cst.CSTNode, cst.CSTNode]] = []
@@ -610,14 +617,19 @@ def hidden_sources(root, f2p: Iterable[str]) -> dict[str, str]:
 
 def check(worker, f2p: list[str], symbols, whole_module: str | None, seed: str,
           timeout: float, mutants: int = MAX_MUTANTS, constants: Sequence[str] = (),
-          partial: bool = True, batch: bool = True) -> tuple[Adequacy, float]:
+          partial: bool = True, batch: bool = True,
+          arm: tuple[int, int] | None = None) -> tuple[Adequacy, float]:
     """Run the stand-ins, the partial solutions and the gold mutants against the
     hidden tests on the worker (its tree is the gold: the source as cloned).
     Those that change only function bodies share one pytest session, switched
     in after collection (validate/variants.py); the rest get one session each.
     Returns the measures and the test seconds spent; stops at the first
-    stand-in or partial solution that passes every test."""
+    stand-in or partial solution that passes every test. `arm`: the lines of
+    a removed branch of the one symbol, where the mutants go."""
     targets = targets_of(symbols, whole_module)
+    if arm is not None:
+        for t in targets.values():
+            t.lines = arm
     files = {rel: (worker.src / rel).read_text(encoding="utf-8") for rel in targets}
     result = Adequacy()
     spent = 0.0

@@ -24,7 +24,7 @@ from taskforge.fsutil import copy_tree, share_with_sandbox
 from taskforge.grade.testrun import OUT_IN_SANDBOX, PytestRunner, runner_mount
 from taskforge.models import Removal, Stage
 from taskforge.propose.features import Candidate
-from taskforge.remove.transform import hollow_source, remove_source, strip_tests
+from taskforge.remove.transform import branch_source, hollow_source, remove_source, strip_tests
 from taskforge.sandbox import GENERATION_BACKEND, Limits, Mount, SandboxSpec, open_sandbox
 
 MAX_ROUNDS = 3
@@ -83,6 +83,10 @@ class Verdict:
     rounds: int = 0
     resumed: bool = False                    # written by an earlier, interrupted run
     vanished: set[str] = field(default_factory=set)   # doctests that lived in removed code
+    # BRANCH: cases of a hidden test function that pass without the arm (its
+    # other rows take other paths): hidden with their function, graded as
+    # PASS_TO_PASS, not FAIL_TO_PASS
+    passing_hidden: set[str] = field(default_factory=set)
 
 
 class TreeCopy:
@@ -187,7 +191,7 @@ def plan_tests(ctx: Context, hidden: set[str], hidden_files: set[str],
 def vanished_doctests(ctx: Context, cand: Candidate, changes: dict[str, str | None]) -> set[str]:
     """Doctest items (`pkg/mod.py::pkg.mod.func`) of removed code: they go with the
     docstrings they live in, so they are neither hidden tests nor remaining ones."""
-    if cand.removal is Removal.BODY:
+    if cand.removal is not Removal.DEFINITIONS:
         return set()                    # the docstring stays, and its examples with it
     names = [s.qualname for s in cand.symbols]
     out = set()
@@ -203,7 +207,7 @@ def vanished_doctests(ctx: Context, cand: Candidate, changes: dict[str, str | No
 def named_in_params(ctx: Context, cand: Candidate) -> set[str]:
     """Parametrized cases whose id names a removed symbol (`test_doc[max_ver]`): tests
     parametrized over the package's own names lose that case with the symbol."""
-    if cand.removal is Removal.BODY:
+    if cand.removal is not Removal.DEFINITIONS:
         return set()                    # every name stays
     # Top-level names only: a method name (`copy`, `get`) in an id is a coincidence.
     names = {s.name for s in cand.symbols if len(s.name) >= 3 and s.kind in ("function", "class")}
@@ -239,6 +243,8 @@ class Validation:
     def run(self) -> Verdict:
         v, ctx, cand = self.v, self.ctx, self.cand
         removal = (hollow_source(ctx.index, cand.root) if cand.removal is Removal.BODY
+                   else branch_source(ctx.index, cand.root, cand.arm.line)
+                   if cand.removal is Removal.BRANCH and cand.arm is not None
                    else remove_source(ctx.index, cand.symbols))
         if cand.kind == "module":
             removal.changes[cand.root.path] = None       # the whole file goes
@@ -266,7 +272,7 @@ class Validation:
                 except Retry:
                     continue
                 # Both hold on this exact tree: A just passed, and every hidden test failed
-                # on the stripped source.
+                # on the stripped source (a branch's: every one but passing_hidden).
                 # C, the gold patch, needs no run of its own: workspace + gold + hidden tests
                 # is the source tree (less caches, bytecode and doc lines that quoted the
                 # feature), and the baseline ran the whole suite, as verify does, on that
@@ -305,19 +311,34 @@ class Validation:
         functions that pass without the feature. The test files' changes, or None
         (turned down)."""
         v, ctx = self.v, self.ctx
+        v.passing_hidden = set()
         while True:
             test_changes, gone = plan_tests(ctx, self.hidden, self.hidden_files, self.removal.exported)
             self.hidden |= gone
             hidden = self.hidden
-            if len(hidden & ctx.passing) > ctx.cap:
+            branch = self.cand.removal is Removal.BRANCH
+            # A branch's hidden rows that pass without it do not depend on it:
+            # counted once the run has told them apart.
+            if len(hidden & ctx.passing) > ctx.cap and not branch:
                 v.reason = f"too central: {len(hidden & ctx.passing)} passing tests depend on it"
                 return None
             targets = sorted((hidden & ctx.passing) - v.vanished)
             self.run_hidden(targets)
             still = {t for t in targets if self.on_stripped[t] == "passed"}
+            if branch and len(hidden & ctx.passing - still) > ctx.cap:
+                v.reason = f"too central: {len(hidden & ctx.passing - still)} passing tests depend on it"
+                return None
             if not still:
                 return test_changes
             keep_out = {t for t in still if expand(ctx, {t}) <= still}
+            if self.cand.removal is Removal.BRANCH and len(still) < len(targets):
+                if keep_out & hidden - gone:
+                    self.hidden -= keep_out
+                    continue
+                # What is left passing shares a test function with cases that
+                # fail: a table of inputs of which some take the arm.
+                v.passing_hidden = still
+                return test_changes
             if not keep_out or len(keep_out) == len(targets) or not keep_out & hidden - gone:
                 v.reason = (f"hidden tests still pass without the feature: "
                             f"{len(still)} of {len(targets)}, e.g. {sorted(still)[0]}")
@@ -332,7 +353,7 @@ class Validation:
         worker.apply({**self.removal.changes, **test_changes})
         # Past this many failures the candidate is too central anyway: stop the run
         # there (a suite that fails everywhere is slow to run to the end).
-        budget = ctx.cap - len(hidden & ctx.passing) + 1 + len(ctx.all_ids - ctx.passing)
+        budget = ctx.cap - len(hidden & ctx.passing - v.passing_hidden) + 1 + len(ctx.all_ids - ctx.passing)
         a = worker.runner.run([], timeout=ctx.timeout,
                               extra_args=[f"--maxfail={budget}", "--tb=line"])
         v.test_seconds_total += a.test_seconds
@@ -352,7 +373,7 @@ class Validation:
         expected = ctx.passing - hidden - v.vanished
         failing = {t for t in expected if a.outcomes.get(t) != "passed"}
         if failing:
-            if rnd == MAX_ROUNDS or len((hidden | failing) & ctx.passing) > ctx.cap:
+            if rnd == MAX_ROUNDS or len((hidden | failing) & ctx.passing - v.passing_hidden) > ctx.cap:
                 ex = sorted(failing)[0]
                 v.reason = (f"remaining suite red: {len(failing)} test(s) fail without the "
                             f"feature, e.g. {ex} ({a.outcomes.get(ex, 'missing')})")

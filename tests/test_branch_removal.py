@@ -1,0 +1,167 @@
+"""Removal.BRANCH (issue 25, yield per repository): one arm of an if/elif/else
+inside a function goes, its condition and every other path stay, and the tests
+that take the arm are the hidden ones. A library whose every test goes through
+one dispatcher has tasks in its cases, where neither a definition nor a body
+can go."""
+from __future__ import annotations
+
+import ast
+import json
+import textwrap
+
+import pytest
+
+from taskforge.models import Removal
+from taskforge.propose.branches import arms, condition, find_function
+from taskforge.remove.transform import branch_code
+from tests.conftest import BACKENDS, confwriter_task, graded_edit
+from tests.test_body_removal import HONEST as BODY_HONEST
+from tests.test_body_removal import PARTIAL as BODY_PARTIAL
+from tests.test_body_removal import assert_edit
+
+CODE = textwrap.dedent('''\
+    def f(op, x):
+        """Doc."""
+        if op == "+":
+            a = x + 1
+            b = a * 2
+            return b
+        elif op == "-":
+            a = x - 1
+            return a
+        else:
+            for i in range(3):
+                x += i
+            return x
+
+
+    class C:
+        def g(self, v):
+            if v:
+                global G
+                G = 1
+                return 2
+            if not v:
+                yield 1
+                yield 2
+                yield 3
+
+        def h(self, v):
+            def inner():
+                if v:
+                    a = 1
+                    b = 2
+                    return a + b
+            if v: return 1
+            return inner()
+    ''')
+
+
+def _fn(cls, name):
+    tree = ast.parse(CODE)
+    owner = tree if cls is None else next(n for n in tree.body if getattr(n, "name", "") == cls)
+    line = next(n.lineno for n in owner.body if getattr(n, "name", "") == name)
+    return find_function(tree, cls, name, line), line
+
+
+@pytest.mark.parametrize("cls,name,least,want", [
+    # the largest arms first; an else is an arm of its own, its condition the others' negation
+    (None, "f", 1, [(4, 6, '`op == "+"`'), (11, 13, 'not `op == "+"` and not `op == "-"`'),
+                    (8, 9, '`op == "-"`')]),
+    (None, "f", 3, [(4, 6, '`op == "+"`'), (11, 13, 'not `op == "+"` and not `op == "-"`')]),
+    # a `global` scopes the whole function, a yield makes it a generator: neither arm can go alone
+    ("C", "g", 1, []),
+    # a nested function's ifs are its own; a one-line suite has no block to cut
+    ("C", "h", 1, []),
+])
+def test_the_arms_a_function_offers(cls, name, least, want):
+    fn, _ = _fn(cls, name)
+    got = arms(fn, CODE, min_statements=least)
+    assert [(a.line, a.end, condition(a)) for a in got] == want
+
+
+@pytest.mark.parametrize("cls,name,arm,kept,gone", [
+    (None, "f", 4, ['if op == "+":\n        raise NotImplementedError\n    elif op == "-":', "a = x - 1"],
+     ["b = a * 2"]),
+    (None, "f", 11, ["else:\n        raise NotImplementedError\n", "b = a * 2", "a = x - 1"], ["x += i"]),
+    (None, "f", 5, None, None),            # not the first line of an arm
+    ("C", "h", 33, None, None),            # a one-line suite is not cut
+    ("C", "f", 4, None, None),             # no such method
+])
+def test_an_arm_is_cut_and_the_rest_stays(cls, name, arm, kept, gone):
+    _, line = _fn(cls, name) if (cls, name) != ("C", "f") else (None, 1)
+    assert_edit(branch_code(CODE, cls, name, line, arm), kept, gone)
+
+
+@pytest.mark.docker
+def test_a_case_of_a_function_becomes_a_branch_task(confwriter_tasks):
+    task, rec = confwriter_task(confwriter_tasks, "format_duration@40")
+    assert rec.feature.removal is Removal.BRANCH
+    assert rec.feature.arm_lines == [40, 42] and rec.feature.arm_condition == "`total < 0`"
+    writer = (task / "workspace" / "confwriter" / "writer.py").read_text()
+    assert "    if total < 0:\n        raise NotImplementedError\n    hours, rest = divmod(total, 3600)" in writer
+    assert "(1_000_000 - micro) % 1_000_000" not in writer
+    # The table's negative rows fail without the arm and are graded; its other
+    # rows, hidden with their function, pass without it and are graded as such.
+    assert rec.FAIL_TO_PASS == ["tests/test_types.py::test_durations[value3--0h01m30s]",
+                                "tests/test_types.py::test_durations[value4--0h00m00.500000s]"]
+    assert "tests/test_types.py::test_durations[value0-1h02m03s]" in rec.PASS_TO_PASS
+    assert "def test_durations(" not in (task / "workspace" / "tests" / "test_types.py").read_text()
+    statement = (task / "problem_statement.md").read_text()
+    assert "# Implement a case of the function `format_duration`" in statement
+    assert "the code that runs when `total < 0` has been removed" in statement
+    # No branch of a function whose every test takes it, nor of one arm's single statement.
+    names = {d.candidate: d.reason for d in confwriter_tasks[1].drops}
+    assert names["confwriter.writer.format_value@56"].startswith("too small")
+
+
+HONEST = '''\
+        sign = "-"
+        us = -(total * 1_000_000 + micro)
+        total, micro = divmod(us, 1_000_000)
+'''
+
+PARTIAL = '''\
+        sign = "-"
+        total = -total
+'''
+
+
+# task, what its workspace holds, a solution's text for it, an honest and a partial body
+GRADED = {
+    "branch": ("format_duration@40", "    if total < 0:\n        raise NotImplementedError\n", "    if total < 0:\n",
+               HONEST, PARTIAL),
+    "body": ("format_decimal", 'trailing zeros kept."""\n    raise NotImplementedError\n', 'trailing zeros kept."""\n',
+             BODY_HONEST, BODY_PARTIAL),
+}
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("which,reward", [("gold", 1.0), ("empty", 0.0), ("honest", 1.0), ("partial", 0.0)])
+@pytest.mark.parametrize("case", sorted(GRADED))
+def test_a_body_or_branch_task_grades_the_work(confwriter_tasks, case, which, reward, backend, tmp_path, request):
+    name, marker, head, honest, partial = GRADED[case]
+    task, _ = confwriter_task(confwriter_tasks, name)
+    res = graded_edit(task, which, "confwriter/writer.py", marker, head + (honest if which == "honest" else partial),
+                      backend, request, tmp_path)
+    assert res.reward == reward, json.dumps(res.model_dump(mode="json"), indent=1)[:3000]
+
+
+def test_the_cases_of_functions_come_after_every_whole_feature():
+    """--max-tasks takes definitions and bodies first; risky candidates stay last."""
+    from taskforge.analysis.symbols import Symbol
+    from taskforge.models import Difficulty, Tier
+    from taskforge.propose.features import Candidate, order
+
+    def cand(name, removal=Removal.DEFINITIONS, tier=Tier.EASY, late=False):
+        sym = Symbol(qualname=f"pkg.{name}", module="pkg", path="pkg.py", name=name, kind="function",
+                     cls=None, start=1, end=3)
+        return Candidate(name=name, kind="function", root=sym, symbols=[sym], late=late, removal=removal,
+                         difficulty=Difficulty(tier=tier, score=1.0))
+
+    got = order([cand("f@3", Removal.BRANCH, Tier.MEDIUM), cand("risky", late=True), cand("g"),
+                 cand("h", Removal.BODY), cand("k@9", Removal.BRANCH), cand("m", tier=Tier.MEDIUM)])
+    names = [c.name for c in got]
+    assert names[-1] == "risky"
+    assert set(names[:3]) == {"g", "h", "m"} and set(names[3:5]) == {"f@3", "k@9"}
