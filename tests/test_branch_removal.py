@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 
-from taskforge.models import Removal
+from taskforge.models import Removal, Stage
 from taskforge.propose.branches import arms, condition, find_function
 from taskforge.remove.transform import branch_code
 from tests.conftest import BACKENDS, confwriter_task, graded_edit
@@ -165,3 +165,95 @@ def test_the_cases_of_functions_come_after_every_whole_feature():
     names = [c.name for c in got]
     assert names[-1] == "risky"
     assert set(names[:3]) == {"g", "h", "m"} and set(names[3:5]) == {"f@3", "k@9"}
+
+
+@pytest.mark.parametrize("arm,elsewhere,copy", [
+    # slugify: the same transliteration written twice in the package
+    ("text = unidecode(text)\ntext = text.encode('ascii', 'ignore')\nreturn text.decode()",
+     ["def other(text):\n    text = unidecode(text)\n    text = text.encode('ascii', 'ignore')\n"
+      "    return text.decode()\n"], True),
+    # inflection: pluralize's loop is singularize's with one name changed
+    ("for rule, replacement in PLURALS:\n    if re.search(rule, word, re.IGNORECASE):\n"
+     "        return re.sub(rule, replacement, word, flags=re.IGNORECASE)\nreturn word",
+     ["for rule, replacement in SINGULARS:\n    if re.search(rule, word, re.IGNORECASE):\n"
+      "        return re.sub(rule, replacement, word, flags=re.IGNORECASE)\nreturn word\n"], True),
+    ("sign = '-'\ntotal = -total - (1 if micro else 0)\nmicro = (1_000_000 - micro) % 1_000_000",
+     ["hours, rest = divmod(total, 3600)\nminutes, seconds = divmod(rest, 60)\n"], False),
+])
+def test_an_arm_the_package_holds_again_is_a_copy(arm, elsewhere, copy):
+    from taskforge.propose.branches import MAX_COPIED, copied, module_windows
+
+    assert (copied(arm, [module_windows(e) for e in elsewhere]) > MAX_COPIED) is copy
+
+
+def test_the_arm_stand_ins_leave_the_arm_doing_nothing_or_raising_what_the_tests_expect():
+    from taskforge.analysis.symbols import Symbol
+    from taskforge.validate.adequacy import arm_standins
+
+    sym = Symbol(qualname="m.f", module="m", path="m.py", name="f", kind="function", cls=None, start=1, end=14)
+    got = arm_standins({"m.py": CODE}, sym, 4, ["ValueError('bad op')"])
+    assert sorted(got) == ["arm-pass", "arm-raises:ValueError('bad op')", "arm-return-none"]
+    assert 'if op == "+":\n        pass\n    elif' in got["arm-pass"]["m.py"]
+    assert 'if op == "+":\n        raise ValueError(\'bad op\')\n' in got["arm-raises:ValueError('bad op')"]["m.py"]
+    assert arm_standins({"m.py": CODE}, sym, 5) == {}          # no arm starts there
+
+
+FAST = {
+    "pyproject.toml": '[project]\nname = "fastp"\nversion = "0.1"\n[tool.setuptools]\npackages = ["fastp"]\n',
+    "fastp/__init__.py": "from fastp.core import norm\n",
+    "fastp/core.py": '''\
+def norm(text):
+    """`text` lower-cased, its runs of spaces made one."""
+    if text.isascii() and text.islower() and "  " not in text.strip():
+        done = text.strip()
+        result = done
+        return result
+    parts = text.split()
+    return " ".join(p.lower() for p in parts)
+''',
+    "tests/test_core.py": '''\
+from fastp import norm
+
+
+def test_already_plain():
+    assert norm("abc def ") == "abc def"
+
+
+def test_mixed_case():
+    assert norm("Abc  DEF") == "abc def"
+
+
+def test_padding():
+    assert norm("  XY ") == "xy"
+''',
+}
+
+
+@pytest.mark.docker
+def test_an_arm_that_is_only_a_fast_path_is_no_task(base_image, tmp_path):
+    """`norm`'s first arm is a shortcut: the code after the `if` gives the same
+    answer. Without the arm stand-ins (no adequacy, the naive grader) the case
+    is written and an arm left as `pass` scores 1; with them, `arm-pass`
+    passes every hidden test and the case is dropped."""
+    from taskforge.orchestrate.pipeline import Options, generate
+    from tests.conftest import make_git_repo
+
+    src = tmp_path / "src"
+    for rel, text in FAST.items():
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        (src / rel).write_text(text)
+    repo = make_git_repo(src, tmp_path / "repo")
+    naive = generate(str(repo), tmp_path / "naive", Options(jobs=1, branches=True, only=("@",),
+                                                            check_adequacy=False))
+    [tid] = naive.tasks
+    task = tmp_path / "naive" / tid
+    res = graded_edit(task, "honest", "fastp/core.py", "    if text.isascii() and text.islower() and "
+                      "\"  \" not in text.strip():\n        raise NotImplementedError\n",
+                      "    if text.isascii() and text.islower() and \"  \" not in text.strip():\n        pass\n",
+                      "docker", None, tmp_path)
+    assert res.reward == 1.0, res.model_dump_json(indent=1)[:2000]     # paid for doing nothing
+    ours = generate(str(repo), tmp_path / "ours", Options(jobs=1, branches=True, only=("@",)))
+    assert ours.tasks == []
+    [drop] = [d for d in ours.drops if d.candidate.startswith("fastp.core.norm@")
+              and d.stage != Stage.CANDIDATES]
+    assert "arm-pass" in drop.reason, drop

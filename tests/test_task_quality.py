@@ -358,3 +358,38 @@ def rot13(text):
     [drop] = [d for d in report.drops if "+" in d.candidate and d.stage != Stage.CANDIDATES]
     assert drop.stage == Stage.CONSTRAINED, drop
     assert "a removed symbol is not needed by the graded tests" in drop.reason and "rot13" in drop.reason
+
+
+def test_required_strings_read_a_parametrize_column_and_patterns_only_code_shows(tmp_path):
+    """A fresh review of the first branch tasks: a message compared through a
+    parametrize column (email_validator's `== error_msg`) was never stated, and
+    a `match=` pattern counted as shown because a changelog line held its words;
+    a correct implementation with its own wording scored 0 on both."""
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_x.py").write_text(textwrap.dedent('''
+        import pytest
+        from pkg import check
+
+        @pytest.mark.parametrize("value,error_msg", [
+            ("[1.2.3.4]", "A bracketed IP address is not allowed here."),
+            pytest.param("a@@b", "Too many at signs.", id="two"),
+        ])
+        def test_table(value, error_msg):
+            with pytest.raises(ValueError) as exc:
+                check(value)
+            assert str(exc.value) == error_msg
+
+        @pytest.mark.parametrize("value,pattern", [("+25:99", "timezone minute")])
+        def test_pattern(value, pattern):
+            with pytest.raises(ValueError, match=pattern):
+                check(value)
+    '''))
+    ids = ["tests/test_x.py::test_table", "tests/test_x.py::test_pattern"]
+    docs = "CHANGELOG: Reject out-of-range timezone minutes.\n"
+    got = required_strings(tmp_path, ids, workspace_text=docs, code_text="")
+    assert got == ["'A bracketed IP address is not allowed here.'", "'Too many at signs.'",
+                   "an error message matching the pattern 'timezone minute'"]
+    # a pattern the code shows, and a message the workspace shows, are not stated again
+    got = required_strings(tmp_path, ids, workspace_text=docs + "'Too many at signs.'",
+                           code_text="raise ValueError('bad timezone minute')")
+    assert got == ["'A bracketed IP address is not allowed here.'"]

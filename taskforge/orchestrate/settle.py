@@ -212,7 +212,8 @@ class Settler:
         ws = _workspace_files(self.texts, v.source_changes, v.test_changes)
         try:
             s.required = required_strings(self.src.path, s.graded, "\n".join(ws.values()),
-                                          limit=required_limit(v.candidate.difficulty.removed_lines))
+                                          limit=required_limit(v.candidate.difficulty.removed_lines),
+                                          code_text="\n".join(t for rel, t in ws.items() if rel.endswith(".py")))
         except Underspecified as exc:
             v.ok, v.reason = False, str(exc)
         cal = s.calibration

@@ -58,9 +58,52 @@ def _direct(node: ast.AST) -> list[str]:
     return []
 
 
-def _checks(fn: ast.AST) -> list[tuple[ast.AST, list[str]]]:
+def _param_columns(fn: ast.AST) -> dict[str, list[ast.expr]]:
+    """Parameter -> its cells over the inline `@pytest.mark.parametrize` tables
+    of a test function (a `pytest.param(...)` row's positional cells)."""
+    out: dict[str, list[ast.expr]] = {}
+    for dec in getattr(fn, "decorator_list", []):
+        if not (isinstance(dec, ast.Call) and isinstance(dec.func, ast.Attribute)
+                and dec.func.attr == "parametrize" and len(dec.args) >= 2):
+            continue
+        head, rows = dec.args[0], dec.args[1]
+        if isinstance(head, ast.Constant) and isinstance(head.value, str):
+            names = [n.strip() for n in head.value.split(",") if n.strip()]
+        elif isinstance(head, (ast.List, ast.Tuple)) and all(
+                isinstance(e, ast.Constant) and isinstance(e.value, str) for e in head.elts):
+            names = [str(e.value) for e in head.elts if isinstance(e, ast.Constant)]
+        else:
+            continue
+        if not isinstance(rows, (ast.List, ast.Tuple)):
+            continue
+        for row in rows.elts:
+            if isinstance(row, ast.Call) and (row.func.attr if isinstance(row.func, ast.Attribute)
+                                              else getattr(row.func, "id", "")) == "param":
+                cells = list(row.args)
+            elif len(names) == 1:
+                cells = [row]
+            elif isinstance(row, (ast.Tuple, ast.List)):
+                cells = list(row.elts)
+            else:
+                continue
+            for name, cell in zip(names, cells):
+                out.setdefault(name, []).append(cell)
+    return out
+
+
+def _checks(fn: ast.AST, columns: bool = False) -> list[tuple[ast.AST, list[str]]]:
     """(statement, expected strings) for the asserts, assert* calls and `match=`
-    arguments of a test function."""
+    arguments of a test function. `columns`: a compared name (or `match=` name)
+    that is a parametrize column gives that column's strings (email_validator's
+    `assert str(exc.value) == error_msg` over a table of messages: a correct
+    implementation with its own wording scored 0, the statement silent)."""
+    cols = _param_columns(fn) if columns else {}
+
+    def direct(node: ast.AST) -> list[str]:
+        if isinstance(node, ast.Name) and node.id in cols:
+            return [s for c in cols[node.id] for s in _direct(c)]
+        return _direct(node)
+
     out = []
     for node in ast.walk(fn):
         strings: list[str] = []
@@ -68,16 +111,18 @@ def _checks(fn: ast.AST) -> list[tuple[ast.AST, list[str]]]:
             for cmp in ast.walk(node.test):
                 if isinstance(cmp, ast.Compare):
                     for side in [cmp.left, *cmp.comparators]:
-                        strings += [s for s in _direct(side) if _message_like(s)]
+                        strings += [s for s in direct(side) if _message_like(s)]
         elif isinstance(node, ast.Call):
             name = node.func.attr if isinstance(node.func, ast.Attribute) else \
                 node.func.id if isinstance(node.func, ast.Name) else ""
             if name.startswith("assert") and name not in ("assertTrue", "assertFalse"):
-                strings = [s for a in node.args for s in _direct(a) if _message_like(s)]
+                strings = [s for a in node.args for s in direct(a) if _message_like(s)]
             for kw in node.keywords:
                 if kw.arg == "match" and isinstance(kw.value, ast.Constant) and isinstance(
                         kw.value.value, str) and kw.value.value.strip():
                     strings.append(MATCH + kw.value.value)
+                elif kw.arg == "match" and isinstance(kw.value, ast.Name) and kw.value.id in cols:
+                    strings += [MATCH + t for t in direct(kw.value) if t.strip()]
         if strings:
             out.append((node, strings))
     return out
@@ -124,11 +169,15 @@ def told_in_full(src: Path, ids: list[str]) -> set[str]:
 
 
 def required_strings(src: Path, f2p: list[str], workspace_text: str,
-                     limit: int = MAX_REQUIRED) -> list[str]:
+                     limit: int = MAX_REQUIRED, code_text: str | None = None) -> list[str]:
     """The exact strings the hidden tests assert (messages, reprs, formats) that
     appear nowhere in the workspace, as statement lines. The strings only, never
     the assertion: the call that produces one stays the agent's to work out, so
-    the list is a specification, not an answer key."""
+    the list is a specification, not an answer key. A `match=` pattern counts
+    as shown only in `code_text` (the workspace's Python files, when given):
+    "timezone minute" inside a changelog's "Reject out-of-range timezone
+    minutes" says nothing of a message's words (a correct parse with its own
+    message scored 0)."""
     by_file: dict[str, set[tuple[tuple[str, ...], str]]] = {}
     for nid in f2p:
         ref = test_ref(nid)
@@ -145,11 +194,11 @@ def required_strings(src: Path, f2p: list[str], workspace_text: str,
         for cls, fn in _functions(tree):
             if (cls, fn.name) not in want:
                 continue
-            for _node, strings in _checks(fn):
+            for _node, strings in _checks(fn, columns=True):
                 for text in strings:
                     pattern = text.startswith(MATCH)
                     value = text[len(MATCH):] if pattern else text
-                    if value in workspace_text:
+                    if value in (code_text if pattern and code_text is not None else workspace_text):
                         continue
                     shown = repr(value)          # exact: never shortened or re-spaced
                     line = (f"an error message matching the pattern {shown}" if pattern

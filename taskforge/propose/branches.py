@@ -11,11 +11,16 @@ tests that never take it stay green, and the ones that do are the hidden tests.
 from __future__ import annotations
 
 import ast
+import re
 import textwrap
 from dataclasses import dataclass, field
 
 MAX_ARMS = 3                 # arms offered per function, the largest first
 MAX_CONDITION = 160          # characters of a condition shown in a statement
+WINDOW = 8                   # tokens in a window compared with the rest of the package (copied)
+MAX_COPIED = 0.6             # share of an arm's windows found elsewhere past which it is a copy
+_TOKEN = re.compile(r"[A-Za-z_]\w*|\d[\w.]*|\"(?:[^\"\\\n]|\\.)*\"|'(?:[^'\\\n]|\\.)*'|[^\s\w]")
+_COMMENT = re.compile(r"(?m)#[^\n]*$")
 
 
 @dataclass(frozen=True)
@@ -124,11 +129,15 @@ def find_function(tree: ast.Module, cls: str | None, name: str, line: int
     return None
 
 
+def arm_text(code: str, arm: Arm) -> str:
+    """The arm's lines, dedented."""
+    return textwrap.dedent("\n".join(code.splitlines()[arm.line - 1:arm.end]))
+
+
 def arm_source(code: str, arm: Arm) -> str:
     """The arm's statements as a function's body, so that difficulty measures
     them as the work they are (its statements count inside a function)."""
-    lines = code.splitlines()[arm.line - 1:arm.end]
-    return "def _arm():\n" + textwrap.indent(textwrap.dedent("\n".join(lines)), "    ") + "\n"
+    return "def _arm():\n" + textwrap.indent(arm_text(code, arm), "    ") + "\n"
 
 
 def condition(arm: Arm) -> str:
@@ -139,3 +148,33 @@ def condition(arm: Arm) -> str:
     if arm.when:
         return f"`{cut(arm.when)}`"
     return " and ".join(f"not `{cut(w)}`" for w in arm.after) or "the `else`"
+
+
+def _windows(text: str) -> set[tuple[str, ...]]:
+    toks = _TOKEN.findall(_COMMENT.sub("", text))
+    return {tuple(toks[i:i + WINDOW]) for i in range(max(0, len(toks) - WINDOW + 1))}
+
+
+def copied(arm_text: str, elsewhere: list[set[tuple[str, ...]]]) -> float:
+    """The share of the arm's WINDOW-token windows (comments aside) that stand
+    in one of `elsewhere` (module_windows of every other module, and of its own
+    module with the arm cut out). Why: an arm the package holds again (slugify's
+    two transliterations, inflection's pluralize loop beside singularize's with
+    one name changed) is a task answered by pasting, which the leak scan, blind
+    to code that stays in the package, does not catch (a fresh review: both
+    scored 1 pasted)."""
+    mine = _windows(arm_text)
+    if not mine:
+        return 0.0
+    return sum(1 for w in mine if any(w in e for e in elsewhere)) / len(mine)
+
+
+def module_windows(code: str) -> set[tuple[str, ...]]:
+    """Every WINDOW-token window of a module's source."""
+    return _windows(code)
+
+
+def without(code: str, arm: Arm) -> str:
+    """`code` with the arm's lines left out."""
+    lines = code.splitlines(keepends=True)
+    return "".join(lines[:arm.line - 1] + lines[arm.end:])

@@ -22,7 +22,17 @@ from taskforge.analysis.pyparse import parse as parse_python
 from taskforge.analysis.symbols import ModuleInfo, RepoIndex, Symbol
 from taskforge.analysis.testindex import TestModule, group_ids
 from taskforge.models import TIER_ORDER, Difficulty, FeatureKind, Removal, Tier
-from taskforge.propose.branches import Arm, arm_source, arms, find_function
+from taskforge.propose.branches import (
+    MAX_COPIED,
+    Arm,
+    arm_source,
+    arm_text,
+    arms,
+    copied,
+    find_function,
+    module_windows,
+    without,
+)
 from taskforge.propose.difficulty import measure, snippet
 from taskforge.propose.recall import wrapped_call
 from taskforge.remove.transform import TOP_KINDS, exported_bindings
@@ -594,6 +604,7 @@ class _Proposer:
     helper_files: set[str] = field(init=False)   # test files the suite imports but collects nothing from
     seen: dict[frozenset[str], str] = field(default_factory=dict)
     _asts: dict[str, ast.Module | None] = field(default_factory=dict)     # branches(): a module parsed once
+    _windows: dict[str, set] = field(default_factory=dict)  # branches(): each module's token windows
     _covering: dict[tuple[str, str], frozenset[str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -679,6 +690,13 @@ class _Proposer:
                          # its callers stay: one that runs at import fails every test
                          predicted=runs_at_import(self.cov, [sym], self.index))
 
+    def module_windows(self) -> dict[str, set]:
+        """Each package module's token windows (branches.module_windows), worked
+        out once."""
+        if not self._windows:
+            self._windows = {name: module_windows(m.code) for name, m in self.index.modules.items()}
+        return self._windows
+
     def branches(self, sym: Symbol) -> list[tuple[str, Candidate | str]]:
         """The Removal.BRANCH candidates of function `sym` (propose.branches.arms),
         each named `qualname@line` with its arm's first line, or why an arm is none.
@@ -714,6 +732,11 @@ class _Proposer:
             at_import = self.cov.ran_at_import(sym.path, arm.lines)
             if not why and at_import:
                 why = f"{PREDICTED}: {name} ran at import or collection ({sym.path}:{min(at_import)})"
+            if not why:
+                others = [w for m, w in self.module_windows().items() if m != sym.module]
+                share = copied(arm_text(mod.code, arm), [*others, module_windows(without(mod.code, arm))])
+                if share > MAX_COPIED:
+                    why = f"its code stands elsewhere in the package ({share:.0%} of it)"
             if why:
                 out.append((name, why))
                 continue

@@ -300,8 +300,8 @@ class _ArmCutter(cst.CSTTransformer):
     it) by `raise NotImplementedError`; the condition and every other arm stay."""
     METADATA_DEPENDENCIES = (PositionProvider,)
 
-    def __init__(self, cls: str | None, name: str, line: int, arm: int):
-        self.cls, self.name, self.line, self.arm = cls, name, line, arm
+    def __init__(self, cls: str | None, name: str, line: int, arm: int, stmt: str = "raise NotImplementedError"):
+        self.cls, self.name, self.line, self.arm, self.stmt = cls, name, line, arm, stmt
         self.stack: list[str] = []
         self.inside = 0                 # depth inside the target function
         self.changed = False
@@ -340,7 +340,7 @@ class _ArmCutter(cst.CSTTransformer):
             return updated
         self.changed = True
         return updated.with_changes(body=updated.body.with_changes(
-            body=[cst.parse_statement("raise NotImplementedError")]))
+            body=[cst.parse_statement(self.stmt)]))
 
     def leave_If(self, original, updated):
         return self._cut(original, updated)
@@ -349,11 +349,13 @@ class _ArmCutter(cst.CSTTransformer):
         return self._cut(original, updated)
 
 
-def branch_code(code: str | cst.Module, cls: str | None, name: str, line: int, arm: int) -> str | None:
+def branch_code(code: str | cst.Module, cls: str | None, name: str, line: int, arm: int,
+                stmt: str = "raise NotImplementedError") -> str | None:
     """The module's text with the arm starting on line `arm` of function `name`
-    (a method of `cls`, defined on `line`) replaced by `raise NotImplementedError`,
-    or None where there is no such arm (a one-line `if x: y` suite is none)."""
-    t = _ArmCutter(cls, name, line, arm)
+    (a method of `cls`, defined on `line`) replaced by `stmt` (adequacy's
+    stand-ins put `pass` or `return None` there), or None where there is no
+    such arm (a one-line `if x: y` suite is none)."""
+    t = _ArmCutter(cls, name, line, arm, stmt)
     new = MetadataWrapper(code if isinstance(code, cst.Module) else cst.parse_module(code)).visit(t)
     return new.code if t.changed else None
 

@@ -47,6 +47,7 @@ from taskforge.analysis.pyparse import dotted_parts
 from taskforge.analysis.pyparse import parse as parse_python
 from taskforge.grade.copies import TestRef, find_def, test_ref
 from taskforge.models import Adequacy
+from taskforge.remove.transform import branch_code
 from taskforge.validate.variants import Batch, Outcome, Variant, run_variants
 
 STANDINS = ("return-none", "raise", "identity", "swallow")
@@ -650,7 +651,10 @@ def check(worker, f2p: list[str], symbols, whole_module: str | None, seed: str,
     literals = [c for c in constants if c[:1] in "'\""]        # not "an error message ..."
     raises = [e.raise_expr for e in expected_raises(hidden_sources(worker.src, f2p), f2p)]
     probes: list[tuple[str, Variant]] = []
-    for name, changes in standins(files, targets, literals, raises).items():
+    stand = standins(files, targets, literals, raises)
+    if arm is not None and symbols:
+        stand.update(arm_standins(files, symbols[0], arm[0], raises[:MAX_EXPECTED]))
+    for name, changes in stand.items():
         probes.append(("standin", Variant(f"s{len(probes)}:{name}", changes, stop=True)))
     if partial:
         found = partials(files, targets, limit=MAX_PARTIALS + 1)
@@ -682,6 +686,28 @@ def check(worker, f2p: list[str], symbols, whole_module: str | None, seed: str,
     if result.mutants and not (result.standins_passing_all or result.partials_passing_all):
         result.mutation_score = round(result.mutants_killed / result.mutants, 3)
     return result, spent
+
+
+ARM_STANDINS = {"arm-pass": "pass", "arm-return-none": "return None"}
+
+
+def arm_standins(files: dict[str, str], sym, arm: int, raises: Sequence[str] = ()) -> dict[str, dict[str, str]]:
+    """Removal.BRANCH: the gold with the removed arm doing nothing (`pass`: the
+    function goes on past the `if`), returning None, or raising what the
+    hidden tests expect (`raises`: expected_raises' expressions). Why: the whole-function
+    stand-ins fail a branch's tests whatever they check, since the function's
+    other paths go with them, so they proved nothing of the arm (a fresh
+    review of the first branch tasks); an arm that is only a fast path, or
+    whose tests a fall-through passes, is no task."""
+    out: dict[str, dict[str, str]] = {}
+    code = files.get(sym.path)
+    if code is None:
+        return out
+    for name, stmt in [*ARM_STANDINS.items(), *(("arm-" + RAISES + r, f"raise {r}") for r in raises)]:
+        new = branch_code(code, sym.cls if sym.kind == "method" else None, sym.name, sym.start, arm, stmt)
+        if new is not None and new != code:
+            out[name] = {sym.path: new}
+    return out
 
 
 @contextmanager
