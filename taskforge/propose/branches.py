@@ -87,9 +87,9 @@ def arms(fn: ast.FunctionDef | ast.AsyncFunctionDef, code: str, min_statements: 
         before: list[str] = []
         node: ast.If | None = head
         while node is not None:
-            when = ast.get_source_segment(code, node.test) or ""
-            out.append(_arm(node.body, " ".join(when.split()), tuple(before), code))
-            before.append(" ".join(when.split()))
+            when = " ".join((ast.get_source_segment(code, node.test) or "").split())
+            out.append(_arm(node.body, when, tuple(before), code))
+            before.append(when)
             rest = node.orelse
             if len(rest) == 1 and isinstance(rest[0], ast.If):
                 node = rest[0]
@@ -150,7 +150,8 @@ def condition(arm: Arm) -> str:
     return " and ".join(f"not `{cut(w)}`" for w in arm.after) or "the `else`"
 
 
-def _windows(text: str) -> set[tuple[str, ...]]:
+def module_windows(text: str) -> set[tuple[str, ...]]:
+    """Every WINDOW-token window of a module's source (comments aside)."""
     toks = _TOKEN.findall(_COMMENT.sub("", text))
     return {tuple(toks[i:i + WINDOW]) for i in range(max(0, len(toks) - WINDOW + 1))}
 
@@ -163,15 +164,10 @@ def copied(arm_text: str, elsewhere: list[set[tuple[str, ...]]]) -> float:
     one name changed) is a task answered by pasting, which the leak scan, blind
     to code that stays in the package, does not catch (a fresh review: both
     scored 1 pasted)."""
-    mine = _windows(arm_text)
+    mine = module_windows(arm_text)
     if not mine:
         return 0.0
     return sum(1 for w in mine if any(w in e for e in elsewhere)) / len(mine)
-
-
-def module_windows(code: str) -> set[tuple[str, ...]]:
-    """Every WINDOW-token window of a module's source."""
-    return _windows(code)
 
 
 def without(code: str, arm: Arm) -> str:

@@ -286,7 +286,13 @@ def hollow_source(index: RepoIndex, sym: Symbol) -> SourceRemoval:
     and docstring; its body becomes `raise NotImplementedError`. Nothing is
     unbound, so nothing else changes."""
     mod = index.modules[sym.module]
-    new = hollow_code(mod.tree or mod.code, sym.cls if sym.kind == "method" else None, sym.name, sym.start)
+    return _in_place(mod, sym, hollow_code(mod.tree or mod.code, sym.cls if sym.kind == "method" else None,
+                                           sym.name, sym.start))
+
+
+def _in_place(mod, sym: Symbol, new: str | None) -> SourceRemoval:
+    """A removal inside `sym` that leaves it defined (a body, an arm): its
+    module's new text, if there is one, and the lines that went."""
     out = SourceRemoval(symbols=[sym])
     if new is not None:
         out.changes[mod.path] = new
@@ -364,12 +370,8 @@ def branch_source(index: RepoIndex, sym: Symbol, arm: int) -> SourceRemoval:
     """Removal.BRANCH: the arm of an `if` in `sym` starting on line `arm` goes
     (propose.branches); the function, its condition and its callers stay."""
     mod = index.modules[sym.module]
-    new = branch_code(mod.tree or mod.code, sym.cls if sym.kind == "method" else None, sym.name, sym.start, arm)
-    out = SourceRemoval(symbols=[sym])
-    if new is not None:
-        out.changes[mod.path] = new
-        out.removed_lines = max(0, mod.code.count("\n") - new.count("\n") + 1)
-    return out
+    return _in_place(mod, sym, branch_code(mod.tree or mod.code, sym.cls if sym.kind == "method" else None,
+                                           sym.name, sym.start, arm))
 
 
 # -- hidden tests out of a test file ------------------------------------------------
