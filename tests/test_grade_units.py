@@ -557,6 +557,42 @@ def test_a_test_that_calls_another_test_still_runs_renamed(tmp_path):
     assert res.returncode == 0 and "2 passed" in res.stdout, res.stdout
 
 
+def test_a_test_defined_twice_stays_replaced_when_renamed(tmp_path):
+    """asteval defines `test_dict_comprehension` twice; the second replaces the
+    first at import. Renaming only the second brought the first back to life
+    under the hidden test's own id: a forged id, and the gold scored 0 on four
+    features. The earlier definition takes the same new name, so it stays
+    replaced, and no report stands under the old id."""
+    (tmp_path / "test_t.py").write_text(textwrap.dedent('''\
+        import pytest
+
+
+        @pytest.mark.parametrize("n", [1, 2])
+        def test_twice(n):
+            assert False, "shadowed: never runs"
+
+
+        @pytest.mark.parametrize("n", [1, 2])
+        def test_twice(n):
+            assert n in (1, 2)
+
+
+        class TestC:
+            def test_m(self):
+                assert False
+
+            def test_m(self):
+                assert True
+        '''))
+    ids = ["test_t.py::test_twice[1]", "test_t.py::test_twice[2]", "test_t.py::TestC::test_m"]
+    plan = cp.plant(tmp_path, ids, [], rng=random.Random(5))
+    res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rA", "test_t.py"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0 and "3 passed" in res.stdout, res.stdout
+    assert "::test_twice" not in res.stdout and "::test_m " not in res.stdout, res.stdout
+    assert {r.func for r in plan.originals.values()} == {"test_twice", "test_m"}
+
+
 # ------------------------------------------------ the project's assert helpers
 
 HELPER_LIB = '''
