@@ -55,7 +55,11 @@ from taskforge.models import TestCopy
 NAME_TOKEN = "__tf_mutant_name__"
 EQUAL_METHODS = {"assertEqual", "assertEquals", "assertListEqual", "assertTupleEqual",
                  "assertDictEqual", "assertSetEqual", "assertSequenceEqual",
-                 "assertMultiLineEqual", "assert_equal"}
+                 "assertMultiLineEqual", "assert_equal",
+                 # numpy.testing's: a changed value fails them as `==` would (a
+                 # copy inside the tolerance passes the gold, so calibration drops it)
+                 "assert_array_equal", "assert_allclose", "assert_almost_equal",
+                 "assert_array_almost_equal"}
 # Assertions and their complements: whichever holds, the other fails. Both
 # forms are common in real tests, so a swapped copy looks like any other test.
 NEGATABLE = {"assertTrue": "assertFalse", "assertFalse": "assertTrue",
@@ -441,37 +445,84 @@ HELPERS: ContextVar[Helpers] = ContextVar("assert_helpers", default=types.Mappin
 
 def assert_helpers(root: Path, max_bytes: int = 1 << 20) -> dict[str, tuple[tuple[str, ...], frozenset[str]]]:
     """The project's assertion helpers (markdown's `assertMarkdownRenders(self,
-    source, expected)`) whose parameters are only ever one side of an asserted
-    equality in their body: an argument given to such a parameter is an
-    expected value, as `assertEqual`'s is. A name defined twice differently is
-    left out."""
+    source, expected)`, asteval's `isvalue(interp, sym, val)`) whose parameters
+    are only ever one side of an asserted equality in their body: an argument
+    given to such a parameter is an expected value, as `assertEqual`'s is. Any
+    name but a test's (asteval's whole suite checks through `isvalue`: 11 of its
+    features had no copy when only `assert*` names counted). A name defined
+    twice differently is left out."""
     found: dict[str, set[tuple[tuple[str, ...], frozenset[str]]]] = {}
     for path in sorted(root.rglob("*.py")):
         rel = path.relative_to(root).parts
         if any(p.startswith(".") or p in ("node_modules", "site-packages") for p in rel):
             continue
         try:
-            if path.stat().st_size > max_bytes:
-                continue
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
+            st = path.stat()
+        except OSError:
             continue
-        if "def assert" not in text:
+        if st.st_size > max_bytes:
             continue
-        try:
-            tree = parse_python(text)
-        except (SyntaxError, ValueError):
-            continue
-        for node in ast.walk(tree):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("assert") \
-                    and node.name not in EQUAL_METHODS:
-                params = [a.arg for a in node.args.posonlyargs + node.args.args]
-                if params[:1] in (["self"], ["cls"]):
-                    params = params[1:]
-                exp = _expected_names(node) & set(params)
-                if exp:
-                    found.setdefault(node.name, set()).add((tuple(params), frozenset(exp)))
+        key = (str(path), st.st_size, st.st_mtime_ns)
+        if key not in _HELPERS_OF_FILE:
+            if len(_HELPERS_OF_FILE) > 4096:
+                _HELPERS_OF_FILE.clear()
+            _HELPERS_OF_FILE[key] = _file_helpers(path)
+        for name, params, exp in _HELPERS_OF_FILE[key]:
+            found.setdefault(name, set()).add((params, exp))
     return {name: next(iter(v)) for name, v in found.items() if len(v) == 1}
+
+
+# (path, size, mtime) -> its helpers: propose runs once per candidate on one tree.
+_HELPERS_OF_FILE: dict[tuple[str, int, int], list[tuple[str, tuple[str, ...], frozenset[str]]]] = {}
+
+
+def _file_helpers(path: Path) -> list[tuple[str, tuple[str, ...], frozenset[str]]]:
+    """assert_helpers for one file: (name, parameters after self, expected ones)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return []
+    if "assert" not in text:
+        return []
+    try:
+        tree = parse_python(text)
+    except (SyntaxError, ValueError):
+        return []
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not node.name.startswith("test") \
+                and node.name not in EQUAL_METHODS:
+            params = [a.arg for a in node.args.posonlyargs + node.args.args]
+            if params[:1] in (["self"], ["cls"]):
+                params = params[1:]
+            exp = set.intersection(*(_expected_names(way) for way in _paths(node))) & set(params)
+            if exp:
+                out.append((node.name, tuple(params), frozenset(exp)))
+    return out
+
+
+def _paths(fn, limit: int = 8) -> list[ast.FunctionDef]:
+    """`fn` as straight-line functions, one per way through its top-level
+    if/else statements (asteval's `isvalue` checks with numpy's
+    `assert_allclose` or with `==`): a parameter expected on every path is
+    expected whichever runs. Each condition stays as an expression, so its
+    loads still count. At most `limit` paths; an `if` without an `else` stays
+    whole (a path may skip its check)."""
+    def ways(body: list[ast.stmt]) -> list[list[ast.stmt]]:
+        out: list[list[ast.stmt]] = [[]]
+        for st in body:
+            if isinstance(st, ast.If) and st.orelse:
+                alts = [[ast.Expr(value=st.test), *w] for w in ways(st.body) + ways(st.orelse)]
+                out = [p + a for p in out for a in alts][:limit]
+            else:
+                out = [p + [st] for p in out]
+        return out
+
+    paths = ways(fn.body)
+    if len(paths) == 1:
+        return [fn]
+    return [ast.FunctionDef(name=fn.name, args=fn.args, body=p, decorator_list=[], returns=None)
+            for p in paths]
 
 
 def _helper_args(node: ast.Call, helpers: Helpers) -> tuple[list[ast.expr], list[ast.expr]] | None:
