@@ -140,7 +140,7 @@ def _day_start(day: str) -> int:
 
   taskforge generate ../lib --out tasks/ --since 2025-06-01 --statement-style own   # past a model's cutoff
 
-  taskforge generate ../lib --out tasks/ --branches --max-tasks 40   # the cases of one dispatcher too
+  taskforge generate ../lib --out tasks/ --no-branches   # whole definitions and bodies only, no cases
 
 Nothing per repository is needed in the common case: dependencies, test extras,
 pytest plugins and the Python version are read from the project's own files.
@@ -207,11 +207,11 @@ def generate(
                                            "predicted to break the suite (a body that runs at "
                                            "import) last instead of dropping them, so report.json's "
                                            "`prediction` says how often the prediction is wrong."),
-    branches: bool = typer.Option(False, "--branches", help="Also offer the larger arms of "
-                                  "functions' if/elif/else chains as features (the arm becomes "
-                                  "`raise NotImplementedError`; the condition and every other "
-                                  "path stay): tasks from a library whose tests all go through "
-                                  "one dispatcher."),
+    branches: bool = typer.Option(True, "--branches/--no-branches", help="Also offer the larger "
+                                  "arms of functions' if/elif/else chains as features (the arm "
+                                  "becomes `raise NotImplementedError`; the condition and every "
+                                  "other path stay), after every whole feature: tasks from a "
+                                  "library whose tests all go through one dispatcher."),
     as_json: bool = typer.Option(False, "--json", help="Print report.json to stdout."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress output."),
 ) -> None:
@@ -494,7 +494,8 @@ def corpus(
                              "($RAY_ADDRESS or --ray-address); a lost node's repository is "
                              "retried elsewhere and resumes from its journal."),
     ray_address: Optional[str] = typer.Option(None, "--ray-address"),
-    branches: bool = typer.Option(False, "--branches", help="As generate's --branches."),
+    branches: bool = typer.Option(True, "--branches/--no-branches",
+                                  help="As generate's --branches/--no-branches."),
     as_json: bool = typer.Option(False, "--json", help="One JSON object per repository."),
 ) -> None:
     """Generate tasks from many repositories, locally one after another or spread

@@ -60,14 +60,14 @@ ENGINE_FIXTURES = {"docker_engine"}
 
 @pytest.fixture(scope="session")
 def confwriter_tasks(base_image, tmp_path_factory):
-    """generate --branches on confwriter: every value goes through `format_value`,
+    """generate (cases offered by default) on confwriter: every value goes through `format_value`,
     so the writers of single types can only leave as bodies (Removal.BODY), and
     format_duration's negative case is an arm of its own (Removal.BRANCH)."""
     from taskforge.orchestrate.pipeline import Options, generate
 
     repo = make_git_repo(FIXTURES / "confwriter", tmp_path_factory.mktemp("repo") / "confwriter")
     out = tmp_path_factory.mktemp("tasks-confwriter")
-    report = generate(str(repo), out, Options(max_tasks=8, jobs=2, branches=True))
+    report = generate(str(repo), out, Options(max_tasks=8, jobs=2))   # cases by default
     return out, report
 
 

@@ -167,6 +167,23 @@ def test_the_cases_of_functions_come_after_every_whole_feature():
     assert set(names[:3]) == {"g", "h", "m"} and set(names[3:5]) == {"f@3", "k@9"}
 
 
+@pytest.mark.parametrize("name,patterns,asked", [
+    ("core.validate", ("core.validate",), True),
+    ("core.validate@12", ("core.validate",), False),     # a function asked for: not its cases
+    ("core.validate@12", ("core.validate@",), True),     # its cases
+    ("core.validate@12", ("@",), True),                  # every case
+    ("core.validate@12", ("core.validate@12",), True),
+    ("core.validate@30", ("core.validate@12",), False),
+    ("core.validate", ("@",), False),
+    ("core.validate_all", ("core.validate",), True),     # substring, as before the cases
+    ("fmt.render", ("core", "fmt"), True),
+])
+def test_only_names_a_case_by_its_at(name, patterns, asked):
+    """Cases are offered by default, so `--only f` must keep meaning f's definition."""
+    from taskforge.orchestrate.pipeline import named
+    assert named(name, patterns) is asked
+
+
 @pytest.mark.parametrize("arm,elsewhere,copy", [
     # slugify: the same transliteration written twice in the package
     ("text = unidecode(text)\ntext = text.encode('ascii', 'ignore')\nreturn text.decode()",

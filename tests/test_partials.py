@@ -337,3 +337,26 @@ def test_symbol_coverage_counts_statements_graded_tests_run():
     assert (c.qualname, c.statements, c.covered, c.tests, c.missed) == ("m.f", 5, 2, 1, [5, 8, 9])
     [c] = symbol_coverage(cov, [sym], {"m.py": CODE}, graded={"t::a", "t::b"})
     assert (c.covered, c.tests, c.missed) == (4, 2, [8])
+
+
+def test_a_case_counts_the_coverage_and_age_of_its_arm_alone():
+    """A case removes one arm (`if x: return 1`); the function around it stays,
+    so the graded tests' coverage and the code's age are the arm's."""
+    from taskforge.analysis.coverage_map import CoverageMap
+    from taskforge.analysis.symbols import Symbol
+    from taskforge.models import Removal
+    from taskforge.orchestrate.settle import symbol_coverage
+    from taskforge.propose.branches import Arm
+    from taskforge.propose.features import Candidate, LineSpan
+
+    sym = Symbol(qualname="m.f", module="m", path="m.py", name="f", kind="function", cls=None,
+                 start=1, end=9, body_lines=set(range(2, 10)))
+    cov = CoverageMap({"m.py": {3: frozenset({"t::a", "t::b"}), 4: frozenset({"t::a"}),
+                                5: frozenset({"t::b"}), 9: frozenset({"t::b"})}})
+    arm = Arm(line=4, end=4, when="x")
+    [c] = symbol_coverage(cov, [sym], {"m.py": CODE}, graded={"t::a"}, arm=arm)
+    assert (c.statements, c.covered, c.tests, c.missed) == (1, 1, 1, [])
+    case = Candidate(name="m.f@4", kind="function", root=sym, symbols=[sym], removal=Removal.BRANCH, arm=arm)
+    assert case.removed_spans() == [LineSpan("m.py", 4, 4)]
+    whole = Candidate(name="m.f", kind="function", root=sym, symbols=[sym])
+    assert whole.removed_spans() == [LineSpan("m.py", 1, 9)]

@@ -251,7 +251,7 @@ def harden(repos: list[str], tasks: Sequence[str | Path], out: str | Path,
         style = (StatementStyle(styles.pop()) if len(styles) == 1 and options_style is None
                  else options_style or base.statement_style)
         wanted = len(pairs) + min(per_repo, len(grow))
-        opts = replace(base, ref=mine[0].commit, combine=tuple(pairs), max_tasks=wanted, only=(),
+        opts = replace(base, ref=mine[0].commit, combine=tuple(pairs), max_tasks=wanted, only=(), branches=False,
                        around=tuple(tuple(sorted(p.symbols)) for p in grow),
                        known=tuple(sorted({n for p in by_repo.get(name, []) for n in p.features()})),
                        statement_style=style)

@@ -33,7 +33,7 @@ class Options:
     # Probes that change only function bodies share one pytest session, switched in
     # after one collection (validate/variants.py); False: a session each (the bench's before).
     batch_probes: bool = True
-    only: tuple[str, ...] = ()               # candidates whose name contains one of these
+    only: tuple[str, ...] = ()               # candidates these name (pipeline.named)
     # Every hidden test must have must-fail copies (a test without one can be
     # forged by a solution that finds it); False keeps such tasks, marked.
     require_copies: bool = True
@@ -62,5 +62,6 @@ class Options:
     check_predictions: bool = False
     # Also offer the larger if/elif/else arms of functions as features
     # (Removal.BRANCH, propose/branches.py): tasks from a library whose suite
-    # goes through one dispatcher. Off by default until measured on the corpus.
-    branches: bool = False
+    # goes through one dispatcher. They come after every whole feature in the
+    # order, so a --max-tasks prefix takes those first (bench/corpus_clones.md).
+    branches: bool = True

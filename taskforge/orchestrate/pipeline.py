@@ -450,7 +450,7 @@ def asked_for(candidates: list, opts: Options, drops: list[DropReason]) -> list:
     others join `drops`."""
     wanted = []
     for c in candidates:
-        if c.kind in opts.kinds and (not opts.only or any(o in c.name for o in opts.only)):
+        if c.kind in opts.kinds and (not opts.only or named(c.name, opts.only)):
             wanted.append(c)
         else:
             drops.append(DropReason(candidate=c.name, stage=Stage.CANDIDATES,
@@ -459,12 +459,21 @@ def asked_for(candidates: list, opts: Options, drops: list[DropReason]) -> list:
     return wanted
 
 
+def named(name: str, patterns: tuple[str, ...]) -> bool:
+    """--only: a pattern names the candidates whose name holds it. A case of a
+    function (`qualname@line`) is named only by a pattern with an `@`, so that
+    asking for a function keeps meaning its whole definition now that cases are
+    offered by default: `fmt` names `fmt`, `fmt@` each of its cases, `fmt@12` one."""
+    whole = "@" not in name
+    return any(p in name and (whole or "@" in p) for p in patterns)
+
+
 def recent_only(candidates: list, blame: Blame, since: int, drops: list[DropReason]) -> list:
     """--since: the candidates whose removed lines mostly changed at or after
     `since`; the others join `drops` with their median line's day."""
     kept = []
     for c in candidates:
-        stamps = span_times(blame, c.symbols)
+        stamps = span_times(blame, c.removed_spans())
         if fresh(stamps, since):
             kept.append(c)
             continue

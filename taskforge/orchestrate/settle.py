@@ -325,12 +325,15 @@ def unprotected(graded: list[str], cal: Calibration) -> list[str]:
 
 
 def symbol_coverage(cov: CoverageMap, symbols, codes: dict[str, str],
-                    graded: set[str]) -> list[SymbolCoverage]:
+                    graded: set[str], arm: Arm | None = None) -> list[SymbolCoverage]:
     """Per removed definition: its body's statement lines, those a graded test ran
-    (from the baseline's per-test coverage), and how many graded tests run it."""
+    (from the baseline's per-test coverage), and how many graded tests run it.
+    A case (`arm`) counts the arm's lines alone: the rest of its function stays."""
     out = []
     for sym in symbols:
-        if sym.kind == "module":
+        if arm is not None:
+            lines = arm.lines
+        elif sym.kind == "module":
             lines = set(range(sym.start, sym.end + 1))
         else:
             lines = set(sym.body_lines)
@@ -382,7 +385,7 @@ def contamination_of(cand, ctx: Context, statement: str, style: StatementStyle,
     the wrappers are the ones difficulty left out."""
     whole = cand.root.module if cand.kind == FeatureKind.MODULE else None
     wrappers = thin_wrappers(ctx.index, cand.symbols, whole)
-    age = recall.code_age(span_times(blame, cand.symbols)) if blame is not None else None
+    age = recall.code_age(span_times(blame, cand.removed_spans())) if blame is not None else None
     pieces = removed_pieces(ctx, cand.symbols, cand.arm)
     if whole is not None and whole in ctx.index.modules:
         pieces.append(ctx.index.modules[whole].code)      # its docstring is in the statement
@@ -409,7 +412,7 @@ def _record_builder(tid, src, image, v: Verdict, ctx: Context, cov: CoverageMap,
         protected=len(set(f2p) - cal.uncopied), unprotected=sorted(cal.uncopied & set(f2p)),
         coverage=symbol_coverage(cov, cand.symbols, {p: ctx.index.modules[m].code for m, p in
                                                      {(s.module, s.path) for s in cand.symbols}
-                                                     if m in ctx.index.modules}, set(f2p)),
+                                                     if m in ctx.index.modules}, set(f2p), cand.arm),
         plant_seed=secrets.token_hex(16), sealed=True, sealed_graded=len(cal.sealed & set(f2p)),
         answers_shown=sorted(cal.shown & set(f2p) - cal.sealed), seal_rules=SEAL_RULES)
     p2p = sorted(ctx.passing - v.hidden - v.vanished | v.passing_hidden)

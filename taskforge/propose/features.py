@@ -15,7 +15,7 @@ import ast
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import AbstractSet
+from typing import AbstractSet, NamedTuple
 
 from taskforge.analysis.coverage_map import CoverageMap
 from taskforge.analysis.pyparse import parse as parse_python
@@ -53,6 +53,19 @@ class Candidate:
     deferred: str = ""              # a weaker sign of the same: tried last (runs_at_import)
     removal: Removal = Removal.DEFINITIONS      # BODY: one function's body, callers kept
     arm: Arm | None = None          # BRANCH: the arm of an `if` in `root` that goes
+
+    def removed_spans(self) -> list[LineSpan]:
+        """The lines that go, for their age (git blame): a case's arm alone, not
+        the function around it, which stays; otherwise the definitions."""
+        if self.arm is not None:
+            return [LineSpan(self.root.path, self.arm.line, self.arm.end)]
+        return [LineSpan(s.path, s.start, s.end) for s in self.symbols]
+
+
+class LineSpan(NamedTuple):
+    path: str
+    start: int
+    end: int
 
 
 @dataclass
