@@ -110,6 +110,8 @@ def test_a_case_of_a_function_becomes_a_branch_task(confwriter_tasks):
     statement = (task / "problem_statement.md").read_text()
     assert "# Implement a case of the function `format_duration`" in statement
     assert "the code that runs when `total < 0` has been removed" in statement
+    at = writer.splitlines().index("        raise NotImplementedError") + 1
+    assert f"now raises `NotImplementedError` (line {at})." in statement
     # No branch of a function whose every test takes it, nor of one arm's single statement.
     names = {d.candidate: d.reason for d in confwriter_tasks[1].drops}
     assert names["confwriter.writer.format_value@56"].startswith("too small")
@@ -165,6 +167,41 @@ def test_the_cases_of_functions_come_after_every_whole_feature():
     names = [c.name for c in got]
     assert names[-1] == "risky"
     assert set(names[:3]) == {"g", "h", "m"} and set(names[3:5]) == {"f@3", "k@9"}
+
+
+def _arm(line, end):
+    from taskforge.propose.branches import Arm
+    return Arm(line=line, end=end, when="x")
+
+
+@pytest.mark.parametrize("cases,twins", [
+    # croniter's _calc_next: @531 inside @511 with its 13 tests, @552 inside both with 5 of them
+    ([((511, 561), {"a", "b"}), ((531, 561), {"a", "b"}), ((552, 556), {"a"})], {1: 0}),
+    # three deep, one set of tests: the outermost stays
+    ([((10, 40), {"a"}), ((12, 40), {"a"}), ((20, 30), {"a"})], {1: 0, 2: 0}),
+    # side by side with the same tests: two cases, not nested
+    ([((10, 20), {"a"}), ((21, 30), {"a"})], {}),
+    # nested with tests of its own: a task of its own
+    ([((10, 40), {"a", "b"}), ((20, 30), {"b"})], {}),
+    ([], {}),
+])
+def test_a_case_inside_a_case_with_the_same_tests_is_no_task(cases, twins):
+    from taskforge.propose.branches import nested_twins
+    assert nested_twins([(_arm(*span), frozenset(h)) for span, h in cases]) == twins
+
+
+@pytest.mark.parametrize("old,new,line", [
+    ("a\nb\nc\n", "a\nX\n", 2),
+    ("a\nb\n", "a\nb\n", None),
+    ("a\nb\n", "a\nb\nc\n", 3),
+    ("def f(x):\n    if x:\n        # why\n        y = 1\n        return y\n    return 0\n",
+     "def f(x):\n    if x:\n        raise NotImplementedError\n    return 0\n", 3),
+])
+def test_a_case_statement_names_the_line_that_now_raises(old, new, line):
+    """asteval's on_functiondef has two `if is_lambda` chains: the statements
+    of their else arms were byte-identical; the line tells them apart."""
+    from taskforge.package.statement import first_changed_line
+    assert first_changed_line(old, new) == line
 
 
 @pytest.mark.parametrize("name,patterns,asked", [

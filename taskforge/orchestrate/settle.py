@@ -48,6 +48,7 @@ from taskforge.package.statement import (
     checked_behaviours,
     collaborator_methods,
     doc_pointers,
+    first_changed_line,
     problem_statement,
     required_limit,
     required_strings,
@@ -394,6 +395,15 @@ def contamination_of(cand, ctx: Context, statement: str, style: StatementStyle,
                          quoted_lines=recall.quoted_lines(statement, pieces))
 
 
+def _arm_at(cand, ctx: Context, v: Verdict) -> int | None:
+    """The workspace line where a case's arm now raises (statement.first_changed_line)."""
+    mod = ctx.index.modules.get(cand.root.module)
+    new = v.source_changes.get(cand.root.path)
+    if cand.arm is None or mod is None or not new:
+        return None
+    return first_changed_line(mod.code, new)
+
+
 def _record_builder(tid, src, image, v: Verdict, ctx: Context, cov: CoverageMap, n_flaky: int,
                     protected: list[str], cal: Calibration, adq=None, required=(), docs=(),
                     style: StatementStyle = StatementStyle.UPSTREAM, blame: Blame | None = None):
@@ -426,7 +436,7 @@ def _record_builder(tid, src, image, v: Verdict, ctx: Context, cov: CoverageMap,
                           for m in ctx.index.modules.values())
     statement = problem_statement(src.name, cand.root, cand.symbols, exports, touched, len(f2p),
                                   kind="combined" if cand.parts else cand.kind, removal=cand.removal,
-                                  arm=cand.arm,
+                                  arm=cand.arm, arm_at=_arm_at(cand, ctx, v),
                                   required=list(required), docs=list(docs),
                                   style=style, raises=recall.raised_types(pieces),
                                   collaborators=collaborator_methods(ctx.src, f2p, removed, elsewhere),

@@ -320,18 +320,31 @@ def _template() -> jinja2.Template:
     return env.get_template("statement.md.j2")
 
 
+def first_changed_line(old: str, new: str) -> int | None:
+    """The first line (1-based) at which `new` differs from `old`: where a
+    removal that leaves everything above it alone (a case's arm) now stands."""
+    for i, (a, b) in enumerate(zip(old.splitlines(), new.splitlines()), 1):
+        if a != b:
+            return i
+    n_old, n_new = len(old.splitlines()), len(new.splitlines())
+    return min(n_old, n_new) + 1 if n_old != n_new else None
+
+
 def problem_statement(repo_name: str, root: Symbol, symbols: list[Symbol],
                       exports: list[str], touched: list[str], hidden_count: int,
                       kind: str | None = None, required: list[str] | None = None,
                       docs: list[str] | None = None, style: StatementStyle = StatementStyle.UPSTREAM,
                       raises: list[str] | None = None, collaborators: list[str] | None = None,
                       checked: list[str] | None = None, removal: Removal = Removal.DEFINITIONS,
-                      arm: Arm | None = None) -> str:
+                      arm: Arm | None = None, arm_at: int | None = None) -> str:
     """The statement, rendered from templates/statement.md.j2: this supplies the
     values (what was removed, what to show), the template every word. `style`
     OWN: the interface without the upstream docstrings (their sentences are
     retrieval keys and sometimes say how the code works), and what the code
-    raises, read off it, in the template's words."""
+    raises, read off it, in the template's words. `arm_at`: the workspace line
+    where a case now raises (first_changed_line), which tells two arms of one
+    condition apart (asteval's on_functiondef has two `if is_lambda` chains:
+    their statements were byte-identical)."""
     kind = str(kind or root.kind)
     own = style is StatementStyle.OWN
     public = [s for s in symbols if s.public and s.kind not in ("module", "assignment")]
@@ -342,7 +355,7 @@ def problem_statement(repo_name: str, root: Symbol, symbols: list[Symbol],
             assigned.setdefault(s.path, []).append(s)
     return _template().render(
         kind=kind, body=removal is Removal.BODY, repo=repo_name,
-        branch=condition(arm) if removal is Removal.BRANCH and arm is not None else "",
+        branch=condition(arm) if removal is Removal.BRANCH and arm is not None else "", arm_at=arm_at,
         documented=strip_docstrings(root.signature) != root.signature, root=root, root_display=_display(root),
         what=KIND_WORD.get(kind, kind), public=public, many=many,
         names=", ".join(f"`{_display(s)}`" for s in public),

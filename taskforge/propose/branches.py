@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import re
 import textwrap
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 MAX_ARMS = 3                 # arms offered per function, the largest first
@@ -174,3 +175,19 @@ def without(code: str, arm: Arm) -> str:
     """`code` with the arm's lines left out."""
     lines = code.splitlines(keepends=True)
     return "".join(lines[:arm.line - 1] + lines[arm.end:])
+
+
+def nested_twins(cases: list[tuple[Arm, AbstractSet[str]]]) -> dict[int, int]:
+    """Index of each case -> the index of a case around it with the same hidden
+    tests: one task with a smaller copy of itself (croniter's `_calc_next@531`
+    inside `@511`, 13 tests each, a fresh review's find). The outermost stays;
+    a nested case with tests of its own is a task of its own (a family)."""
+    out: dict[int, int] = {}
+    for i, (arm, hidden) in enumerate(cases):
+        around = [j for j, (other, theirs) in enumerate(cases)
+                  if j != i and other.line <= arm.line and arm.end <= other.end
+                  and (other.line, other.end) != (arm.line, arm.end) and theirs == hidden]
+        if around:
+            out[i] = min(around, key=lambda j: (cases[j][0].line, -cases[j][0].end))
+    return out
+

@@ -31,6 +31,7 @@ from taskforge.propose.branches import (
     copied,
     find_function,
     module_windows,
+    nested_twins,
     without,
 )
 from taskforge.propose.difficulty import measure, snippet
@@ -756,6 +757,11 @@ class _Proposer:
             out.append((name, Candidate(name=name, kind=sym.kind, root=sym, symbols=[sym], hidden=hidden,
                                         late=self.late(sym), difficulty=diff, removal=Removal.BRANCH,
                                         arm=arm)))
+        cases = [(i, c) for i, (_, c) in enumerate(out) if isinstance(c, Candidate) and c.arm is not None]
+        twins = nested_twins([(c.arm, c.hidden) for _, c in cases if c.arm is not None])
+        for k, j in twins.items():
+            i, inner = cases[k]
+            out[i] = (inner.name, f"the same hidden tests as the case around it, {cases[j][1].name}")
         return out
 
     def module(self, mod) -> Candidate | str | None:
