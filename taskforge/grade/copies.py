@@ -1931,10 +1931,15 @@ def _splice(lines: list[str], spans: dict[tuple, tuple[int, int, ast.FunctionDef
         else:
             block = lines[i:last]
             d = fn.lineno - 1 - i
-            block[d] = re.sub(r"\bdef\s+" + re.escape(key[1]) + r"\b", "def " + new, block[d], count=1)
+            block[d] = _renamed_def(block[d], key[1], new)
             out += block
         i = last
     return "".join(out)
+
+
+def _renamed_def(line: str, old: str, new: str) -> str:
+    """A `def old` line as `def new`."""
+    return re.sub(r"\bdef\s+" + re.escape(old) + r"\b", "def " + new, line, count=1)
 
 
 def used_by_name(tree: ast.Module, func: str) -> bool:
@@ -2072,8 +2077,7 @@ def _plant_file(path: Path, rel: str, file_refs: list[TestRef], copies: list[Tes
             plan.originals[name] = ref
             names[(ref.cls, ref.func)] = name
             for early in shadowed(module, fn):
-                lines[early.lineno - 1] = re.sub(r"\bdef\s+" + re.escape(ref.func) + r"\b", "def " + name,
-                                                 lines[early.lineno - 1], count=1)
+                lines[early.lineno - 1] = _renamed_def(lines[early.lineno - 1], ref.func, name)
     rewrites: dict[tuple, str] = {}            # (cls, func) -> rewritten original
     groups: dict[tuple, list[TestCopy]] = {}
     pending: list[tuple[int, TestCopy, str]] = []   # (before this line, copy, its name)

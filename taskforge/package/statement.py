@@ -323,11 +323,11 @@ def _template() -> jinja2.Template:
 def first_changed_line(old: str, new: str) -> int | None:
     """The first line (1-based) at which `new` differs from `old`: where a
     removal that leaves everything above it alone (a case's arm) now stands."""
-    for i, (a, b) in enumerate(zip(old.splitlines(), new.splitlines()), 1):
+    before, after = old.splitlines(), new.splitlines()
+    for i, (a, b) in enumerate(zip(before, after), 1):
         if a != b:
             return i
-    n_old, n_new = len(old.splitlines()), len(new.splitlines())
-    return min(n_old, n_new) + 1 if n_old != n_new else None
+    return min(len(before), len(after)) + 1 if len(before) != len(after) else None
 
 
 def problem_statement(repo_name: str, root: Symbol, symbols: list[Symbol],

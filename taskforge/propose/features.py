@@ -757,10 +757,9 @@ class _Proposer:
             out.append((name, Candidate(name=name, kind=sym.kind, root=sym, symbols=[sym], hidden=hidden,
                                         late=self.late(sym), difficulty=diff, removal=Removal.BRANCH,
                                         arm=arm)))
-        cases = [(i, c) for i, (_, c) in enumerate(out) if isinstance(c, Candidate) and c.arm is not None]
-        twins = nested_twins([(c.arm, c.hidden) for _, c in cases if c.arm is not None])
-        for k, j in twins.items():
-            i, inner = cases[k]
+        cases = [(i, c, c.arm) for i, (_, c) in enumerate(out) if isinstance(c, Candidate) and c.arm is not None]
+        for k, j in nested_twins([(a, c.hidden) for _, c, a in cases]).items():
+            i, inner, _ = cases[k]
             out[i] = (inner.name, f"the same hidden tests as the case around it, {cases[j][1].name}")
         return out
 
