@@ -146,6 +146,7 @@ class Adequacy(BaseModel):
     partials_passing_all: list[str] = Field(default_factory=list)   # must be empty to be written
     partials_skipped: int = 0         # past adequacy.MAX_PARTIALS: not run
     batched: int = 0                  # probes switched in after one collection (validate/variants)
+    hung: int = 0                     # ... of which stopped at the hang limit (variants.hang_limit): failing
 
 
 class TaskTimings(BaseModel):

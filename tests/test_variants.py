@@ -124,6 +124,8 @@ OUTCOME_CASES = [
      False, Outcome(1, False, True)),
     ("a mutant out of time fails", {"timed_out": True}, False, Outcome(0, False, True)),
     ("a stand-in out of time runs fresh", {"timed_out": True}, True, None),
+    ("a stand-in past the hang limit fails", {"timed_out": True}, "hang", Outcome(0, False, True, hung=True)),
+    ("a mutant past the hang limit fails", {"timed_out": True}, "hang-mutant", Outcome(0, False, True, hung=True)),
     ("not switched", {"unswitched": "f ran before the tests"}, False, None),
     ("the child failed", {"error": "OSError: ..."}, True, None),
     ("a record that is not a report is skipped", {"reports": ["x", {"nodeid": "a"}]}, False,
@@ -133,7 +135,8 @@ OUTCOME_CASES = [
 
 @pytest.mark.parametrize("name,record,stop,want", OUTCOME_CASES, ids=[c[0] for c in OUTCOME_CASES])
 def test_outcome_of(name, record, stop, want):
-    assert outcome_of(record, ["a", "b"], stop) == want
+    hang = stop in ("hang", "hang-mutant")
+    assert outcome_of(record, ["a", "b"], stop == "hang" or stop is True, hang=hang) == want
 
 
 # ------------------------------------------------------------------ in a real sandbox
@@ -204,6 +207,7 @@ CLI = "tests/test_cli.py"
 GEN_REL, GEN = "pkg/serial.py", "tests/test_serial.py"
 THR_REL, THR = "pkg/pool.py", "tests/test_pool.py"
 FORK = "tests/test_fork.py"
+PID = "tests/test_pid.py"
 
 GEN_PKG = d('''
     def serials():
@@ -228,6 +232,17 @@ THR_PKG = d('''
     ''')
 
 EXTRA_FILES = {
+    PID: d('''
+        import os
+
+        from pkg.core import label
+
+        AT_IMPORT = os.getpid()      # collection's process: a forked child is another
+
+
+        def test_same_process():
+            assert os.getpid() == AT_IMPORT and label(11) == "big"
+        '''),
     "pkg/__main__.py": "import sys\n\nfrom pkg.core import label\n\nprint(label(int(sys.argv[1])))\n",
     CLI: d('''
         import subprocess
@@ -299,10 +314,10 @@ def worker(tmp_path_factory, base_image):
     w.close()
 
 
-def _batch(worker, tests, variants, timeout=20.0):
+def _batch(worker, tests, variants, timeout=20.0, hang=True):
     from taskforge.validate.variants import Batch
 
-    b = Batch(worker, tests, timeout, ["--tb=no", "--maxfail=1"])
+    b = Batch(worker, tests, timeout, ["--tb=no", "--maxfail=1"], hang=hang)
     return b.run(variants)
 
 
@@ -413,6 +428,38 @@ def test_a_variant_past_its_time_is_killed_and_the_batch_goes_on(worker):
     start = time.monotonic()
     got = _batch(worker, tests, [Variant("hang", {REL: hang}), Variant("gold", {REL: PKG + "\n"})],
                  timeout=3.0)
-    assert got["hang"] == Outcome(passed=0, ok=False, batched=True)
+    assert got["hang"] == Outcome(passed=0, ok=False, batched=True, hung=True)
     assert got["gold"].ok
     assert time.monotonic() - start < 30
+
+
+def test_a_hanging_stand_in_stops_at_the_hang_limit(worker):
+    """A stand-in that never returns, with 60 s as the probe limit: the gold's
+    own child sets the hang limit (its ~0.1 s: the 5 s floor), so the stand-in
+    is stopped there and fails in the batch, without a fresh session of
+    another 60 s; the variant after it still passes. Without the gold's child
+    (hang=False) the stand-in is left to a fresh session (not in the batch's
+    outcomes)."""
+    tests = [f"{T}::test_spin"]
+    hang = PKG.replace("def spin(n):\n    return n", "def spin(n):\n    while True:\n        pass")
+    variants = [Variant("hang", {REL: hang}, stop=True), Variant("gold", {REL: PKG + "\n"}, stop=True)]
+    start = time.monotonic()
+    got = _batch(worker, tests, variants, timeout=60.0)
+    assert got["hang"] == Outcome(passed=0, ok=False, batched=True, hung=True)
+    assert got["gold"].ok
+    assert time.monotonic() - start < 30
+    old = _batch(worker, tests, variants[:1] + [Variant("gold2", {REL: PKG + "\n\n"})], timeout=4.0, hang=False)
+    assert "hang" not in old and old["gold2"].ok
+
+
+def test_a_gold_that_fails_in_a_child_sends_every_variant_fresh(worker):
+    """A test that passes only in the process that collected it (it compares
+    pids) fails in every forked child, the gold's too: a batch without the
+    gold's child calls the unchanged variant failing, which a fresh session
+    does not; with it, no variant is judged in a child."""
+    tests = [f"{PID}::test_same_process"]
+    same = [Variant("same", {REL: PKG + "\n"}), Variant("same2", {REL: PKG + "\n\n"})]
+    assert _fresh(worker, tests, same[0].changes)
+    blind = _batch(worker, tests, same, hang=False)
+    assert blind["same"] == Outcome(passed=0, ok=False, batched=True)
+    assert _batch(worker, tests, same) == {}

@@ -670,6 +670,7 @@ def check(worker, f2p: list[str], symbols, whole_module: str | None, seed: str,
     if runner:
         spent += runner.test_seconds
     result.batched = sum(1 for _, o in done if o.batched)
+    result.hung = sum(1 for _, o in done if o.hung)
     for v, o in done:
         kind, name = kinds[v.name], v.name.partition(":")[2]
         if kind == "standin":

@@ -8,6 +8,18 @@ one collection, in a child forked per variant (sandbox/runtime/tf_variants.py);
 any other variant, or one the sandbox cannot switch faithfully, runs in a
 fresh session as before, so every variant's outcome is what a fresh session
 would give.
+
+The batch first runs the gold itself in a child. Its time, as a child
+measures it (session fixtures set up, the machine's load), sets the hang
+limit of every variant (ten times it, at least HANG_FLOOR s, at
+most the probe time limit); a variant stopped there fails, stop variant or
+not, as mutation testers count a timeout as a kill: a do-nothing slower than
+ten times the gold on the same tests hangs. Before, a hanging variant (a
+mutant that never leaves a loop, a stand-in whose interpreted `continue`
+does nothing) held its child for the whole probe limit, 20 s or more, and a
+stop variant then again in a fresh session: asteval's on_continue spent 413 s
+on ten of them. And a gold that fails in a child shows that children cannot
+be trusted for these tests: every variant then runs fresh.
 """
 from __future__ import annotations
 
@@ -25,6 +37,11 @@ WORKSPACE = "/workspace"
 BATCH_ENV = "TF_VARIANTS"
 logger = logging.getLogger(__name__)
 MIN_BATCH = 2          # one variant gains nothing from a batch: a session of its own
+HANG_FACTOR = 10       # a variant slower than this many times the gold on the same tests hangs
+HANG_FLOOR = 5.0       # ... and never in less than this many seconds (a loaded machine, fixtures)
+
+
+GOLD = "__gold__"       # the batch's record of the gold's own child (never a variant's name)
 
 
 @dataclass(frozen=True)
@@ -39,6 +56,7 @@ class Outcome:
     passed: int                  # hidden tests passed (up to the first failure: --maxfail=1)
     ok: bool                     # every hidden test passed, in time
     batched: bool = False
+    hung: bool = False           # stopped at the hang limit (counted as failing)
 
 
 class _Blank(ast.NodeTransformer):
@@ -74,14 +92,16 @@ def _outline_is(skeleton: str | None, variant: str) -> bool:
     return skeleton is not None and skeleton == _skeleton(variant)
 
 
-def outcome_of(record: dict, tests: Sequence[str], stop: bool = False) -> Outcome | None:
+def outcome_of(record: dict, tests: Sequence[str], stop: bool = False,
+               hang: bool = False) -> Outcome | None:
     """A batch child's result as an Outcome; None when the variant was not run
     there (not switched, or the child failed): it then gets a fresh session. A
     stop variant (a stand-in, a partial solution) that ran out of time there
-    gets one too: counted as failing, it would keep a task that a fresh session
-    might show it passes."""
+    gets one too, unless the limit was the hang limit (`hang`): with the
+    whole time limit a fresh session might have shown it passes, past ten
+    times the gold's time it hangs."""
     if record.get("timed_out"):
-        return None if stop else Outcome(passed=0, ok=False, batched=True)
+        return None if stop and not hang else Outcome(passed=0, ok=False, batched=True, hung=hang)
     reports = record.get("reports")
     if not isinstance(reports, list):
         return None
@@ -95,8 +115,11 @@ class Batch:
 
     counter = 0
 
-    def __init__(self, worker, tests: Sequence[str], timeout: float, args: Sequence[str]):
+    def __init__(self, worker, tests: Sequence[str], timeout: float, args: Sequence[str],
+                 hang: bool = True):
         self.worker, self.tests, self.timeout, self.args = worker, list(tests), timeout, list(args)
+        self.hang = hang             # the gold's child first, its time sets each variant's limit
+        self.gold_seconds: float | None = None
         self.test_seconds = 0.0
         self.unswitched: dict[str, str] = {}     # probe -> why the batch did not run it
 
@@ -111,6 +134,7 @@ class Batch:
         name = f"variants-{Batch.counter}"
         spec_host, results_host = self.worker.out / f"{name}.json", self.worker.out / f"{name}.out.json"
         spec = {"results": f"{OUT_IN_SANDBOX}/{name}.out.json", "timeout": self.timeout,
+                "hang": {"factor": HANG_FACTOR, "floor": HANG_FLOOR} if self.hang else None,
                 "tests": self.tests,
                 "variants": [{"name": v.name, "stop": v.stop,
                               "files": {f"{WORKSPACE}/{rel}": text for rel, text in v.changes.items()}}
@@ -120,7 +144,7 @@ class Batch:
             self.worker.dirty.update(v.changes)
         try:
             spec_host.chmod(0o644)
-            r = self.worker.runner.run(self.tests, timeout=self.timeout * (len(variants) + 1),
+            r = self.worker.runner.run(self.tests, timeout=self.timeout * (len(variants) + 2),
                                        extra_args=self.args,
                                        env={BATCH_ENV: f"{OUT_IN_SANDBOX}/{name}.json"})
             self.test_seconds += r.test_seconds
@@ -133,9 +157,13 @@ class Batch:
             spec_host.unlink(missing_ok=True)
             results_host.unlink(missing_ok=True)
         out = {}
+        gold = raw.get(GOLD) if isinstance(raw, dict) else None
+        hung = isinstance(gold, dict) and gold.get("ok") is True      # the limit was the hang limit
+        if isinstance(gold, dict) and isinstance(gold.get("seconds"), (int, float)):
+            self.gold_seconds = float(gold["seconds"])
         for v in variants:
             rec = raw.get(v.name) if isinstance(raw, dict) else None
-            o = outcome_of(rec, self.tests, v.stop) if isinstance(rec, dict) else None
+            o = outcome_of(rec, self.tests, v.stop, hang=hung) if isinstance(rec, dict) else None
             if o is not None:
                 out[v.name] = o
             else:

@@ -28,10 +28,14 @@ host sends only variants whose module-level code is the gold's
 variant whose child ran out of time or sent nothing.
 
 Batch file (JSON): {"results": path, "timeout": seconds, "tests": [node ids],
-"variants": [{"name", "files": {path: source}, "stop": bool}]}. A variant
-with "stop" that passes every listed test ends the batch. Results are written
-after each variant: {name: {"reports": [...]} | {"timed_out": true} |
-{"unswitched": why} | {"error": why}}.
+"hang": {"factor", "floor"} | null, "variants": [{"name", "files": {path:
+source}, "stop": bool}]}. With "hang", the gold runs first in a child of its
+own; a variant's child then gets factor x the gold's seconds (at least
+floor, at most timeout), and if the gold does not pass there no variant is
+switched. A variant with "stop" that passes every listed test ends the
+batch. Results are written after each variant: {name: {"reports": [...]} |
+{"timed_out": true} | {"unswitched": why} | {"error": why}}, and
+{"__gold__": {"seconds", "ok"}}.
 """
 import json
 import os
@@ -45,6 +49,7 @@ import pytest
 SPEC: dict = {}          # set by tfboot.py from the batch file before pytest starts
 CO_NEWLOCALS = 0x2
 TOOL_ID = 4              # sys.monitoring tool id (0-2 and 5 are named by CPython)
+GOLD = "__gold__"        # the results' record of the gold's own child (validate/variants.GOLD)
 
 _targets: set = set()
 _ran: set = set()        # (real path, first line) of target-file code run before the fork
@@ -436,8 +441,32 @@ def pytest_runtestloop(session):
     gold = {path: g.text for path, g in golds.items()}
     sys.stdout.flush()
     sys.stderr.flush()
+    limit = float(SPEC["timeout"])
+    hang = SPEC.get("hang")
+    distrust = ""
+    if hang and threads == 1:
+        # The gold in a child first: its time sets every variant's limit, and a
+        # gold that fails here shows that children are no fresh sessions for
+        # these tests (every variant then runs fresh).
+        t0 = time.monotonic()
+        base = tempfile.mkdtemp(prefix="tf-variant-")
+        try:
+            out = _run_one(session, [], limit, os.path.join(base, "t"))
+        finally:
+            shutil.rmtree(base, ignore_errors=True)
+        secs = time.monotonic() - t0
+        ok = _passed_all(out.get("reports", []), SPEC["tests"])
+        results[GOLD] = {"seconds": round(secs, 3), "ok": ok}
+        if ok:
+            limit = min(limit, max(float(hang["floor"]), float(hang["factor"]) * secs))
+        else:
+            distrust = ("the gold " + ("ran out of time" if out.get("timed_out") else "fails")
+                        + " in a forked child")
     for v in SPEC["variants"]:
-        patches = plan(v, golds, live, suspended) if threads == 1 else f"{threads} threads alive at the fork"
+        if distrust:
+            patches = distrust
+        else:
+            patches = plan(v, golds, live, suspended) if threads == 1 else f"{threads} threads alive at the fork"
         if isinstance(patches, str):
             results[v["name"]] = {"unswitched": patches}
         else:
@@ -445,8 +474,7 @@ def pytest_runtestloop(session):
             base = tempfile.mkdtemp(prefix="tf-variant-")
             try:
                 _put(v["files"])        # what a subprocess, a reload or getsource reads
-                results[v["name"]] = out = _run_one(session, patches, float(SPEC["timeout"]),
-                                                    os.path.join(base, "t"))
+                results[v["name"]] = out = _run_one(session, patches, limit, os.path.join(base, "t"))
             finally:
                 _put({path: gold[path] for path in v["files"]})
                 shutil.rmtree(base, ignore_errors=True)
