@@ -245,6 +245,10 @@ def test_a_flag_keeps_its_value_in_a_test_command(tmp_path, cmd, options, paths)
     (["pkg/__init__.py", "tests/test_a.py", "tests.py"], [], []),   # pytest collects the rest
     (["a.py", "tests.py"], ["check_*.py"], []),                     # the config says what to collect
     (["a.py", "docs/tests.py"], [], []),
+    (["pkg/__init__.py", "pkg/tests/__init__.py", "pkg/tests/testparse.py", "pkg/tests/helpers.py"], [],
+     ["pkg/tests/testparse.py"]),                                   # unittest's test*.py, in a test dir
+    (["pkg/__init__.py", "pkg/testing.py"], [], []),                # a package module, not a test
+    (["pkg/tests/testparse.py", "pkg/tests/test_more.py"], [], []),  # pytest's defaults find one
 ])
 def test_tests_py_is_collected_only_when_nothing_else_would_be(files, python_files, want):
     from taskforge.repo.layout import fallback_test_modules

@@ -295,3 +295,24 @@ def test_project_shadowed_names_a_copy_outside_the_tree(tmp_path):
         assert res.returncode == code and said in res.stdout, (names, res.stdout, res.stderr)
     ps = load("project_shadowed")
     assert ps.shadowed(["no_such_pkg_here", "json"]) == [f"json ({Path(json.__file__).parent})"]
+
+
+def test_unittest_main_at_a_test_modules_top_level_does_not_end_the_session(tmp_path):
+    """toposort's test module ends with a bare `unittest.main()`: imported by
+    pytest it parses pytest's argv, exits, and the session is an internal
+    error with no test run. Under tf_guard (every taskforge run) pytest
+    collects its TestCases; run as a script, unittest.main still runs them."""
+    (tmp_path / "test_top.py").write_text(
+        "import unittest\n\n\nclass T(unittest.TestCase):\n    def test_a(self):\n        self.assertEqual(1, 1)\n\n"
+        "    def test_b(self):\n        self.assertTrue(True)\n\n\nunittest.main()\n")
+    env = {**os.environ, "PYTHONPATH": str(RUNTIME), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    env.pop("TF_RESULT_FD", None)
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_top.py"]
+    bare = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert bare.returncode == 3 and "passed" not in bare.stdout
+    guarded = subprocess.run(cmd[:3] + ["-p", "tf_guard"] + cmd[3:], cwd=tmp_path, env=env,
+                             capture_output=True, text=True, timeout=120)
+    assert guarded.returncode == 0 and "2 passed" in guarded.stdout, guarded.stdout[-500:]
+    script = subprocess.run([sys.executable, "test_top.py"], cwd=tmp_path, capture_output=True, text=True,
+                            timeout=120)
+    assert "Ran 2 tests" in script.stderr and script.returncode == 0

@@ -211,9 +211,13 @@ FALLBACK_TEST_MODULES = ("tests.py", "test.py")
 
 
 def fallback_test_modules(files: list[str], python_files: list[str]) -> list[str]:
-    """Modules named tests.py or test.py (jsonpointer's tests.py), when pytest's
+    """Modules named tests.py or test.py (jsonpointer's tests.py), and modules
+    inside a test directory that unittest's discovery pattern `test*.py` finds
+    (pytimeparse's tests/testtimeparse.py, a nose-era suite), when pytest's
     default patterns collect nothing and the config names no patterns of its
-    own: the project's tests are there, and a run must ask for them by name."""
+    own: the project's tests are there, and a run must ask for them by name.
+    Outside a test directory only the two names count: a `testing.py` of the
+    package is its code, not its tests."""
     from fnmatch import fnmatch
 
     if python_files:
@@ -221,8 +225,13 @@ def fallback_test_modules(files: list[str], python_files: list[str]) -> list[str
     py = [f for f in files if f.endswith(".py") and not is_test_data(f)]
     if any(fnmatch(f.rsplit("/", 1)[-1], pat) for f in py for pat in DEFAULT_TEST_PATTERNS):
         return []
-    return sorted(f for f in py if f.rsplit("/", 1)[-1] in FALLBACK_TEST_MODULES
-                  and f.split("/")[0] not in NON_SOURCE_TOP - {"tests"})
+
+    def found(f: str) -> bool:
+        name, parts = f.rsplit("/", 1)[-1], f.split("/")[:-1]
+        return name in FALLBACK_TEST_MODULES or (
+            fnmatch(name, "test*.py") and any(part in TEST_DIRS for part in parts))
+
+    return sorted(f for f in py if found(f) and f.split("/")[0] not in NON_SOURCE_TOP - {"tests"})
 
 
 def declared_packages(pyproject: dict) -> list[str] | None:

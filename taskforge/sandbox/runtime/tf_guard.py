@@ -74,6 +74,27 @@ _UNITTEST_ASSERTS = ("assertEqual", "assertNotEqual", "assertTrue", "assertFalse
                      "_getAssertEqualityFunc")
 
 
+def _no_main_on_import():
+    """`unittest.main()` at a test module's top level, outside `if __name__ ==
+    "__main__"` (toposort's suite ends so), runs the module's tests when
+    pytest imports it, with pytest's argv: unittest's parser exits and the
+    session ends in an internal error, no test run. pytest collects the
+    module's TestCases anyway, so from a module that is not `__main__`, for
+    the default module, it does nothing; run as a script it is unittest's."""
+    import unittest
+
+    class main(unittest.TestProgram):
+        def __init__(self, module="__main__", *args, **kwargs):
+            if module == "__main__" and sys._getframe(1).f_globals.get("__name__") != "__main__":
+                return
+            super().__init__(module, *args, **kwargs)
+
+    unittest.main = main
+
+
+_no_main_on_import()
+
+
 def _critical():
     """Identities of the functions that decide and report outcomes."""
     import unittest
