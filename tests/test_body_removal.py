@@ -80,6 +80,22 @@ def test_what_is_offered_as_a_body(kind, why, body):
     assert hollowable(sym, why) is body
 
 
+@pytest.mark.parametrize("name,kind,offered", [
+    ("_eval_compare", "method", True),        # simpleeval's features: the dispatch names them
+    ("_helper", "function", True),
+    ("__init__", "method", False),            # special: the class's own protocol
+    ("public", "function", False),            # proposed whole first (proposable)
+    ("_Private", "class", False),
+])
+def test_which_private_definitions_offer_their_body(name, kind, offered):
+    from taskforge.analysis.symbols import Symbol
+    from taskforge.propose.features import private_body
+
+    sym = Symbol(qualname=f"pkg.{name}", module="pkg", path="pkg.py", name=name, kind=kind, cls=None,
+                 start=1, end=3)
+    assert private_body(sym) is offered
+
+
 @pytest.mark.docker
 def test_a_helper_of_the_core_becomes_a_body_task(confwriter_tasks):
     task, rec = confwriter_task(confwriter_tasks, "format_decimal")

@@ -163,10 +163,12 @@ def test_the_cases_of_functions_come_after_every_whole_feature():
                          difficulty=Difficulty(tier=tier, score=1.0))
 
     got = order([cand("f@3", Removal.BRANCH, Tier.MEDIUM), cand("risky", late=True), cand("g"),
-                 cand("h", Removal.BODY), cand("k@9", Removal.BRANCH), cand("m", tier=Tier.MEDIUM)])
+                 cand("h", Removal.BODY), cand("k@9", Removal.BRANCH), cand("m", tier=Tier.MEDIUM),
+                 cand("_p", Removal.BODY, Tier.MEDIUM)])
     names = [c.name for c in got]
     assert names[-1] == "risky"
-    assert set(names[:3]) == {"g", "h", "m"} and set(names[3:5]) == {"f@3", "k@9"}
+    # public features, then cases, then private bodies
+    assert set(names[:3]) == {"g", "h", "m"} and set(names[3:5]) == {"f@3", "k@9"} and names[5] == "_p"
 
 
 def _arm(line, end):

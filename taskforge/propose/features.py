@@ -596,6 +596,14 @@ def proposable(sym: Symbol) -> bool:
     return not (sym.kind == "method" and sym.cls and sym.cls.startswith("_"))
 
 
+def private_body(sym: Symbol) -> bool:
+    """A private function or method (`_name`, not special) whose body, not its
+    definition, is offered (Removal.BODY): the name stays where the package's
+    dispatch and the tests reach it, so no interface is invented; a public
+    definition is proposed whole first (proposable)."""
+    return sym.kind in ("function", "method") and not sym.public and not sym.dunder
+
+
 @dataclass
 class _Proposer:
     """propose()'s shared state, so that each definition's way to a candidate
@@ -806,9 +814,16 @@ def propose(index: RepoIndex, cov: CoverageMap, passing: set[str], all_ids: set[
     drops: list[tuple[str, str]] = []
     cands: list[Candidate] = []
     considered = 0
-    for sym in filter(proposable, index.symbols()):
+    for sym in index.symbols():
+        if proposable(sym):
+            got = p.symbol(sym)
+        elif private_body(sym):
+            # simpleeval's features are its `_eval_<node>` methods: the
+            # definition stays (the dispatch names it), the body is the task.
+            got = p.body(sym, "private: its definition stays")
+        else:
+            continue
         considered += 1
-        got = p.symbol(sym)
         if isinstance(got, str):
             drops.append((sym.qualname, got))
         else:
@@ -1024,13 +1039,17 @@ TIER_PATTERN = [Tier.HARD, Tier.MEDIUM, Tier.HARD, Tier.EASY, Tier.HARD, Tier.ME
 def order(cands: list[Candidate]) -> list[Candidate]:
     """Spread over tiers (TIER_PATTERN), and within a tier round-robin over
     (kind, module) so no one module or kind fills the prefix; larger first within
-    a group. The cases of functions (Removal.BRANCH) come after every other
-    candidate, so that --max-tasks takes whole features first; risky candidates
-    (Candidate.late) go last. Deterministic."""
+    a group. The cases of functions (Removal.BRANCH) come after the public
+    features, and the bodies of private functions after both, so that
+    --max-tasks takes the public interface's features first; risky
+    candidates (Candidate.late) go last. Deterministic."""
     risky = sorted((c for c in cands if c.late), key=lambda c: (c.root.path, c.root.start, c.name))
     rest = [c for c in cands if not c.late]
-    return (_spread([c for c in rest if c.removal is not Removal.BRANCH])
-            + _spread([c for c in rest if c.removal is Removal.BRANCH]) + risky)
+
+    def rank(c: Candidate) -> int:
+        return 1 if c.removal is Removal.BRANCH else 2 * (c.removal is Removal.BODY and not c.root.public)
+
+    return [c for r in range(3) for c in _spread([c for c in rest if rank(c) == r])] + risky
 
 
 def _spread(cands: list[Candidate]) -> list[Candidate]:
