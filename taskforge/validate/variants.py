@@ -10,16 +10,18 @@ fresh session as before, so every variant's outcome is what a fresh session
 would give.
 
 The batch first runs the gold itself in a child. Its time, as a child
-measures it (session fixtures set up, the machine's load), sets the hang
-limit of every variant (ten times it, at least HANG_FLOOR s, at
-most the probe time limit); a variant stopped there fails, stop variant or
-not, as mutation testers count a timeout as a kill: a do-nothing slower than
-ten times the gold on the same tests hangs. Before, a hanging variant (a
-mutant that never leaves a loop, a stand-in whose interpreted `continue`
-does nothing) held its child for the whole probe limit, 20 s or more, and a
-stop variant then again in a fresh session: asteval's on_continue spent 413 s
-on ten of them. And a gold that fails in a child shows that children cannot
-be trusted for these tests: every variant then runs fresh.
+measures it (session fixtures set up, the machine's load), sets the mutants'
+hang limit (ten times it, at least HANG_FLOOR s, at most the probe limit); a
+mutant stopped there is killed, as mutation testers count a timeout. A stand-in
+or partial solution keeps the whole probe limit in its child (one that passes
+slowly must be seen passing), and one that runs past it there fails without a
+second, fresh session of the same length: the gold passing in a child of the
+same batch shows the children run these tests as fresh sessions do. A gold
+that fails in a child sends every variant to a fresh session. Before, a
+hanging probe (a mutant that never leaves a loop, a stand-in whose
+interpreted `continue` does nothing) held its child for the whole probe
+limit, 20 s or more, and a stop variant then again in a fresh session:
+asteval's on_continue spent 413 s on ten of them.
 """
 from __future__ import annotations
 
@@ -93,15 +95,19 @@ def _outline_is(skeleton: str | None, variant: str) -> bool:
 
 
 def outcome_of(record: dict, tests: Sequence[str], stop: bool = False,
-               hang: bool = False) -> Outcome | None:
+               trusted: bool = False) -> Outcome | None:
     """A batch child's result as an Outcome; None when the variant was not run
     there (not switched, or the child failed): it then gets a fresh session. A
     stop variant (a stand-in, a partial solution) that ran out of time there
-    gets one too, unless the limit was the hang limit (`hang`): with the
-    whole time limit a fresh session might have shown it passes, past ten
-    times the gold's time it hangs."""
+    gets one too, unless the gold passed in a child of the same batch
+    (`trusted`): such a child runs these tests as a fresh session does, and a
+    stop variant has the whole probe limit there, as it would in a fresh
+    session. A mutant stopped at the hang limit (`hang` in its record) is
+    killed and `hung`."""
     if record.get("timed_out"):
-        return None if stop and not hang else Outcome(passed=0, ok=False, batched=True, hung=hang)
+        if stop and not trusted:
+            return None
+        return Outcome(passed=0, ok=False, batched=True, hung=bool(record.get("hang")))
     reports = record.get("reports")
     if not isinstance(reports, list):
         return None
@@ -118,8 +124,7 @@ class Batch:
     def __init__(self, worker, tests: Sequence[str], timeout: float, args: Sequence[str],
                  hang: bool = True):
         self.worker, self.tests, self.timeout, self.args = worker, list(tests), timeout, list(args)
-        self.hang = hang             # the gold's child first, its time sets each variant's limit
-        self.gold_seconds: float | None = None
+        self.hang = hang             # the gold's child first, its time sets the mutants' limit
         self.test_seconds = 0.0
         self.unswitched: dict[str, str] = {}     # probe -> why the batch did not run it
 
@@ -158,12 +163,10 @@ class Batch:
             results_host.unlink(missing_ok=True)
         out = {}
         gold = raw.get(GOLD) if isinstance(raw, dict) else None
-        hung = isinstance(gold, dict) and gold.get("ok") is True      # the limit was the hang limit
-        if isinstance(gold, dict) and isinstance(gold.get("seconds"), (int, float)):
-            self.gold_seconds = float(gold["seconds"])
+        trusted = isinstance(gold, dict) and gold.get("ok") is True      # the gold passed in a child
         for v in variants:
             rec = raw.get(v.name) if isinstance(raw, dict) else None
-            o = outcome_of(rec, self.tests, v.stop, hang=hung) if isinstance(rec, dict) else None
+            o = outcome_of(rec, self.tests, v.stop, trusted=trusted) if isinstance(rec, dict) else None
             if o is not None:
                 out[v.name] = o
             else:
