@@ -18,31 +18,26 @@ import json
 import shutil
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench_probes import Runs  # noqa: E402
+from bench_probes import one as probes_one  # noqa: E402
 
 from taskforge.orchestrate.pipeline import Options, generate  # noqa: E402
 
 
 def one(repo: Path, out: Path, max_tasks: int, runs: Runs) -> dict:
-    shutil.rmtree(out, ignore_errors=True)
+    """bench_probes.one with the probes batched (the default), plus the
+    probes stopped at the hang limit and tasks per core-hour."""
     runs.take()
-    start = time.monotonic()
-    rep = generate(str(repo), out, Options(max_tasks=max_tasks))
-    wall = time.monotonic() - start
-    state = json.loads(next((out / ".state").glob("baseline-*.json")).read_text())
-    bare = float(state.get("bare_seconds") or 0.0)
-    tasks = len(rep.tasks)
+    row = probes_one(repo, out, True, max_tasks, runs)
     hung = sum(json.loads(t.read_text())["adequacy"].get("hung", 0) for t in out.glob("*/task.json"))
-    return {"repo": repo.name, "wall": round(wall, 1), "tasks": tasks, "bare_suite": round(bare, 2),
-            "ratio": round(wall / (bare * (2 + tasks)), 2) if bare else None,
-            "tasks_per_core_hour": round(tasks / (wall * 2 / 3600), 1) if wall else None,
-            "probes_hung": hung, "gates": runs.take()}
+    wall = row["wall"]
+    return {"repo": repo.name, **row, "probes_hung": hung,
+            "tasks_per_core_hour": round(row["tasks"] / (wall * 2 / 3600), 1) if wall else None}
 
 
 def main() -> int:

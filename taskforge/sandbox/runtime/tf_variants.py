@@ -411,6 +411,19 @@ def _run_one(session, patches, timeout: float, basetemp: str) -> dict:
         return {"error": "the child's reports are not JSON"}
 
 
+def _timed(session, patches, limit: float):
+    """(_run_one's result, seconds) of one child, its tmp_path root removed after."""
+    import shutil
+    import tempfile
+
+    t0 = time.monotonic()
+    base = tempfile.mkdtemp(prefix="tf-variant-")
+    try:
+        return _run_one(session, patches, limit, os.path.join(base, "t")), time.monotonic() - t0
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
 def _write(path: str, results: dict) -> None:
     tmp = f"{path}.tmp"
     with open(tmp, "w", encoding="utf-8") as f:
@@ -427,8 +440,6 @@ def _put(files: dict) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtestloop(session):
     """Every variant in turn, then no tests of the session's own (returns True)."""
-    import shutil
-    import tempfile
     import threading
 
     _unwatch()                  # as late as can be: conftest hooks after collection are watched
@@ -443,47 +454,37 @@ def pytest_runtestloop(session):
     sys.stderr.flush()
     limit = full = float(SPEC["timeout"])
     hang = SPEC.get("hang")
-    distrust = ""
-    if hang and threads == 1:
+    plans = {v["name"]: plan(v, golds, live, suspended) if threads == 1 else f"{threads} threads alive at the fork"
+             for v in SPEC["variants"]}
+    if hang and any(not isinstance(p, str) for p in plans.values()):
         # The gold in a child first: its time sets the mutants' limit, and a
         # gold that fails here shows that children are no fresh sessions for
         # these tests (every variant then runs fresh).
-        t0 = time.monotonic()
-        base = tempfile.mkdtemp(prefix="tf-variant-")
-        try:
-            out = _run_one(session, [], limit, os.path.join(base, "t"))
-        finally:
-            shutil.rmtree(base, ignore_errors=True)
-        secs = time.monotonic() - t0
+        out, secs = _timed(session, [], limit)
         ok = _passed_all(out.get("reports", []), SPEC["tests"])
         results[GOLD] = {"seconds": round(secs, 3), "ok": ok}
         if ok:
             limit = min(limit, max(float(hang["floor"]), float(hang["factor"]) * secs))
         else:
-            distrust = ("the gold " + ("ran out of time" if out.get("timed_out") else "fails")
-                        + " in a forked child")
+            why = "the gold " + ("ran out of time" if out.get("timed_out") else "fails") + " in a forked child"
+            plans = dict.fromkeys(plans, why)
     for v in SPEC["variants"]:
-        if distrust:
-            patches = distrust
-        else:
-            patches = plan(v, golds, live, suspended) if threads == 1 else f"{threads} threads alive at the fork"
+        patches = plans[v["name"]]
         if isinstance(patches, str):
             results[v["name"]] = {"unswitched": patches}
         else:
-            t0 = time.monotonic()
-            base = tempfile.mkdtemp(prefix="tf-variant-")
+            # A stop variant (a stand-in, a partial solution) keeps the whole
+            # limit: one that passes slowly must be seen passing.
+            mine = full if v.get("stop") else limit
+            _put(v["files"])        # what a subprocess, a reload or getsource reads
             try:
-                _put(v["files"])        # what a subprocess, a reload or getsource reads
-                # A stop variant (a stand-in, a partial solution) keeps the
-                # whole limit: one that passes slowly must be seen passing.
-                mine = full if v.get("stop") else limit
-                results[v["name"]] = out = _run_one(session, patches, mine, os.path.join(base, "t"))
-                if out.get("timed_out"):
-                    out["hang"] = mine < full
+                out, secs = _timed(session, patches, mine)
             finally:
                 _put({path: gold[path] for path in v["files"]})
-                shutil.rmtree(base, ignore_errors=True)
-            out["seconds"] = round(time.monotonic() - t0, 3)
+            if out.get("timed_out"):
+                out["hang"] = mine < full
+            results[v["name"]] = out
+            out["seconds"] = round(secs, 3)
             if v.get("stop") and _passed_all(out.get("reports", []), SPEC["tests"]):
                 _write(SPEC["results"], results)
                 break
