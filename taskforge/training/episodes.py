@@ -291,6 +291,9 @@ def _tree_from_tar(blob: bytes) -> dict[str, bytes]:
     return out
 
 
+_REAPER_JOIN_SECONDS = 120.0   # a sandbox's removal, with room for a loaded engine
+
+
 class Episodes:
     """Many episodes at once, by id; the idle ones are closed by a reaper thread."""
 
@@ -341,11 +344,16 @@ class Episodes:
             return sorted(self._by_id)
 
     def close_all(self) -> None:
+        """Close every open episode, and wait for the reaper's closes in flight: an
+        expired episode leaves the live set before its sandbox is gone, so without
+        the wait a container could outlive the pool."""
         self._stop.set()
         with self._lock:
             eps, self._by_id = list(self._by_id.values()), {}
         for ep in eps:
             ep.close()
+        if self._reaper is not threading.current_thread():
+            self._reaper.join(timeout=_REAPER_JOIN_SECONDS)
 
     def _reap(self) -> None:
         while not self._stop.wait(min(5.0, self.limits.idle_seconds / 4)):
