@@ -9,6 +9,7 @@ statistical attacker of tests/copies_attack.py on held-out corpus files."""
 from __future__ import annotations
 
 import ast
+import functools
 import random
 import sys
 from collections import Counter
@@ -375,6 +376,18 @@ def test_a_polarity_reader_beats_one_step_negations_but_not_a_complement_block(t
         assert all(not c.balanced for c in plan.copies.values())
 
 
+@functools.cache
+def _halves():
+    """The two halves of the corpus and each one's planted samples, made once for
+    the three tiers below (seeded, so the same every time; 100 s a tier before).
+    Called under the autouse ONE_STEP_SHARE = 0 like every test here."""
+    files = corpus_files(8)
+    corpus = corpus_of(files)
+    a, b = split(files)
+    a, b = tuple(a), tuple(b)
+    return a, b, {h: planted_samples(list(h), cp.CopyStyle.EXCHANGED, corpus)[0] for h in (a, b)}
+
+
 @pytest.mark.parametrize("tier", ["block", "complement", "matched"])
 def test_the_fitted_attacker_is_at_chance_on_blocks_of_held_out_files(tier):
     """The distinguisher of tests/copies_attack.py, fitted on the block groups
@@ -382,9 +395,7 @@ def test_the_fitted_attacker_is_at_chance_on_blocks_of_held_out_files(tier):
     on the other half's (the real test files of installed packages and the
     fixtures). It beats the one-step copies of the same files
     (test_copies_stats.py); on blocks and matched copies it is a guess."""
-    files = corpus_files(8)
-    corpus = corpus_of(files)
-    a, b = split(files)
+    a, b, planted = _halves()
     right = total = 0
     chance = 0.0
 
@@ -394,8 +405,8 @@ def test_the_fitted_attacker_is_at_chance_on_blocks_of_held_out_files(tier):
         return [s for s in samples if (s.block if tier == "block" else s.matched and not s.block)]
 
     for train_files, test_files in ((a, b), (b, a)):
-        train = of_tier(planted_samples(train_files, cp.CopyStyle.EXCHANGED, corpus)[0])
-        test = of_tier(planted_samples(test_files, cp.CopyStyle.EXCHANGED, corpus)[0])
+        train = of_tier(planted[train_files])
+        test = of_tier(planted[test_files])
         w = fit(train)
         right += sum(pick(w, s.feats) == s.truth for s in test)
         total += len(test)
