@@ -55,9 +55,25 @@ def _backend(name: str | None) -> str | None:
     return name
 
 
+def _term_as_interrupt() -> None:
+    """SIGTERM (a scheduler's stop, `timeout`, `kill`) unwinds as Ctrl-C does:
+    sandboxes closed, half-written output removed, exit 130. By default it
+    killed the process where it stood, and its containers lived on until a
+    later run's reaper found their owner dead. Commands that serve (uvicorn,
+    Ray) set handlers of their own over this one."""
+    import signal
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, interrupt)
+
+
 def main() -> None:
     """The console entry point. Under --json, usage errors (an unknown option, a
     missing argument) answer in JSON on stdout too; otherwise typer's own handling."""
+    _term_as_interrupt()
     if not _json_mode():
         app(prog_name="taskforge")
         return

@@ -79,3 +79,29 @@ def test_sigkill_then_rerun_equals_uninterrupted(fixture_repos, base_image, tmp_
     left = {c.id for c in client().containers.list(all=True, ignore_removed=True, filters={"label": LABEL})}
     assert not left & {c.id for c in dead}, "the rerun must remove the dead run's containers"
     assert not list(out.glob(".tmp-*"))
+
+
+def _owned_by(pid: int) -> list:
+    return [c for c in client().containers.list(all=True, ignore_removed=True, filters={"label": LABEL})
+            if (c.labels or {}).get("taskforge.owner", "").split(":")[1:2] == [str(pid)]]
+
+
+def test_sigterm_unwinds_like_ctrl_c(fixture_repos, base_image, tmp_path):
+    """A scheduler's stop (SIGTERM: `timeout`, `kill`, a cluster's preemption)
+    closes the run's sandboxes and leaves no half-written task: exit 130 and
+    "interrupted", as Ctrl-C. Python's default killed the process where it stood
+    and its containers lived until a later run reaped them."""
+    out = tmp_path / "out"
+    proc = subprocess.Popen(cli(fixture_repos["geomlib"], out), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None and not _owned_by(proc.pid):
+        time.sleep(0.1)
+    assert proc.poll() is None and _owned_by(proc.pid), "no sandbox was started to interrupt"
+    time.sleep(2)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, (proc.returncode, err.decode()[-500:])
+    assert "interrupted" in err.decode()
+    assert _owned_by(proc.pid) == []
+    assert not [p for p in out.iterdir() if p.name.startswith(".tmp-")]
