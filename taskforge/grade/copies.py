@@ -39,7 +39,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import AbstractSet, Literal, NamedTuple, cast
+from typing import AbstractSet, Any, Literal, NamedTuple, cast
 
 from taskforge.analysis.pyparse import literal_eval
 from taskforge.analysis.pyparse import parse as parse_python
@@ -795,18 +795,43 @@ def _exception_sites(fn, imported: AbstractSet[str], named: list[str] | None = N
 
 
 def sites(fn, module: ast.Module | None = None) -> list[Site]:
-    """Every sound mutation of a test function, value sites first."""
+    """Every sound mutation of a test function, value sites first.
+
+    Worked out once per parsed function, module and assert helpers in force
+    (HELPERS): one proposal asks for each test's sites about twenty times
+    (balanced, legacy and matched copies, the reader's scores), and walking
+    the function anew each time was half a small file's proposal. The key
+    holds the objects themselves, compared by identity (nothing mutates a
+    parsed tree); a Site draws its edits from the rng it is given, so one
+    can be shared."""
+    helpers = HELPERS.get()
+    key = (id(fn), id(module), id(helpers))
+    hit = _SITES.get(key)
+    if hit is not None and hit[0] is fn and hit[1] is module and hit[2] is helpers:
+        return list(hit[3])
+    if len(_SITES) >= _SITES_KEPT:
+        _SITES.clear()
+    found = _sites(fn, module)
+    _SITES[key] = (fn, module, helpers, found)
+    return list(found)
+
+
+_SITES_KEPT = 512
+_SITES: dict[tuple[int, int, int], tuple[Any, Any, Any, tuple[Site, ...]]] = {}
+
+
+def _sites(fn, module: ast.Module | None) -> tuple[Site, ...]:
     if _exits_early(fn):
-        return []
+        return ()
     consts, imported, makers, named = _module_facts(module)
     expected = _expected_names(fn)
     by_identity = {t.comparators[0].id for t in ast.walk(fn) if isinstance(t, ast.Compare)
                    and len(t.ops) == 1 and isinstance(t.ops[0], ast.Is)
                    and isinstance(t.comparators[0], ast.Name)}
     plain = _plain_nodes(fn)
-    return (_literal_sites(plain, expected, makers) + _param_sites(fn, expected, by_identity, consts)
-            + _none_sites(plain) + _complement_sites(plain)
-            + _exception_sites(fn, imported, named))
+    return tuple(_literal_sites(plain, expected, makers) + _param_sites(fn, expected, by_identity, consts)
+                 + _none_sites(plain) + _complement_sites(plain)
+                 + _exception_sites(fn, imported, named))
 
 
 @functools.lru_cache(maxsize=16)
