@@ -704,3 +704,21 @@ def test_a_flood_of_short_lines_is_read_one_line_at_a_time():
         tracemalloc.stop()
     assert p.problems and all(k is K.MALFORMED_EVENT for k, _ in p.problems)
     assert peak < 20 << 20, peak
+
+
+def test_sites_keeps_few_parsed_modules_alive():
+    """copies.sites caches per parsed module; a calibration parses its test files
+    afresh each time, so the cache must not pin every parse it has seen (a large
+    test module's tree is tens of MB)."""
+    import gc
+    import weakref
+
+    src = "def test_a():\n    assert f(3) == 31\n    assert f(4) == 57\n" + "X = 1\n" * 200
+    alive = []
+    for _ in range(60):
+        tree = ast.parse(src)
+        assert [s for s in cp.sites(tree.body[0], tree) if s.kind == "value"]
+        alive.append(weakref.ref(tree))
+        del tree
+    gc.collect()
+    assert sum(r() is not None for r in alive) <= 2 * cp._SITES_MODULES   # sites' and _module_facts' own

@@ -32,6 +32,7 @@ import re
 import secrets
 import sys
 import textwrap
+import threading
 import types
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -800,24 +801,35 @@ def sites(fn, module: ast.Module | None = None) -> list[Site]:
     Worked out once per parsed function, module and assert helpers in force
     (HELPERS): one proposal asks for each test's sites about twenty times
     (balanced, legacy and matched copies, the reader's scores), and walking
-    the function anew each time was half a small file's proposal. The key
-    holds the objects themselves, compared by identity (nothing mutates a
-    parsed tree); a Site draws its edits from the rng it is given, so one
-    can be shared."""
+    the function anew each time was half a small file's proposal. Entries hold
+    the objects themselves, compared by identity (nothing mutates a parsed
+    tree); a Site draws its edits from the rng it is given, so one can be
+    shared. At most _SITES_MODULES parsed modules are kept alive by it, as by
+    _module_facts: a calibration parses its test files afresh, and a key per
+    function alone would have kept hundreds of large parses."""
     helpers = HELPERS.get()
-    key = (id(fn), id(module), id(helpers))
-    hit = _SITES.get(key)
-    if hit is not None and hit[0] is fn and hit[1] is module and hit[2] is helpers:
-        return list(hit[3])
-    if len(_SITES) >= _SITES_KEPT:
-        _SITES.clear()
+    key = (id(module), id(helpers))
+    with _SITES_LOCK:
+        entry = _SITES.get(key)
+        if entry is None or entry[0] is not module or entry[1] is not helpers:
+            while len(_SITES) >= _SITES_MODULES:
+                _SITES.pop(next(iter(_SITES)))
+            entry = _SITES[key] = (module, helpers, {})
+        by_fn = entry[2]
+        hit = by_fn.get(id(fn))
+        if hit is not None and hit[0] is fn:
+            return list(hit[1])
     found = _sites(fn, module)
-    _SITES[key] = (fn, module, helpers, found)
+    with _SITES_LOCK:
+        if len(by_fn) >= _SITES_PER_MODULE:
+            by_fn.clear()
+        by_fn[id(fn)] = (fn, found)
     return list(found)
 
 
-_SITES_KEPT = 512
-_SITES: dict[tuple[int, int, int], tuple[Any, Any, Any, tuple[Site, ...]]] = {}
+_SITES_MODULES, _SITES_PER_MODULE = 16, 4096
+_SITES_LOCK = threading.Lock()
+_SITES: dict[tuple[int, int], tuple[Any, Any, dict[int, tuple[Any, tuple[Site, ...]]]]] = {}
 
 
 def _sites(fn, module: ast.Module | None) -> tuple[Site, ...]:
