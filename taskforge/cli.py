@@ -57,16 +57,20 @@ def _backend(name: str | None) -> str | None:
 
 def _term_as_interrupt() -> None:
     """SIGTERM (a scheduler's stop, `timeout`, `kill`) unwinds as Ctrl-C does:
-    sandboxes closed, half-written output removed, exit 130. By default it
-    killed the process where it stood, and its containers lived on until a
-    later run's reaper found their owner dead. Commands that serve (uvicorn,
-    Ray) set handlers of their own over this one."""
+    exit 130, sandboxes closed and half-written output removed once the checks
+    in flight end (a candidate's check is let finish, so that no verdict the
+    stop caused is journaled). By default SIGTERM killed the process where it
+    stood, and its containers lived on until a later run's reaper found their
+    owner dead. uvicorn (`serve`) and Ray handle SIGTERM while they run and put
+    this handler back after."""
     import signal
+    import threading
 
     def interrupt(signum, frame):
         raise KeyboardInterrupt
 
-    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+    if threading.current_thread() is threading.main_thread() \
+            and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
         signal.signal(signal.SIGTERM, interrupt)
 
 

@@ -97,10 +97,15 @@ def test_sigterm_unwinds_like_ctrl_c(fixture_repos, base_image, tmp_path):
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and proc.poll() is None and not _owned_by(proc.pid):
         time.sleep(0.1)
-    assert proc.poll() is None and _owned_by(proc.pid), "no sandbox was started to interrupt"
-    time.sleep(2)
-    proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=120)
+    try:
+        assert proc.poll() is None and _owned_by(proc.pid), "no sandbox was started to interrupt"
+        time.sleep(2)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
     assert proc.returncode == 130, (proc.returncode, err.decode()[-500:])
     assert "interrupted" in err.decode()
     assert _owned_by(proc.pid) == []
