@@ -28,6 +28,12 @@ def task_dirs(out: Path) -> set[str]:
     return {p.parent.name for p in out.glob("*/task.json") if not p.parent.name.startswith(".tmp-")}
 
 
+def _owned_by(pid: int) -> list:
+    """The containers of the run with this pid (their owner label)."""
+    return [c for c in client().containers.list(all=True, ignore_removed=True, filters={"label": LABEL})
+            if (c.labels or {}).get("taskforge.owner", "").split(":")[1:2] == [str(pid)]]
+
+
 def cli(repo: Path, out: Path) -> list[str]:
     return [sys.executable, "-m", "taskforge", "generate", str(repo), "--out", str(out),
             "--max-tasks", str(MAX_TASKS), "--jobs", "2", "-q"]
@@ -57,8 +63,7 @@ def test_sigkill_then_rerun_equals_uninterrupted(fixture_repos, base_image, tmp_
     assert survivors, "no task was written before the kill"
     assert len(survivors) < MAX_TASKS
     before = {t: (out / t / "task.json").stat().st_mtime_ns for t in survivors}
-    dead = [c for c in client().containers.list(all=True, ignore_removed=True, filters={"label": LABEL})
-            if (c.labels or {}).get("taskforge.owner", "").split(":")[1:2] == [str(proc.pid)]]
+    dead = _owned_by(proc.pid)
     assert dead, "the killed run's warm containers should still exist before the rerun"
 
     res = subprocess.run(cmd[:-1] + ["--json"], capture_output=True, text=True, timeout=900)
@@ -79,11 +84,6 @@ def test_sigkill_then_rerun_equals_uninterrupted(fixture_repos, base_image, tmp_
     left = {c.id for c in client().containers.list(all=True, ignore_removed=True, filters={"label": LABEL})}
     assert not left & {c.id for c in dead}, "the rerun must remove the dead run's containers"
     assert not list(out.glob(".tmp-*"))
-
-
-def _owned_by(pid: int) -> list:
-    return [c for c in client().containers.list(all=True, ignore_removed=True, filters={"label": LABEL})
-            if (c.labels or {}).get("taskforge.owner", "").split(":")[1:2] == [str(pid)]]
 
 
 def test_sigterm_unwinds_like_ctrl_c(fixture_repos, base_image, tmp_path):
