@@ -57,9 +57,9 @@ def _backend(name: str | None) -> str | None:
 
 def _term_as_interrupt() -> None:
     """SIGTERM (a scheduler's stop, `timeout`, `kill`) unwinds as Ctrl-C does:
-    exit 130, sandboxes closed and half-written output removed once the checks
-    in flight end (a candidate's check is let finish, so that no verdict the
-    stop caused is journaled). By default SIGTERM killed the process where it
+    exit 130, sandboxes closed and half-written output removed (the checks in
+    flight have their sandboxes closed under them and journal nothing:
+    pipeline._stop_checks). By default SIGTERM killed the process where it
     stood, and its containers lived on until a later run's reaper found their
     owner dead. uvicorn (`serve`) and Ray handle SIGTERM while they run and put
     this handler back after."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -12,6 +13,7 @@ import time
 from pathlib import Path
 
 from taskforge.sandbox.docker.engine import LABEL, client
+from tests.conftest import FIXTURES, make_git_repo
 
 MAX_TASKS = 6
 
@@ -108,5 +110,49 @@ def test_sigterm_unwinds_like_ctrl_c(fixture_repos, base_image, tmp_path):
             proc.wait()
     assert proc.returncode == 130, (proc.returncode, err.decode()[-500:])
     assert "interrupted" in err.decode()
+    assert _owned_by(proc.pid) == []
+    assert not [p for p in out.iterdir() if p.name.startswith(".tmp-")]
+
+
+SLOW = 12      # seconds of a remaining-suite test: every validation runs it
+
+
+def test_sigterm_closes_the_checks_in_flight(base_image, tmp_path):
+    """A stop during validation does not wait for the candidates in flight to
+    finish their checks (a remaining suite, calibration, the final verifies: a
+    minute a candidate on a real suite, past a scheduler's grace period). Their
+    sandboxes close under them, and what they conclude after the stop is
+    neither journaled nor written: the rerun settles them afresh."""
+    src = tmp_path / "src"
+    shutil.copytree(FIXTURES / "geomlib", src)
+    (src / "tests" / "test_slow.py").write_text(
+        f"import time\n\n\ndef test_takes_a_while():\n    time.sleep({SLOW})\n")
+    repo = make_git_repo(src, tmp_path / "repo")
+    out = tmp_path / "out"
+    proc = subprocess.Popen(cli(repo, out), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    state = out / ".state"
+    deadline = time.monotonic() + 600
+    # the baseline (two suite runs) saved: validation has begun
+    while time.monotonic() < deadline and proc.poll() is None and not list(state.glob("baseline-*.json")):
+        time.sleep(0.1)
+    try:
+        assert proc.poll() is None, proc.stderr.read().decode()[-500:] if proc.stderr else ""
+        time.sleep(3)               # the workers are inside their first remaining-suite runs
+        journaled = set((state / "verdicts").iterdir())
+        written = task_dirs(out)
+        proc.send_signal(signal.SIGTERM)
+        t0 = time.monotonic()
+        _, err = proc.communicate(timeout=300)
+        took = time.monotonic() - t0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, (proc.returncode, err.decode()[-500:])
+    # Without the stop, the run waited for its two candidates' remaining suites
+    # and then their calibration and final verifies: two more suite runs at least.
+    assert took < SLOW - 2, f"the stop waited {took:.1f} s for the checks in flight"
+    assert set((state / "verdicts").iterdir()) == journaled, "a verdict the stop caused was journaled"
+    assert task_dirs(out) == written
     assert _owned_by(proc.pid) == []
     assert not [p for p in out.iterdir() if p.name.startswith(".tmp-")]

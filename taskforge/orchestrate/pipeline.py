@@ -315,7 +315,8 @@ class GenerateRun:
         verdicts = validate_all(self.workers, proposal.candidates, opts.max_tasks, self.prog,
                                 settler.settle, settler.earlier,
                                 joining=remote.joined if remote else None,
-                                most=len(self.workers) + opts.remote_workers)
+                                most=len(self.workers) + opts.remote_workers,
+                                on_stop=self._stop_checks)
         self.timings["validate"] = time.monotonic() - t
         if remote is not None:
             for why in remote.failed[:3]:
@@ -324,6 +325,13 @@ class GenerateRun:
                 self.say(f"{len(remote.pending)} remote worker(s) never started "
                          "(no free CPU on the cluster?)")
         return verdicts
+
+    def _stop_checks(self) -> None:
+        """The run stops: the checks in flight conclude nothing from here on
+        (settle.Stopped), and their sandboxes close under them, so that the
+        stop waits seconds, not a candidate's whole validation."""
+        self.settler.stop.set()
+        _close(self.workers, None)
 
     def package(self, proposal, verdicts: list[Verdict], t_all: float) -> GenerateReport:
         """The deterministic prefix of tasks kept, their families marked, and
@@ -791,7 +799,8 @@ def _reset(w) -> bool:
 
 
 def validate_all(workers: list, candidates, max_tasks, prog, settle,
-                 earlier=lambda c: None, joining=None, most: int | None = None) -> list[Verdict]:
+                 earlier=lambda c: None, joining=None, most: int | None = None,
+                 on_stop: Callable[[], None] | None = None) -> list[Verdict]:
     """Settle candidates in order across workers; stop once max_tasks are found
     among a completed prefix (so the chosen set does not depend on timing).
     `earlier` returns a verdict an interrupted run already reached; `joining()`
@@ -800,7 +809,9 @@ def validate_all(workers: list, candidates, max_tasks, prog, settle,
     and its candidate settled again by another. Any other infrastructure error
     costs its candidate only (infra_verdict: not journaled, so a rerun tries it
     again), unless MAX_INFRA_STREAK candidates in a row meet one: then the
-    infrastructure is down, and the run ends with that error."""
+    infrastructure is down, and the run ends with that error. On Ctrl-C or
+    SIGTERM, `on_stop()` runs before the checks in flight are waited for: it
+    closes their sandboxes, so that the wait is short."""
     from taskforge.orchestrate.remote import WorkerLost
 
     results: dict[int, Verdict] = {}
@@ -824,48 +835,53 @@ def validate_all(workers: list, candidates, max_tasks, prog, settle,
 
     with ThreadPoolExecutor(max_workers=max(len(workers), most or 0, 1)) as threads:
         running = {}
-        while True:
-            if joining is not None:
-                free += joining()
-            while free and (retry or next_i < len(candidates)) and not enough():
-                if retry:
-                    i = retry.pop(0)
-                else:
-                    i, next_i = next_i, next_i + 1
-                    prior = earlier(candidates[i])
-                    if prior is not None:
-                        results[i] = prior
-                        prog.advance(f"{candidates[i].name}: settled by an earlier run")
+        try:
+            while True:
+                if joining is not None:
+                    free += joining()
+                while free and (retry or next_i < len(candidates)) and not enough():
+                    if retry:
+                        i = retry.pop(0)
+                    else:
+                        i, next_i = next_i, next_i + 1
+                        prior = earlier(candidates[i])
+                        if prior is not None:
+                            results[i] = prior
+                            prog.advance(f"{candidates[i].name}: settled by an earlier run")
+                            continue
+                    w = free.pop()
+                    running[threads.submit(settle, w, candidates[i])] = (i, w)
+                if not running:
+                    # Nothing runs, so every worker still alive is free.
+                    if retry and not free:
+                        raise WorkerLost("every worker was lost")
+                    break
+                # Polling, not blocking: remote workers may join while everything runs.
+                done, _ = wait(running, timeout=1.0 if joining is not None else None,
+                               return_when=FIRST_COMPLETED)
+                for fut in done:
+                    i, w = running.pop(fut)
+                    try:
+                        results[i] = fut.result()
+                        streak = 0
+                    except WorkerLost as exc:
+                        retry.append(i)         # settled again: counted once, when it is
+                        logger.info("%s: settled again: %s", candidates[i].name, exc.message)
                         continue
-                w = free.pop()
-                running[threads.submit(settle, w, candidates[i])] = (i, w)
-            if not running:
-                # Nothing runs, so every worker still alive is free.
-                if retry and not free:
-                    raise WorkerLost("every worker was lost")
-                break
-            # Polling, not blocking: remote workers may join while everything runs.
-            done, _ = wait(running, timeout=1.0 if joining is not None else None,
-                           return_when=FIRST_COMPLETED)
-            for fut in done:
-                i, w = running.pop(fut)
-                try:
-                    results[i] = fut.result()
-                    streak = 0
-                except WorkerLost as exc:
-                    retry.append(i)         # settled again: counted once, when it is
-                    logger.info("%s: settled again: %s", candidates[i].name, exc.message)
-                    continue
-                except InfraError as exc:
-                    streak += 1
-                    if streak >= MAX_INFRA_STREAK:
-                        raise
-                    results[i] = infra_verdict(candidates[i], exc)
-                    if not _reset(w):
-                        continue            # a worker whose tree cannot be put back is not used again
-                free.append(w)
-                v = results[i]
-                prog.advance(f"{v.candidate.name}: {'ok' if v.ok else v.reason[:60]}")
+                    except InfraError as exc:
+                        streak += 1
+                        if streak >= MAX_INFRA_STREAK:
+                            raise
+                        results[i] = infra_verdict(candidates[i], exc)
+                        if not _reset(w):
+                            continue            # a worker whose tree cannot be put back is not used again
+                    free.append(w)
+                    v = results[i]
+                    prog.advance(f"{v.candidate.name}: {'ok' if v.ok else v.reason[:60]}")
+        except KeyboardInterrupt:
+            if on_stop is not None:
+                on_stop()
+            raise
     prog.done()
     ordered = [results[i] for i in sorted(results)]
     if max_tasks is not None:

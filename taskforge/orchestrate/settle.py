@@ -94,6 +94,10 @@ class Settler:
     state: RunState
     out_dir: Path
     _blame: Blame | None = None
+    # Set when the run stops (Ctrl-C, SIGTERM) before the workers' sandboxes are
+    # closed under the checks in flight: what those checks conclude from then
+    # on is the stop's doing, so it is neither journaled nor written.
+    stop: threading.Event = field(default_factory=threading.Event)
     _blame_read: bool = False
     _blame_lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -155,6 +159,8 @@ class Settler:
             self.check_adequacy(w, v, s)
         if v.ok:
             self.package(v, s)
+        if self.stop.is_set():
+            raise Stopped(cand.name)
         if not v.ok:
             self.state.save_verdict(s.tid, VerdictState(
                 options=self.verdict_options, candidate=cand.name, kind=cand.kind,
@@ -281,7 +287,7 @@ class Settler:
             check = leak_checker(self.src.path, cand.symbols, sorted(v.hidden & self.ctx.passing),
                                  scan.hits(self.src.path, cand.symbols))
             write_task(self.out_dir, s.tid, self.src.path, v.source_changes, v.test_changes,
-                       self.protected, record_fn, leak_check=check, final_check=final_check)
+                       self.protected, record_fn, leak_check=check, final_check=self._final_check)
         except LeakError as exc:
             v.ok = False
             v.reason = f"leaks the removed code: {exc}"
@@ -290,6 +296,18 @@ class Settler:
             v.reason = str(exc)
         else:
             v.stage = Stage.TASKS
+
+
+    def _final_check(self, task_dir: Path) -> None:
+        """The final check, and no task published once the run stops: a stand-in
+        whose sandbox closed under it fails as a real one would not."""
+        final_check(task_dir)
+        if self.stop.is_set():
+            raise Stopped(task_dir.name)
+
+
+class Stopped(Exception):
+    """The run stopped while this candidate was being settled: no verdict."""
 
 
 def _workspace_files(texts: dict[str, str], *changes: dict[str, str | None]) -> dict[str, str]:
