@@ -108,6 +108,40 @@ def test_many_episodes_expire_when_idle_and_clean_up(tasks):
     assert left == []
 
 
+def test_an_episode_starting_during_close_all_is_not_left(tasks):
+    """close_all while a start is still making its sandbox: the start fails,
+    and its container goes (it used to join the pool after close_all had
+    emptied it, and lived on)."""
+    import threading
+
+    import docker
+
+    out, ids = tasks
+    pool = Episodes()
+    got: list = []
+
+    def start() -> None:
+        try:
+            got.append(pool.start(out / ids[0]))
+        except Exception as exc:  # noqa: BLE001 - the test reads what it was
+            got.append(exc)
+
+    t = threading.Thread(target=start)
+    t.start()
+    deadline = time.monotonic() + 30
+    while not pool._pending and t.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.001)
+    assert pool._pending, "the start ended before close_all could race it"
+    pool.close_all()
+    t.join(120)
+    assert len(got) == 1 and isinstance(got[0], Exception) and "closed" in str(got[0]), got
+    with pytest.raises(Exception, match="closed"):
+        pool.start(out / ids[0])
+    left = docker.from_env().containers.list(all=True, ignore_removed=True,
+                                             filters={"label": "taskforge.role=episode"})
+    assert left == []
+
+
 def test_episodes_over_http(tasks, tmp_path):
     """The same turns through `taskforge serve`: start, run, write, diff, submit
     (graded like any answer), close; unknown ids are 404."""

@@ -311,7 +311,12 @@ class Episodes:
         self.expired = 0
 
     def start(self, task_dir: str | Path) -> Episode:
+        """A new episode; refused once close_all has run, and one whose sandbox
+        was still starting when close_all ran is closed, not kept: the pool
+        promised that nothing of it outlives close_all."""
         with self._lock:
+            if self._stop.is_set():
+                raise InfraError("the episodes are closed")
             if len(self._by_id) + self._pending >= self.max_episodes:
                 raise InfraError(f"{self.max_episodes} episodes are open: close one first")
             self._pending += 1
@@ -321,7 +326,12 @@ class Episodes:
             with self._lock:
                 self._pending -= 1
         with self._lock:
-            self._by_id[ep.id] = ep
+            late = self._stop.is_set()
+            if not late:
+                self._by_id[ep.id] = ep
+        if late:
+            ep.close()
+            raise InfraError("the episodes were closed while this one started")
         return ep
 
     def get(self, episode_id: str) -> Episode:
