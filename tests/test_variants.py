@@ -210,6 +210,7 @@ GEN_REL, GEN = "pkg/serial.py", "tests/test_serial.py"
 THR_REL, THR = "pkg/pool.py", "tests/test_pool.py"
 FORK = "tests/test_fork.py"
 PID = "tests/test_pid.py"
+MANY = "tests/test_many.py"     # twelve tests of 0.6 s: the whole run takes 7 s or more
 
 GEN_PKG = d('''
     def serials():
@@ -246,6 +247,8 @@ EXTRA_FILES = {
             assert os.getpid() == AT_IMPORT and label(11) == "big"
         '''),
     "pkg/__main__.py": "import sys\n\nfrom pkg.core import label\n\nprint(label(int(sys.argv[1])))\n",
+    MANY: "".join(f"\n\ndef test_spin_{i}():\n    time.sleep(0.6)\n    assert spin({i}) == {i}\n"
+                  for i in range(12)).replace("\n\n", "import time\n\nfrom pkg.core import spin\n\n", 1),
     CLI: d('''
         import subprocess
         import sys
@@ -446,6 +449,25 @@ def test_a_hanging_mutant_stops_at_the_hang_limit(worker):
     assert got["hang"] == Outcome(passed=0, ok=False, batched=True, hung=True)
     assert got["gold"].ok
     assert time.monotonic() - start < 30
+
+
+def test_a_mutant_hanging_in_one_test_of_many_stops_at_that_tests_limit(worker):
+    """Twelve tests of 0.6 s, and a mutant that hangs in the first: the limit
+    of the whole run (ten times the gold's 7 s and more, capped at the probe
+    limit of 60 s) would hold it about a minute; the first test's own limit
+    (ten times its 0.6 s) stops it in seconds. A mutant that passes every test
+    slowed a little is not taken for a hang."""
+    tests = [f"{MANY}::test_spin_{i}" for i in range(12)]
+    hang = PKG.replace("def spin(n):\n    return n", "def spin(n):\n    while n == 0:\n        pass\n    return n")
+    slower = PKG.replace("def spin(n):\n    return n",
+                         "def spin(n):\n    import time\n    time.sleep(0.3)\n    return n")
+    start = time.monotonic()
+    got = _batch(worker, tests, [Variant("hang", {REL: hang}), Variant("slower", {REL: slower})], timeout=60.0)
+    took = time.monotonic() - start
+    assert got["hang"] == Outcome(passed=0, ok=False, batched=True, hung=True)
+    assert got["slower"] == Outcome(passed=12, ok=True, batched=True)
+    # the gold's child (7 s and more), the hung mutant (6 s), the slower one (11 s)
+    assert took < 45, f"the hung mutant held its child {took:.0f} s"
 
 
 def test_a_stand_in_keeps_the_whole_limit_and_is_not_run_twice(worker):

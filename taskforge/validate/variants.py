@@ -11,8 +11,10 @@ would give.
 
 The batch first runs the gold itself in a child. Its time, as a child
 measures it (session fixtures set up, the machine's load), sets the mutants'
-hang limit (ten times it, at least HANG_FLOOR s, at most the probe limit); a
-mutant stopped there is killed, as mutation testers count a timeout. A stand-in
+hang limit (ten times it, at least HANG_FLOOR s, at most the probe limit),
+and each test's time in it that test's limit (ten times it, at least
+HANG_FLOOR s); a mutant stopped at either is killed, as mutation testers
+count a timeout. A stand-in
 or partial solution keeps the whole probe limit in its child (one that passes
 slowly must be seen passing), and one that runs past it there fails without a
 second, fresh session of the same length: the gold passing in a child of the

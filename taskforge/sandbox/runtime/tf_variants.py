@@ -31,7 +31,9 @@ Batch file (JSON): {"results": path, "timeout": seconds, "tests": [node ids],
 "hang": {"factor", "floor"} | null, "variants": [{"name", "files": {path:
 source}, "stop": bool}]}. With "hang", the gold runs first in a child of its
 own; a variant's child without "stop" then gets factor x the gold's seconds
-(at least floor, at most timeout), and if the gold does not pass there no
+(at least floor, at most timeout), and each of its tests factor x that
+test's time in the gold's child (at least floor: a mutant that hangs in the
+first of ten tests stops there), and if the gold does not pass there no
 variant is switched. A variant with "stop" that passes every listed test
 ends the batch. Results are written after each variant: {name: {"reports":
 [...]} | {"timed_out": true, "hang": stopped under the whole timeout} |
@@ -54,6 +56,7 @@ GOLD = "__gold__"        # the results' record of the gold's own child (validate
 _targets: set = set()
 _ran: set = set()        # (real path, first line) of target-file code run before the fork
 _reports: list = []
+_tick_fd: list = []      # in a child: [fd, its (st_dev, st_ino)], a byte down it as each test ends
 
 
 def _paths(path: str) -> set:
@@ -319,10 +322,13 @@ def _teardown(session) -> None:
             return
 
 
-def _child(session, patches, w: int, basetemp: str) -> None:
-    """In the forked child: switch the variant in, run the items, send the reports."""
+def _child(session, patches, w: int, basetemp: str, tick: int) -> None:
+    """In the forked child: switch the variant in, run the items, send the reports
+    (and a byte down `tick` as each test ends, for the per-test limits)."""
     try:
         os.setpgid(0, 0)
+        st = os.fstat(tick)
+        _tick_fd[:] = [tick, (st.st_dev, st.st_ino)]
         factory = getattr(session.config, "_tmp_path_factory", None)
         if factory is not None and hasattr(factory, "_given_basetemp"):
             # tmp_path under a directory of this variant's, which the parent
@@ -352,24 +358,39 @@ def _child(session, patches, w: int, basetemp: str) -> None:
         os._exit(0)
 
 
-def _wait(pid: int, r: int, deadline: float):
-    """(what the child sent, whether it ran out of time). The child's exit ends
-    the wait, not the pipe's end: a process it forked may hold the pipe open,
-    and a test may close it early (os.closerange)."""
+def _wait(pid: int, r: int, deadline: float, tick: int, ends: list, per_test=None):
+    """(what the child sent, None | "limit" | "test": what it ran out of). The
+    child's exit ends the wait, not the pipe's end: a process it forked may
+    hold the pipe open, and a test may close it early (os.closerange). `ends`
+    gets the monotonic time each test ended (a byte on `tick`); with
+    `per_test`, the test after the n-th end has per_test[n] seconds."""
     chunks: list = []
-    exited = eof = False
+    exited = eof = tick_eof = False
+    start = time.monotonic()
     while not exited:
-        left = deadline - time.monotonic()
+        now = time.monotonic()
+        left = deadline - now
+        if per_test and not tick_eof and len(ends) < len(per_test):
+            # Past the gold's last test (session teardown), and once the child
+            # can no longer tick (a test closed the pipe), the whole limit only.
+            test_left = (ends[-1] if ends else start) + per_test[len(ends)] - now
+            if test_left <= 0 and test_left < left:
+                return chunks, "test"
+            left = min(left, test_left)
         if left <= 0:
-            return chunks, True
-        ready = False
-        if eof:
-            time.sleep(min(left, 0.05))
+            return chunks, "limit"
+        watch = [fd for fd, done in ((r, eof), (tick, tick_eof)) if not done]
+        ready: list = []
+        if watch:
+            ready = select.select(watch, [], [], min(left, 0.05))[0]
         else:
-            ready = bool(select.select([r], [], [], min(left, 0.05))[0])
-        if ready:
-            chunk = os.read(r, 65536)
-            if chunk:
+            time.sleep(min(left, 0.05))
+        for fd in ready:
+            chunk = os.read(fd, 65536)
+            if fd == tick:
+                ends.extend([time.monotonic()] * len(chunk))
+                tick_eof = not chunk
+            elif chunk:
                 chunks.append(chunk)
             else:
                 eof = True
@@ -383,35 +404,44 @@ def _wait(pid: int, r: int, deadline: float):
         if not chunk:
             break
         chunks.append(chunk)
-    return chunks, False
+    return chunks, None
 
 
-def _run_one(session, patches, timeout: float, basetemp: str) -> dict:
+def _run_one(session, patches, timeout: float, basetemp: str, per_test=None) -> dict:
+    """One child's result; "ends": each test's end, in seconds from the fork."""
     r, w = os.pipe()
+    tr, tw = os.pipe()
+    t0 = time.monotonic()
     pid = os.fork()
     if pid == 0:
         os.close(r)
-        _child(session, patches, w, basetemp)
+        os.close(tr)
+        _child(session, patches, w, basetemp, tw)
     os.close(w)
+    os.close(tw)
+    ends: list = []
     try:
-        chunks, timed_out = _wait(pid, r, time.monotonic() + timeout)
+        chunks, ran_out = _wait(pid, r, t0 + timeout, tr, ends, per_test)
     finally:
         os.close(r)
-    if timed_out:
+        os.close(tr)
+    if ran_out:
         for kill in (os.killpg, os.kill):
             try:
                 kill(pid, 9)
             except OSError:
                 pass
         os.waitpid(pid, 0)
-        return {"timed_out": True}
+        return {"timed_out": True, "test_limit": ran_out == "test"}
     try:
-        return json.loads(b"".join(chunks) or b"{}") or {"error": "the child sent nothing"}
+        out = json.loads(b"".join(chunks) or b"{}") or {"error": "the child sent nothing"}
     except ValueError:
         return {"error": "the child's reports are not JSON"}
+    out["ends"] = [round(e - t0, 4) for e in ends]
+    return out
 
 
-def _timed(session, patches, limit: float):
+def _timed(session, patches, limit: float, per_test=None):
     """(_run_one's result, seconds) of one child, its tmp_path root removed after."""
     import shutil
     import tempfile
@@ -419,9 +449,17 @@ def _timed(session, patches, limit: float):
     t0 = time.monotonic()
     base = tempfile.mkdtemp(prefix="tf-variant-")
     try:
-        return _run_one(session, patches, limit, os.path.join(base, "t")), time.monotonic() - t0
+        return _run_one(session, patches, limit, os.path.join(base, "t"), per_test), time.monotonic() - t0
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def per_test_limits(ends: list, factor: float, floor: float) -> list:
+    """Each test's limit from the gold child's test ends: factor x the gold's
+    time for it, at least floor. A mutant that hangs in its first test of ten
+    stops there, not at ten times the whole run."""
+    gaps = [b - a for a, b in zip([0.0, *ends], ends)]
+    return [max(floor, factor * g) for g in gaps]
 
 
 def _write(path: str, results: dict) -> None:
@@ -454,6 +492,7 @@ def pytest_runtestloop(session):
     sys.stderr.flush()
     limit = full = float(SPEC["timeout"])
     hang = SPEC.get("hang")
+    per_test = None
     plans = {v["name"]: plan(v, golds, live, suspended) if threads == 1 else f"{threads} threads alive at the fork"
              for v in SPEC["variants"]}
     if hang and any(not isinstance(p, str) for p in plans.values()):
@@ -465,6 +504,7 @@ def pytest_runtestloop(session):
         results[GOLD] = {"seconds": round(secs, 3), "ok": ok}
         if ok:
             limit = min(limit, max(float(hang["floor"]), float(hang["factor"]) * secs))
+            per_test = per_test_limits(out.get("ends") or [], float(hang["factor"]), float(hang["floor"])) or None
         else:
             why = "the gold " + ("ran out of time" if out.get("timed_out") else "fails") + " in a forked child"
             plans = dict.fromkeys(plans, why)
@@ -478,11 +518,12 @@ def pytest_runtestloop(session):
             mine = full if v.get("stop") else limit
             _put(v["files"])        # what a subprocess, a reload or getsource reads
             try:
-                out, secs = _timed(session, patches, mine)
+                out, secs = _timed(session, patches, mine, None if v.get("stop") else per_test)
             finally:
                 _put({path: gold[path] for path in v["files"]})
+            out.pop("ends", None)
             if out.get("timed_out"):
-                out["hang"] = mine < full
+                out["hang"] = mine < full or bool(out.pop("test_limit", False))
             results[v["name"]] = out
             out["seconds"] = round(secs, 3)
             if v.get("stop") and _passed_all(out.get("reports", []), SPEC["tests"]):
@@ -499,3 +540,15 @@ def pytest_runtest_logreport(report):
     if type(report).__name__ != "TestReport":
         ev["subtest"] = True
     _reports.append(ev)
+    if _tick_fd and report.when == "teardown" and not ev.get("subtest"):
+        fd, ident = _tick_fd
+        try:
+            # A test that closed the pipe (os.closerange) may have reused its
+            # number for a file of its own: never a byte into that.
+            st = os.fstat(fd)
+            if (st.st_dev, st.st_ino) == ident:
+                os.write(fd, b".")
+                return
+        except OSError:
+            pass
+        _tick_fd.clear()
