@@ -27,9 +27,14 @@ def _json_mode() -> bool:
     return "--json" in sys.argv[1:]
 
 
+INTERRUPTED = "interrupted"
+_said: set[str] = set()
+
+
 def _error(message: str, kind: str = "usage") -> None:
     """One line on stderr; with --json also a JSON object on stdout, so a caller
     that parses stdout learns why instead of reading nothing."""
+    _said.add(message)
     typer.echo(f"error: {message}", err=True)
     if _json_mode():
         typer.echo(json.dumps({"error": message, "kind": kind}))
@@ -79,7 +84,11 @@ def main() -> None:
     missing argument) answer in JSON on stdout too; otherwise typer's own handling."""
     _term_as_interrupt()
     if not _json_mode():
-        app(prog_name="taskforge")
+        try:
+            app(prog_name="taskforge")
+        except SystemExit as exc:
+            _said_interrupted(exc.code)
+            raise
         return
     ClickException: type[Any]       # typer's vendored copy or click's own: two distinct classes
     try:
@@ -92,7 +101,16 @@ def main() -> None:
         typer.echo(json.dumps({"error": exc.format_message(), "kind": "usage"}))
         typer.echo(f"error: {exc.format_message()}", err=True)
         sys.exit(exc.exit_code)
-    sys.exit(rc if isinstance(rc, int) else 0)      # non-standalone click returns Exit codes
+    rc = rc if isinstance(rc, int) else 0          # non-standalone click returns Exit codes
+    _said_interrupted(rc)
+    sys.exit(rc)
+
+
+def _said_interrupted(code) -> None:
+    """Every command stopped by Ctrl-C or SIGTERM says so once (typer ends
+    them with exit 130 and no word; generate and harden say it themselves)."""
+    if code == 130 and INTERRUPTED not in _said:
+        _error(INTERRUPTED, "interrupted")
 
 
 class _RichProgress:
@@ -282,7 +300,7 @@ def generate(
         _fail(exc)
     except KeyboardInterrupt:
         prog.done()
-        _error("interrupted")
+        _error(INTERRUPTED, "interrupted")
         raise typer.Exit(130) from None
     if as_json:
         typer.echo(report.model_dump_json(indent=2))
@@ -1002,7 +1020,7 @@ def harden(
     except TaskforgeError as exc:
         _fail(exc)
     except KeyboardInterrupt:
-        _error("interrupted")
+        _error(INTERRUPTED, "interrupted")
         raise typer.Exit(130) from None
     if as_json:
         typer.echo(report.model_dump_json(indent=2))

@@ -166,6 +166,31 @@ def test_verify_patch_that_does_not_apply_scores_zero(one_task, tmp_path):
     assert any("patch-rejected" in t for t in data["tampering"])
 
 
+@pytest.mark.parametrize("json_mode", [False, True])
+def test_a_stopped_verify_says_so(one_task, json_mode):
+    """SIGTERM mid-verify: exit 130 and one line saying it was interrupted
+    (and the JSON object under --json), as generate says it; typer ended the
+    other commands with 130 and no word."""
+    import signal
+    import time
+
+    from tests.conftest import cli_env
+    from tests.test_resume import _owned_by
+
+    args = [*CLI, "verify", str(one_task), "--gold", *(["--json"] if json_mode else [])]
+    proc = subprocess.Popen(args, env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while proc.poll() is None and not _owned_by(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)        # its sandbox started: the verify is under way
+    assert proc.poll() is None, "the verify ended before it could be stopped"
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, (proc.returncode, err[-300:])
+    assert err.strip().splitlines() == ["error: interrupted"], err[-300:]
+    if json_mode:
+        assert json.loads(out) == {"error": "interrupted", "kind": "interrupted"}
+
+
 def test_verify_without_engine_is_infrastructure_error(one_task, tmp_path):
     res = run_cli("verify", str(one_task), "--gold", "--json",
                   env={"DOCKER_HOST": f"unix://{tmp_path}/no-docker.sock"})
