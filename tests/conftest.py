@@ -260,3 +260,33 @@ def bwrap_env():
         return str(task)
 
     return prepare
+
+
+def pkg_worker(root: Path, files: dict[str, str]):
+    """A generation worker (validate.checks.Worker, its sandbox started) on a
+    small git repository of package `pkg` holding `files`, its environment
+    built. The caller closes it."""
+    from taskforge.env.detect import detect
+    from taskforge.orchestrate.pipeline import build_environment
+    from taskforge.repo.layout import scan
+    from taskforge.repo.source import fetch
+    from taskforge.validate.checks import RunArgs, Worker
+
+    repo = root / "repo"
+    (repo / "pkg").mkdir(parents=True)
+    (repo / "tests").mkdir()
+    (repo / "pkg" / "__init__.py").write_text("")
+    for rel, text in files.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text)
+    (repo / "pyproject.toml").write_text(
+        '[project]\nname = "pkg"\nversion = "0.1"\n[build-system]\nrequires = ["setuptools"]\n'
+        'build-backend = "setuptools.build_meta"\n[tool.setuptools]\npackages = ["pkg"]\n')
+    for args in (["init", "-q"], ["add", "-A"],
+                 ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "x"]):
+        subprocess.run(["git", *args], cwd=repo, check=True)
+    src = fetch(str(repo), root / "clone")
+    plan = detect(src.path, scan(src.path))
+    image, _ = build_environment(src, plan, lambda s: None)
+    return Worker(src.path, image, root / "scratch", 0,
+                  run_args=RunArgs(options=plan.test_options, paths=plan.test_paths, env=plan.env))

@@ -3,7 +3,6 @@ session, switched in after collection in a forked child each, with the same
 outcome a fresh session gives, or a fresh session."""
 from __future__ import annotations
 
-import subprocess
 import textwrap
 import time
 
@@ -281,40 +280,9 @@ EXTRA_FILES = {
 @pytest.fixture(scope="module")
 def worker(tmp_path_factory, base_image):
     """A generation worker on a small repository with its environment built."""
-    from taskforge.env.detect import detect
-    from taskforge.orchestrate.pipeline import build_environment
-    from taskforge.repo.layout import scan
-    from taskforge.repo.source import fetch
-    from taskforge.validate.checks import RunArgs, Worker
+    from tests.conftest import pkg_worker
 
-    root = tmp_path_factory.mktemp("variants")
-    repo = root / "repo"
-    (repo / "pkg").mkdir(parents=True)
-    (repo / "tests").mkdir()
-    (repo / "pkg" / "__init__.py").write_text("")
-    (repo / REL).write_text(PKG)
-    (repo / T).write_text(TESTS)
-    for rel, text in EXTRA_FILES.items():
-        (repo / rel).write_text(text)
-    (repo / "pyproject.toml").write_text(d('''
-        [project]
-        name = "pkg"
-        version = "0.1"
-        [build-system]
-        requires = ["setuptools"]
-        build-backend = "setuptools.build_meta"
-        [tool.setuptools]
-        packages = ["pkg"]
-        '''))
-    for args in (["init", "-q"], ["add", "-A"],
-                 ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "x"]):
-        subprocess.run(["git", *args], cwd=repo, check=True)
-    src = fetch(str(repo), root / "clone")
-    layout = scan(src.path)
-    plan = detect(src.path, layout)
-    image, _ = build_environment(src, plan, lambda s: None)
-    w = Worker(src.path, image, root / "scratch", 0,
-               run_args=RunArgs(options=plan.test_options, paths=plan.test_paths, env=plan.env))
+    w = pkg_worker(tmp_path_factory.mktemp("variants"), {REL: PKG, T: TESTS, **EXTRA_FILES})
     yield w
     w.close()
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import AbstractSet
 
 from taskforge.analysis.pyparse import parse as parse_python
+from taskforge.analysis.testindex import TestRef
 from taskforge.errors import InfraError
 from taskforge.grade import copies as cp
 from taskforge.grade import copy_blocks, copy_cross
@@ -74,48 +75,28 @@ def calibrate(worker, f2p: list[str], seed: str, timeout: float,
     candidates = copy_cross.crosses(worker.src, candidates, seed, ids) + candidates
     files = sorted({m.file for m in candidates} | {r.file for r in refs})
     must_pass = {t for t in (passing or set(f2p)) if t.split("::")[0] in files} | set(f2p)
-    profiles: list[dict[str, dict[str, str]]] = []
-    plans: list[cp.Plan] = []
-    seconds: dict[str, float] = {}          # planted name (first run) -> its run time
-    hidden_secs = 0.0
-    for place in ("before", "after"):
-        worker.reset()
-        try:
-            worker.dirty |= set(files)
-            plan = cp.plant(worker.tree, f2p, candidates, rename=True,
-                             rng=random.Random(seed), place=place)
-            run = worker.runner.run(files or sorted(f2p), timeout=timeout,
-                                    extra_args=["--tb=line", "--continue-on-collection-errors"])
-        finally:
-            worker.reset()
-        cal.seconds = max(cal.seconds, run.test_seconds)
-        if run.timed_out:
-            cal.note = "the gold run timed out"
-            return cal
-        real = {plan.original_id(n): o for n, o in run.outcomes.items() if plan.copy_of(n) is None}
-        cal.unstable |= {t for t in f2p if t not in real}
-        broken = [t for t in must_pass - cal.unstable if real.get(t) != "passed"]
-        if broken:
-            # The copies or the new names changed what the real tests do (module
-            # state, name order): no renaming and no copies rather than a grade
-            # that depends on chance.
-            cal.note = f"tests did not all pass renamed beside the copies (e.g. {broken[0]})"
+    got = _placed_runs(worker, f2p, candidates, files, must_pass, seed, timeout, cal)
+    if isinstance(got, str) and got == BROKEN:
+        # A must-fail copy stops before its test puts module state back
+        # (simpleeval's `simpleeval.MAX_POWER = 100 ... = old_max`), and the
+        # tests after it fail: the copies of such tests go, and the rest are
+        # tried once more, rather than every copy of the task (six of
+        # simpleeval's nineteen tasks had none, 40 of 42 tests unprotected).
+        setters = _state_setters(worker.src, candidates)
+        keep = [m for m in candidates if (m.file, tuple(m.cls), m.func) not in setters]
+        if keep and len(keep) < len(candidates):
+            cal.unstable.clear()
+            first = cal.note
+            got = _placed_runs(worker, f2p, keep, files, must_pass, seed, timeout, cal)
+            if isinstance(got, str) and got == BROKEN:
+                cal.note = first
+            else:
+                candidates = keep
+    if isinstance(got, str):
+        if got == BROKEN:
             cal.rename = False
-            return cal
-        prof: dict[str, dict[str, str]] = {name: {} for name in plan.copies}
-        for nid, outcome in run.outcomes.items():
-            hit = plan.copy_of(nid)
-            if hit is not None:
-                prof[hit[0]][hit[1]] = outcome
-        if not plans:
-            for nid, secs in run.durations.items():
-                hit = plan.copy_of(nid)
-                if hit is not None:
-                    seconds[hit[0]] = seconds.get(hit[0], 0.0) + secs
-                elif plan.original_id(nid) in f2p:
-                    hidden_secs += secs
-        profiles.append(prof)
-        plans.append(plan)
+        return cal
+    profiles, plans, seconds, hidden_secs = got
     # The same candidate got another random name in each run: matched by identity.
     names = [{id(m): name for name, m in p.copies.items()} for p in plans]
     spent: dict[int, float] = {}
@@ -135,6 +116,116 @@ def calibrate(worker, f2p: list[str], seed: str, timeout: float,
     cal.copies = copy_cross.within_time(cal.copies, [spent.get(id(m), 0.0) for m in cal.copies],
                                         max(copy_cross.MIN_SECONDS, hidden_secs))
     return cal
+
+
+BROKEN = "broken"
+
+
+def _placed_runs(worker, f2p: list[str], candidates: list, files: list[str], must_pass: set[str],
+                 seed: str, timeout: float, cal: Calibration):
+    """The two gold runs with the candidates planted before their originals and
+    after them: (profiles, plans, seconds of each copy, seconds of the hidden
+    tests), or why not ("timeout", or BROKEN: a test that passes without the
+    copies failed beside them; cal.note says which)."""
+    profiles: list[dict[str, dict[str, str]]] = []
+    plans: list[cp.Plan] = []
+    seconds: dict[str, float] = {}          # planted name (first run) -> its run time
+    hidden_secs = 0.0
+    for place in ("before", "after"):
+        worker.reset()
+        try:
+            worker.dirty |= set(files)
+            plan = cp.plant(worker.tree, f2p, candidates, rename=True,
+                             rng=random.Random(seed), place=place)
+            run = worker.runner.run(files or sorted(f2p), timeout=timeout,
+                                    extra_args=["--tb=line", "--continue-on-collection-errors"])
+        finally:
+            worker.reset()
+        cal.seconds = max(cal.seconds, run.test_seconds)
+        if run.timed_out:
+            cal.note = "the gold run timed out"
+            return "timeout"
+        real = {plan.original_id(n): o for n, o in run.outcomes.items() if plan.copy_of(n) is None}
+        cal.unstable |= {t for t in f2p if t not in real}
+        broken = [t for t in must_pass - cal.unstable if real.get(t) != "passed"]
+        if broken:
+            # The copies or the new names changed what the real tests do (module
+            # state, name order): no renaming and no copies rather than a grade
+            # that depends on chance.
+            cal.note = f"tests did not all pass renamed beside the copies (e.g. {broken[0]})"
+            return BROKEN
+        prof: dict[str, dict[str, str]] = {name: {} for name in plan.copies}
+        for nid, outcome in run.outcomes.items():
+            hit = plan.copy_of(nid)
+            if hit is not None:
+                prof[hit[0]][hit[1]] = outcome
+        if not plans:
+            for nid, secs in run.durations.items():
+                hit = plan.copy_of(nid)
+                if hit is not None:
+                    seconds[hit[0]] = seconds.get(hit[0], 0.0) + secs
+                elif plan.original_id(nid) in f2p:
+                    hidden_secs += secs
+        profiles.append(prof)
+        plans.append(plan)
+    return profiles, plans, seconds, hidden_secs
+
+
+def _state_setters(root: Path, candidates: list) -> set[tuple[str, tuple[str, ...], str]]:
+    """(file, classes, function) of the candidates' tests that set state a
+    test after them would see: an attribute of an imported module
+    (`simpleeval.MAX_POWER = 100`), or a global."""
+    out: set[tuple[str, tuple[str, ...], str]] = set()
+    for file in sorted({m.file for m in candidates}):
+        try:
+            tree = parse_python((root / file).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+            continue
+        modules = module_imports(tree)
+        for m in candidates:
+            if m.file != file:
+                continue
+            key = (m.file, tuple(m.cls), m.func)
+            fn = cp.find_def(tree, TestRef(m.file, tuple(m.cls), m.func))
+            if key not in out and fn is not None and sets_state(fn, modules):
+                out.add(key)
+    return out
+
+
+def module_imports(tree: ast.Module) -> set[str]:
+    """Names a module binds to modules at its top level (`import x`, `import
+    x.y as z`, `from pkg import mod` where it may be a module)."""
+    out: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            out |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            out |= {a.asname or a.name for a in node.names if a.name != "*"}
+    return out
+
+
+def sets_state(fn: ast.AST, modules: AbstractSet[str]) -> bool:
+    """Whether a test function assigns an attribute of one of `modules` (or
+    deletes one), or declares a global."""
+    for node in ast.walk(fn):
+        if isinstance(node, (ast.Global, ast.Nonlocal)):
+            return True
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = list(node.targets)
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+        elif isinstance(node, ast.Delete):
+            targets = list(node.targets)
+        for t in targets:
+            for sub in ast.walk(t):
+                if isinstance(sub, ast.Attribute) and isinstance(sub.ctx, (ast.Store, ast.Del)):
+                    root = sub.value
+                    while isinstance(root, ast.Attribute):
+                        root = root.value
+                    if isinstance(root, ast.Name) and root.id in modules:
+                        return True
+    return False
 
 
 def kept_outcomes(m: cp.TestCopy, a: Mapping[str, str], b: Mapping[str, str]) -> bool:
