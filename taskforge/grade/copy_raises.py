@@ -62,6 +62,7 @@ from taskforge.repo.layout import is_test_path
 RAISES = frozenset({"raises", "assertRaises", "assertRaisesRegex", "assertRaisesRegexp"})
 EQUALS = frozenset({"assertEqual", "assertEquals"})
 MAX_BLOCKS = 2                 # alternative blocks per raising site (verify plants one)
+HELPER_CALLS = True            # blocks of assertion helpers' calls too (_helper_input); False: red team only
 MAX_EXCHANGED = 2              # copies of the raising test in a block, all exchanging the same input
 MAX_INPUT = 200                # characters of an input's source: a longer one stays as it is
 MAX_PACKAGE_TEXT = 8 << 20     # characters of the package's own source read for examples
@@ -160,16 +161,32 @@ def _input_call(call: ast.expr) -> tuple[str, ast.Call] | None:
     return (callee, call) if _name(call.func) not in (None, *RAISES, *EQUALS) else None
 
 
+def _helper_input(call: ast.Call) -> bool:
+    """A call of one of the project's assertion helpers (copies.assert_helpers)
+    whose first parameter is an input and every other one an expected value:
+    simpleeval's `self.t(expr, should_be)`. Its first argument is the input the
+    feature takes, as `f(x)`'s is (red team round 28: 10 of one task's 37
+    raising blocks were `self.t(..., 0)`, and no block was made of them)."""
+    from taskforge.grade.copies import HELPERS  # copies imports this module
+
+    f = call.func
+    name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
+    h = HELPERS.get().get(name) if name else None
+    return h is not None and not call.keywords and 2 <= len(call.args) <= len(h[0]) \
+        and h[0][0] not in h[1] and all(p in h[1] for p in h[0][1:len(call.args)])
+
+
 def _plain(node: ast.expr) -> bool:
     return isinstance(node, ast.Constant) and type(node.value) in (str, bytes, int, float) \
         and len(repr(node.value)) <= MAX_INPUT
 
 
-def raising_inputs(fn, ref: TestRef) -> list[Raising]:
+def raising_inputs(fn, ref: TestRef, helpers: bool = False) -> list[Raising]:
     """Literal inputs `fn` expects to raise: the only statement of a
     `with raises(E)` / `with self.assertRaises(E)` block is a call of one
     argument, a literal, or the variable of an enclosing `for` over a
-    written-out list of literals (each of them then)."""
+    written-out list of literals (each of them then). `helpers`: also the
+    input of an assertion helper's call (_helper_input), its arity kept."""
     loops: dict[str, ast.List | ast.Tuple] = {}
     for node, _ in _body(fn):
         if isinstance(node, ast.For) and isinstance(node.target, ast.Name) \
@@ -196,23 +213,33 @@ def raising_inputs(fn, ref: TestRef) -> list[Raising]:
             _, f, x = node.value.args
             call = ast.Call(func=f, args=[x], keywords=[])
         got = _input_call(call) if call is not None else None
-        if got is None or len(got[1].args) != 1:
+        if got is None or not (len(got[1].args) == 1 or helpers and _helper_input(got[1])):
             continue
         callee, call = got
-        arg = call.args[0]
+        arg, arity = call.args[0], len(call.args)
         if _plain(arg):
-            out.append(Raising(fn, ref, callee, 1, arg, node))                # type: ignore[arg-type]
+            out.append(Raising(fn, ref, callee, arity, arg, node))            # type: ignore[arg-type]
         elif isinstance(arg, ast.Name) and arg.id in loops and stores.get(arg.id) == 1:
             table = loops[arg.id]
-            out += [Raising(fn, ref, callee, 1, e, node, table)               # type: ignore[arg-type]
+            out += [Raising(fn, ref, callee, arity, e, node, table)           # type: ignore[arg-type]
                     for e in table.elts]
     return out
 
 
-def accepted_inputs(fn, ref: TestRef) -> list[Accepted]:
+def accepted_inputs(fn, ref: TestRef, helpers: bool = False) -> list[Accepted]:
     """Literal inputs `fn` checks a result of: `assert f(LIT) == X`,
-    `self.assertEqual(f(LIT), X)` (either side), f called with one argument."""
+    `self.assertEqual(f(LIT), X)` (either side), f called with one argument;
+    `helpers`: also an assertion helper's call as a statement of its own
+    (`self.t(LIT, X)`, _helper_input) outside any raising block."""
     out: list[Accepted] = []
+    if helpers:
+        raising = {id(only) for node, _ in _body(fn) if isinstance(node, (ast.With, ast.AsyncWith))
+                   for only in node.body}
+        for node, _ in _body(fn):
+            if isinstance(node, ast.Expr) and id(node) not in raising and isinstance(node.value, ast.Call) \
+                    and (got := _input_call(node.value)) is not None and _helper_input(got[1]) \
+                    and _plain(got[1].args[0]):
+                out.append(Accepted(fn, ref, got[0], len(got[1].args), got[1].args[0]))  # type: ignore[arg-type]
     for node, _ in _body(fn):
         sides: list[ast.expr] = []
         if isinstance(node, ast.Assert) and isinstance(node.test, ast.Compare) and len(node.test.ops) == 1 \
@@ -429,11 +456,11 @@ def exchange_blocks(tests: list[tuple[TestRef, ast.FunctionDef | ast.AsyncFuncti
     "12.345 eur" lent beside "   " lost every twin, and a parser of
     lower-case codes only scored 1). `render(lines, fn, edits)` gives a
     copy's source (copies._named), `edit(line, start, end, text)` an edit."""
-    accepted = [a for ref, fn in tests for a in accepted_inputs(fn, ref)]
+    accepted = [a for ref, fn in tests for a in accepted_inputs(fn, ref, helpers=HELPER_CALLS)]
     out: list[TestCopy] = []
     for ref, fn in tests:
         sites: dict[str, list[Raising]] = {}        # a callee the test expects to raise -> its inputs
-        for r in raising_inputs(fn, ref):
+        for r in raising_inputs(fn, ref, helpers=HELPER_CALLS):
             sites.setdefault(r.callee, []).append(r)
         for inputs in sites.values():
             places = [r for r in inputs if not shown(r.node.value) and "\n" not in _src(lines, r.node)]
@@ -452,7 +479,7 @@ def _host(accepted: list[Accepted], r: Raising, fn, value: object,
           shown: Callable[[object], bool] | None = None) -> list[Accepted]:
     """Accepting calls of r's callee, in another test, whose input has the
     type of `value` and is not it (and, given `shown`, is shown nowhere else)."""
-    return [a for a in accepted if a.callee == r.callee and a.fn is not fn
+    return [a for a in accepted if a.callee == r.callee and a.arity == r.arity and a.fn is not fn
             and type(a.node.value) is type(value) and a.node.value != value
             and (shown is None or not shown(a.node.value))]
 
