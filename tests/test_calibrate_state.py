@@ -60,9 +60,16 @@ def test_copies_of_a_test_that_sets_module_state_go_the_rest_stay(worker):
     ("obj = core.make()\nobj.limit = 3", False),
     ("LIMIT = 3", False),
     ("monkeypatch.setattr(core, 'LIMIT', 3)", False),
+    # what the review of the first version found it missed
+    ("core.TABLE['z'] = 3", True),
+    ("del core.TABLE['z']", True),
+    ("core.TABLE.append(3)", True),
+    ("os.environ.update(X='1')", True),
+    ("setattr(core, 'LIMIT', 3)", True),
+    ("items = []\nitems.append(3)", False),
 ])
 def test_sets_state(body, sets):
-    from taskforge.grade.calibrate import module_imports, sets_state
+    from taskforge.grade.copy_raises import module_imports, sets_state
 
     tree = ast.parse("from pkg import core\nimport os.path\n\ndef test_x(self, monkeypatch):\n"
                      + textwrap.indent(body, "    ") + "\n")

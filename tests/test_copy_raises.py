@@ -741,3 +741,57 @@ def test_an_input_s_twins_are_planted_rarest_kind_first():
 ])
 def test_a_block_lends_only_an_input_with_the_raising_input_s_kinds_of_twin(raising, lent, ok):
     assert same_kinds()(raising, lent) is ok
+
+
+HELPER_SUITE = textwrap.dedent('''\
+    import unittest
+
+    from pkg.roman import from_roman, parse_numeral
+
+
+    class TestRoman(unittest.TestCase):
+        def check(self, text, expected):
+            self.assertEqual(from_roman(text), expected)
+
+        def test_values(self):
+            self.check("XIV", 14)
+            self.check("MCMXC", 1990)
+
+        def test_rejects_repeats(self):
+            with self.assertRaises(ValueError):
+                self.check("VX", 0)
+
+        def test_rejects_broadly(self):
+            with self.assertRaises(Exception):
+                self.check("IIII", 0)
+
+
+    class TestNumeral(unittest.TestCase):
+        def check(self, text, expected):
+            self.assertEqual(parse_numeral(text), expected)
+
+        def test_lower(self):
+            self.check("xl", 40)
+            self.check("cix", 109)
+    ''')
+
+
+def test_helper_blocks_stay_in_one_class_and_skip_broad_raises(tmp_path):
+    """A raising block that calls the suite's helper (`self.check(text, 0)`)
+    trades inputs only with the same class's calls of it: another class's
+    `check` may call another function (a review's find: parse_numeral upper-
+    cases, from_roman does not, and a copy asked from_roman to refuse "xl",
+    which an honest regex-based from_roman does with ValueError: a false 0).
+    A block expecting `Exception` gets none: the helper's own failed assert
+    meets it."""
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_roman.py").write_text(HELPER_SUITE)
+    ids = [f"tests/test_roman.py::{c}::{t}" for c, t in [
+        ("TestRoman", "test_values"), ("TestRoman", "test_rejects_repeats"),
+        ("TestRoman", "test_rejects_broadly"), ("TestNumeral", "test_lower")]]
+    got = [m for seed in ("s1", "s2", "s3") for m in cp.propose(tmp_path, ids, seed)
+           if m.block and m.block.startswith("raises:")]
+    assert got, "the helper's raising block in TestRoman trades with TestRoman's own calls"
+    assert all(m.func != "test_lower" and "xl" not in m.site and "cix" not in m.site for m in got), \
+        [(m.func, m.site) for m in got]
+    assert not [m for m in got if "IIII" in m.site]

@@ -56,7 +56,7 @@ TESTS = textwrap.dedent('''\
             self.assertEqual(evaluate(expr), should_be)
 
 
-    class TestValues(Base):
+    class TestCalc(Base):
         def test_sum(self):
             self.t("2+3", 5)
             self.t("40+2", 42)
@@ -69,8 +69,6 @@ TESTS = textwrap.dedent('''\
             self.t("2**5", 32)
             self.t("3**4", 81)
 
-
-    class TestLimits(Base):
         def test_big_power(self):
             with self.assertRaises(TooBig):
                 self.t("9**9", 0)

@@ -49,6 +49,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
+from typing import AbstractSet
 
 from taskforge.analysis.pyparse import literal_eval
 from taskforge.analysis.testindex import TestRef
@@ -170,10 +171,88 @@ def _helper_input(call: ast.Call) -> bool:
     from taskforge.grade.copies import HELPERS  # copies imports this module
 
     f = call.func
-    name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
+    # the suite's own helper: `t(...)` or `self.t(...)`, never another object's method of that name
+    name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) \
+        and isinstance(f.value, ast.Name) and f.value.id == "self" else None
     h = HELPERS.get().get(name) if name else None
     return h is not None and not call.keywords and 2 <= len(call.args) <= len(h[0]) \
         and h[0][0] not in h[1] and all(p in h[1] for p in h[0][1:len(call.args)])
+
+
+BROAD = frozenset({"Exception", "BaseException", "AssertionError"})
+
+
+def _catches_assertions(exc: ast.expr) -> bool:
+    """Whether an expected class (or tuple) takes an AssertionError: then a
+    helper call's failed equality meets the raise, and a block of it asks
+    nothing of the feature."""
+    names = exc.elts if isinstance(exc, ast.Tuple) else [exc]
+    return any(_name(n) in BROAD or not isinstance(n, (ast.Name, ast.Attribute)) for n in names)
+
+
+def root_name(node: ast.expr) -> str | None:
+    """The name an attribute or subscript chain starts from (`a` of `a.b[1].c`)."""
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+MUTATORS = frozenset({"append", "extend", "insert", "remove", "pop", "clear", "update", "setdefault",
+                      "add", "discard", "popitem", "sort", "reverse"})
+
+
+def module_imports(tree: ast.Module) -> set[str]:
+    """Names a module binds to modules at its top level (`import x`, `import
+    x.y as z`, `from pkg import mod` where it may be a module)."""
+    out: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            out |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            out |= {a.asname or a.name for a in node.names if a.name != "*"}
+    return out
+
+
+def sets_state(fn: ast.AST, roots: AbstractSet[str] | None = None) -> bool:
+    """Whether a test function changes what outlives it or what another test's
+    call sees: an assignment into (or deletion from, `setattr`, a mutating
+    method on) an attribute or item of a name in `roots` (imported modules);
+    with `roots` None, of any name the function does not bind itself (`self`
+    included); or a `global`."""
+    own: set[str] = set()
+    if roots is None:
+        args = getattr(fn, "args", None)
+        params = {a.arg for a in (args.posonlyargs + args.args + args.kwonlyargs) if a.arg != "self"} \
+            if args is not None else set()
+        own = params | {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+    def outer(node: ast.expr) -> bool:
+        name = root_name(node)
+        return name is not None and (name in roots if roots is not None else name not in own)
+
+    for node in ast.walk(fn):
+        if isinstance(node, (ast.Global, ast.Nonlocal)):
+            return True
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = list(node.targets)
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+        elif isinstance(node, ast.Delete):
+            targets = list(node.targets)
+        for t in targets:
+            for sub in ast.walk(t):
+                if isinstance(sub, (ast.Attribute, ast.Subscript)) and outer(sub):
+                    return True
+        if isinstance(node, ast.Call):
+            f = node.func
+            if isinstance(f, ast.Name) and f.id in ("setattr", "delattr") and node.args and outer(
+                    ast.Attribute(value=node.args[0], attr="x", ctx=ast.Store())):
+                return True
+            if isinstance(f, ast.Attribute) and f.attr in MUTATORS \
+                    and isinstance(f.value, (ast.Attribute, ast.Subscript)) and outer(f.value):
+                return True
+    return False
 
 
 def _plain(node: ast.expr) -> bool:
@@ -200,6 +279,7 @@ def raising_inputs(fn, ref: TestRef, helpers: bool = False) -> list[Raising]:
     out: list[Raising] = []
     for node, _ in _body(fn):
         call: ast.expr | None = None
+        broad = False
         if isinstance(node, (ast.With, ast.AsyncWith)) and len(node.items) == 1 and len(node.body) == 1:
             cm = node.items[0].context_expr
             only = node.body[0]
@@ -207,13 +287,15 @@ def raising_inputs(fn, ref: TestRef, helpers: bool = False) -> list[Raising]:
                     isinstance(only, ast.Expr) or isinstance(only, ast.Assign) and len(only.targets) == 1
                     and isinstance(only.targets[0], ast.Name)):
                 call = only.value                 # `f(x)` or `_ = f(x)`
+                # a helper's own failed assert would meet a broad expectation
+                broad = _catches_assertions(cm.args[0])
         elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) \
                 and _name(node.value.func) in RAISES and len(node.value.args) == 3 and not node.value.keywords:
             # the callable form: assertRaises(E, f, x) / pytest.raises(E, f, x)
             _, f, x = node.value.args
             call = ast.Call(func=f, args=[x], keywords=[])
         got = _input_call(call) if call is not None else None
-        if got is None or not (len(got[1].args) == 1 or helpers and _helper_input(got[1])):
+        if got is None or not (len(got[1].args) == 1 or helpers and not broad and _helper_input(got[1])):
             continue
         callee, call = got
         arg, arity = call.args[0], len(call.args)
@@ -480,8 +562,19 @@ def _host(accepted: list[Accepted], r: Raising, fn, value: object,
     """Accepting calls of r's callee, in another test, whose input has the
     type of `value` and is not it (and, given `shown`, is shown nowhere else)."""
     return [a for a in accepted if a.callee == r.callee and a.arity == r.arity and a.fn is not fn
+            and (r.arity == 1 or _same_context(a, r))
             and type(a.node.value) is type(value) and a.node.value != value
             and (shown is None or not shown(a.node.value))]
+
+
+def _same_context(a: Accepted, r: Raising) -> bool:
+    """A helper's calls exchange only inside one class, between tests that
+    change nothing the helper may read (`self.s`, a module's limit): the same
+    name in another class may call another function (a review's find: two
+    `check` helpers, one strict and one that upper-cases first), and an input
+    the helper accepted under other settings is no fact about these."""
+    return a.ref.cls == r.ref.cls and a.ref.file == r.ref.file \
+        and not sets_state(a.fn) and not sets_state(r.fn)
 
 
 def _block(fn, ref: TestRef, r: Raising, inputs: list[Raising], accepted: list[Accepted], lines: list[str],
