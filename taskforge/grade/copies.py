@@ -33,10 +33,8 @@ import secrets
 import sys
 import textwrap
 import threading
-import types
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -50,6 +48,7 @@ from taskforge.grade import copy_odds, copy_raises, copy_steps, copy_values, voc
 from taskforge.grade.class_tree import ClassTree
 from taskforge.grade.copy_steps import alphabet as _alphabet
 from taskforge.grade.copy_steps import canonical
+from taskforge.grade.helper_calls import HELPERS, Helpers
 from taskforge.grade.seals import SealPlan, swapped_classes
 from taskforge.models import TestCopy
 
@@ -448,10 +447,7 @@ def _equality_uses(fn, nodes=None) -> list[tuple[ast.AST, ast.AST]]:
     return uses
 
 
-# The project's own assertion helpers, known while propose runs (assert_helpers):
-# name -> (its parameters after self, those compared for equality in its body).
-Helpers = Mapping[str, tuple[tuple[str, ...], frozenset[str]]]
-HELPERS: ContextVar[Helpers] = ContextVar("assert_helpers", default=types.MappingProxyType({}))
+# The project's own assertion helpers, known while propose runs (assert_helpers).
 
 
 def assert_helpers(root: Path, max_bytes: int = 1 << 20) -> dict[str, tuple[tuple[str, ...], frozenset[str]]]:

@@ -53,6 +53,7 @@ from typing import AbstractSet
 
 from taskforge.analysis.pyparse import literal_eval
 from taskforge.analysis.testindex import TestRef
+from taskforge.grade.helper_calls import HELPERS
 from taskforge.grade.seals import module_names
 from taskforge.grade.shapes import buildable
 from taskforge.grade.vocab import Vocabulary, covering, scaled
@@ -168,8 +169,6 @@ def _helper_input(call: ast.Call) -> bool:
     simpleeval's `self.t(expr, should_be)`. Its first argument is the input the
     feature takes, as `f(x)`'s is (red team round 28: 10 of one task's 37
     raising blocks were `self.t(..., 0)`, and no block was made of them)."""
-    from taskforge.grade.copies import HELPERS  # copies imports this module
-
     f = call.func
     # the suite's own helper: `t(...)` or `self.t(...)`, never another object's method of that name
     name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) \
