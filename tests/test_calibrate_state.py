@@ -69,7 +69,8 @@ def test_copies_of_a_test_that_sets_module_state_go_the_rest_stay(worker):
     ("items = []\nitems.append(3)", False),
 ])
 def test_sets_state(body, sets):
-    from taskforge.grade.copy_raises import module_imports, sets_state
+    from taskforge.grade.copies import _imported as module_imports
+    from taskforge.grade.copy_raises import sets_state
 
     tree = ast.parse("from pkg import core\nimport os.path\n\ndef test_x(self, monkeypatch):\n"
                      + textwrap.indent(body, "    ") + "\n")

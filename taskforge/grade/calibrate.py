@@ -77,7 +77,7 @@ def calibrate(worker, f2p: list[str], seed: str, timeout: float,
     must_pass = {t for t in (passing or set(f2p)) if t.split("::")[0] in files} | set(f2p)
     proposed = candidates        # what a block, a set or a level is whole against
     got = _placed_runs(worker, f2p, candidates, files, must_pass, seed, timeout, cal)
-    if isinstance(got, str) and got == BROKEN:
+    if got == BROKEN:
         # A must-fail copy stops before its test puts module state back
         # (simpleeval's `simpleeval.MAX_POWER = 100 ... = old_max`), and the
         # tests after it fail: the copies of such tests go, and the rest are
@@ -190,7 +190,7 @@ def _state_setters(root: Path, candidates: list) -> set[tuple[str, tuple[str, ..
             tree = parse_python((root / file).read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
             continue
-        modules = copy_raises.module_imports(tree)
+        modules = cp._imported(tree)
         for m in candidates:
             if m.file != file:
                 continue

@@ -200,18 +200,6 @@ MUTATORS = frozenset({"append", "extend", "insert", "remove", "pop", "clear", "u
                       "add", "discard", "popitem", "sort", "reverse"})
 
 
-def module_imports(tree: ast.Module) -> set[str]:
-    """Names a module binds to modules at its top level (`import x`, `import
-    x.y as z`, `from pkg import mod` where it may be a module)."""
-    out: set[str] = set()
-    for node in tree.body:
-        if isinstance(node, ast.Import):
-            out |= {(a.asname or a.name).split(".")[0] for a in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            out |= {a.asname or a.name for a in node.names if a.name != "*"}
-    return out
-
-
 def sets_state(fn: ast.AST, roots: AbstractSet[str] | None = None) -> bool:
     """Whether a test function changes what outlives it or what another test's
     call sees: an assignment into (or deletion from, `setattr`, a mutating
